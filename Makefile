@@ -1,0 +1,37 @@
+# Two commands on a fresh machine with python3 (3.11+) and make:
+#   make demo   set up, then run the quickstart eval offline
+#   make test   set up, then run the whole test suite
+PYTHON ?= python3
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+
+.PHONY: setup demo test lint bench clean
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install --quiet "uv>=0.5"
+
+$(VENV)/.synced: $(UV) pyproject.toml uv.lock
+	$(UV) sync --locked --all-extras --quiet
+	@touch $@
+
+setup: $(VENV)/.synced
+
+demo: setup
+	$(VENV)/bin/python examples/quickstart.py
+
+test: setup
+	$(VENV)/bin/python -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/pyright
+
+bench: setup
+	$(VENV)/bin/python bench/throughput.py
+
+clean:
+	rm -rf $(TOOLS) $(VENV) .pytest_cache

@@ -1,0 +1,95 @@
+"""vitals-engine: evaluate products built on large language models.
+
+Example:
+    >>> import vitals_engine as ve
+    >>> task = ve.Task(
+    ...     dataset=[{"input": "What's 2+2?", "target": "4"}],
+    ...     solver=ve.generate(ve.chat_mock()),
+    ...     scorer=ve.detect_includes(),
+    ... )
+    >>> task.eval().metrics
+    {'accuracy': 1.0}
+"""
+
+from ._errors import (
+    AuthenticationError,
+    ConfigError,
+    DatasetError,
+    EvalFailedError,
+    ExtractionError,
+    LogFormatError,
+    MalformedResponse,
+    MetricError,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnavailable,
+    RateLimitError,
+    ScorerError,
+    SolverError,
+    TaskStateError,
+    VitalsError,
+)
+from .chat.chat import Chat
+from .chat.constructors import chat_mock
+from .chat.pricing import set_price
+from .chat.turns import (
+    ContentImage,
+    ContentText,
+    ContentThinking,
+    ContentToolRequest,
+    ContentToolResult,
+    TokenUsage,
+    Turn,
+)
+from .config import log_dir, log_dir_set
+from .engine.calls import batch_scorer, batch_solver
+from .metrics import accuracy
+from .samples import Sample, Score, Solution, SolvedSample
+from .scorers import detect_answer, detect_exact, detect_includes, detect_match, detect_pattern
+from .solvers import generate
+from .task import Task
+
+__all__ = [
+    "AuthenticationError",
+    "Chat",
+    "ConfigError",
+    "ContentImage",
+    "ContentText",
+    "ContentThinking",
+    "ContentToolRequest",
+    "ContentToolResult",
+    "DatasetError",
+    "EvalFailedError",
+    "ExtractionError",
+    "LogFormatError",
+    "MalformedResponse",
+    "MetricError",
+    "ProviderError",
+    "ProviderTimeout",
+    "ProviderUnavailable",
+    "RateLimitError",
+    "Sample",
+    "Score",
+    "ScorerError",
+    "Solution",
+    "SolvedSample",
+    "SolverError",
+    "Task",
+    "TaskStateError",
+    "TokenUsage",
+    "Turn",
+    "VitalsError",
+    "accuracy",
+    "batch_scorer",
+    "batch_solver",
+    "chat_mock",
+    "detect_answer",
+    "detect_exact",
+    "detect_includes",
+    "detect_match",
+    "detect_pattern",
+    "generate",
+    "log_dir",
+    "log_dir_set",
+    "set_price",
+]

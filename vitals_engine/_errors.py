@@ -1,0 +1,175 @@
+"""Every error vitals-engine raises, under one root.
+
+```
+VitalsError
+ ├── ConfigError            a wrong argument: unknown keyword, bad epochs, bad option
+ ├── DatasetError           a dataset that cannot be read or lacks input/target
+ ├── TaskStateError         a step run out of order (score() before solve() ...)
+ ├── SolverError            a solver broke its contract (wrong return shape ...)
+ ├── ScorerError            a scorer broke its contract
+ ├── MetricError            a metric function returned something other than a number
+ ├── ProviderError          a model provider failed a request
+ │    ├── RateLimitError        429: carries `retry_after` seconds
+ │    ├── AuthenticationError   401/403: missing or wrong API key
+ │    ├── ProviderUnavailable   5xx, 529, 408, 409, dropped connections
+ │    ├── ProviderTimeout       connect or read timeout
+ │    └── MalformedResponse     a body that is not the JSON the provider promised
+ ├── ExtractionError        a structured reply that does not validate against its type
+ ├── EvalFailedError        more samples failed than `fail_on_error` allows
+ └── LogFormatError         a log or journal that cannot be read
+```
+
+Each error carries what a user needs to act on it (the provider, the model,
+the sample id, the request id) as attributes, and says it in its message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AuthenticationError",
+    "ConfigError",
+    "DatasetError",
+    "EvalFailedError",
+    "ExtractionError",
+    "LogFormatError",
+    "MalformedResponse",
+    "MetricError",
+    "ProviderError",
+    "ProviderTimeout",
+    "ProviderUnavailable",
+    "RateLimitError",
+    "ScorerError",
+    "SolverError",
+    "TaskStateError",
+    "VitalsError",
+]
+
+
+class VitalsError(Exception):
+    """The root of every error raised by vitals-engine."""
+
+
+class ConfigError(VitalsError):
+    """An argument or option is wrong; the message says which and how to fix it."""
+
+
+class DatasetError(VitalsError):
+    """A dataset cannot be read, or lacks the columns a task needs."""
+
+
+class TaskStateError(VitalsError):
+    """A task step was run before the step it depends on."""
+
+
+class SolverError(VitalsError):
+    """A solver broke its contract, e.g. returned a value of the wrong shape."""
+
+
+class ScorerError(VitalsError):
+    """A scorer broke its contract, e.g. returned a value of the wrong shape."""
+
+
+class MetricError(VitalsError):
+    """A metric function returned something other than a single number."""
+
+
+class ProviderError(VitalsError):
+    """A model provider failed a request.
+
+    Attributes name the provider, the model, the HTTP status (when there was
+    a response), the provider's request id, and whether a retry may succeed.
+    """
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        status: int | None = None,
+        request_id: str | None = None,
+        body: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.model = model
+        self.status = status
+        self.request_id = request_id
+        self.body = body
+
+    def __str__(self) -> str:
+        where = "/".join(p for p in (self.provider, self.model) if p)
+        parts = [f"{where}: {self.message}" if where else self.message]
+        if self.status is not None:
+            parts.append(f"(HTTP {self.status})")
+        if self.request_id:
+            parts.append(f"[request id {self.request_id}]")
+        return " ".join(parts)
+
+
+class RateLimitError(ProviderError):
+    """The provider answered 429; `retry_after` is the wait it asked for, in seconds."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.retry_after = retry_after
+
+
+class AuthenticationError(ProviderError):
+    """The API key is missing, wrong, or not allowed to use this model."""
+
+
+class ProviderUnavailable(ProviderError):
+    """A server-side or transient failure (5xx, 529, 408, 409, a dropped connection)."""
+
+    retryable = True
+
+
+class ProviderTimeout(ProviderError):
+    """Connecting to the provider or reading its answer took too long."""
+
+    retryable = True
+
+
+class MalformedResponse(ProviderError):
+    """The provider's body is not valid JSON, or lacks fields its API promises."""
+
+    retryable = True
+
+
+class ExtractionError(VitalsError):
+    """A structured-output reply did not validate against the requested type.
+
+    `raw` holds the model's reply as received.
+    """
+
+    def __init__(self, message: str, *, raw: str) -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class EvalFailedError(VitalsError):
+    """More samples failed than `fail_on_error` allows; the log was written anyway.
+
+    `failed` is the number of failed samples, `total` the number run,
+    `log_path` where the log with every finished sample lies.
+    """
+
+    def __init__(
+        self, message: str, *, failed: int, total: int, log_path: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.failed = failed
+        self.total = total
+        self.log_path = log_path
+
+
+class LogFormatError(VitalsError):
+    """A log or journal cannot be read: the message names the file and the position."""

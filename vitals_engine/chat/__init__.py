@@ -1,0 +1,1 @@
+"""The model client layer: chats, turns, tools, structured output, usage and prices."""

@@ -1,0 +1,92 @@
+"""Prices per million tokens, from `data/prices.json` plus what the user sets.
+
+A call's cost is its tokens times the model's prices. When a model has no
+price the cost is `None` (unknown), never 0.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import threading
+from functools import cache
+
+import msgspec
+
+from .turns import TokenUsage
+
+__all__ = ["Price", "cost_of", "find_price", "set_price"]
+
+
+class Price(msgspec.Struct, frozen=True):
+    """USD per million tokens."""
+
+    provider: str
+    model: str
+    input: float
+    output: float
+    cached_input: float | None = None
+
+
+class _PriceFile(msgspec.Struct):
+    schema_version: int
+    prices: list[Price]
+    taken: str = ""
+
+
+_user_prices: dict[tuple[str, str], Price] = {}
+_lock = threading.Lock()
+
+
+@cache
+def _builtin() -> dict[tuple[str, str], Price]:
+    raw = importlib.resources.files("vitals_engine").joinpath("data/prices.json").read_bytes()
+    table = msgspec.json.decode(raw, type=_PriceFile)
+    return {(p.provider.lower(), p.model): p for p in table.prices}
+
+
+def set_price(
+    provider: str,
+    model: str,
+    *,
+    input: float,
+    output: float,
+    cached_input: float | None = None,
+) -> None:
+    """Add or override the price of a model, in USD per million tokens.
+
+    Example:
+        >>> set_price("OpenAI", "my-fine-tune", input=3.0, output=12.0)
+    """
+    with _lock:
+        _user_prices[(provider.lower(), model)] = Price(
+            provider, model, input, output, cached_input
+        )
+
+
+def find_price(provider: str, model: str) -> Price | None:
+    """The price of `model`, trying the exact name, then its longest known prefix
+    (so dated snapshots such as `gpt-4.1-2025-04-14` find `gpt-4.1`), then `*`."""
+    key = provider.lower()
+    for table in (_user_prices, _builtin()):
+        if (key, model) in table:
+            return table[(key, model)]
+    best: Price | None = None
+    for table in (_user_prices, _builtin()):
+        for (prov, name), price in table.items():
+            if prov == key and name != "*" and model.startswith(name + "-"):
+                if best is None or len(name) > len(best.model):
+                    best = price
+        if best is not None:
+            return best
+    return _user_prices.get((key, "*")) or _builtin().get((key, "*"))
+
+
+def cost_of(provider: str, model: str, tokens: TokenUsage) -> float | None:
+    """USD cost of `tokens` on `model`, or None when its price is unknown."""
+    price = find_price(provider, model)
+    if price is None:
+        return None
+    cached = price.cached_input if price.cached_input is not None else price.input
+    return (
+        tokens.input * price.input + tokens.cached_input * cached + tokens.output * price.output
+    ) / 1_000_000

@@ -1,0 +1,159 @@
+"""A conversation's records: turns, their contents and their token counts.
+
+Turns are msgspec Structs so they serialise cheaply into logs and journals.
+Treat them as values: `Chat` never mutates a turn it has handed out.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = [
+    "Content",
+    "ContentImage",
+    "ContentText",
+    "ContentThinking",
+    "ContentToolRequest",
+    "ContentToolResult",
+    "TokenUsage",
+    "Turn",
+]
+
+
+class ContentText(msgspec.Struct, tag="text", tag_field="type", frozen=True):
+    """Plain text."""
+
+    text: str
+
+
+class ContentImage(msgspec.Struct, tag="image", tag_field="type", frozen=True, omit_defaults=True):
+    """An image, either inline (`data` + `media_type`) or remote (`url`).
+
+    Example:
+        >>> ContentImage.from_bytes(b"...", "image/png")
+    """
+
+    url: str | None = None
+    data: str | None = None  # base64
+    media_type: str = "image/png"
+    detail: Literal["auto", "low", "high"] = "auto"
+
+    @classmethod
+    def from_bytes(cls, data: bytes, media_type: str = "image/png") -> ContentImage:
+        """An inline image from raw bytes."""
+        return cls(data=base64.b64encode(data).decode("ascii"), media_type=media_type)
+
+    @property
+    def data_uri(self) -> str:
+        """The image as a `data:` URI (inline) or its URL (remote)."""
+        if self.data is not None:
+            return f"data:{self.media_type};base64,{self.data}"
+        return self.url or ""
+
+
+class ContentToolRequest(msgspec.Struct, tag="tool_request", tag_field="type", frozen=True):
+    """The model asks to call tool `name` with `arguments`."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ContentToolResult(
+    msgspec.Struct, tag="tool_result", tag_field="type", frozen=True, omit_defaults=True
+):
+    """What a tool returned (or the error it raised) for request `id`."""
+
+    id: str
+    name: str
+    value: Any = None
+    error: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The result as the text sent back to the model."""
+        if self.error is not None:
+            return f"Error: {self.error}"
+        if isinstance(self.value, str):
+            return self.value
+        return msgspec.json.encode(self.value).decode()
+
+
+class ContentThinking(
+    msgspec.Struct, tag="thinking", tag_field="type", frozen=True, omit_defaults=True
+):
+    """The model's reasoning, as the provider returned it."""
+
+    thinking: str
+    signature: str | None = None
+    redacted: bool = False
+
+
+Content = ContentText | ContentImage | ContentToolRequest | ContentToolResult | ContentThinking
+
+
+class TokenUsage(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Tokens of one model call.
+
+    `input` excludes cached input tokens (which are `cached_input`), as in
+    Inspect's logs; `reasoning` is part of `output`.
+    """
+
+    input: int = 0
+    output: int = 0
+    cached_input: int = 0
+    reasoning: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.input + other.input,
+            self.output + other.output,
+            self.cached_input + other.cached_input,
+            self.reasoning + other.reasoning,
+        )
+
+    @property
+    def total(self) -> int:
+        return self.input + self.cached_input + self.output
+
+
+FinishReason = Literal["stop", "max_tokens", "tool_calls", "content_filter", "unknown"]
+
+
+class Turn(msgspec.Struct, omit_defaults=True):
+    """One message of a conversation: a role and its contents.
+
+    Assistant turns also carry the call's token usage, finish reason, model,
+    cost and timing.
+
+    Example:
+        >>> Turn("user", [ContentText("What's 2+2?")]).text
+        "What's 2+2?"
+    """
+
+    role: Literal["user", "assistant"]
+    contents: list[Content]
+    tokens: TokenUsage | None = None
+    finish_reason: FinishReason | None = None
+    model: str | None = None
+    cost: float | None = None
+    started_at: float | None = None  # unix time of the request
+    duration: float | None = None  # seconds the request took
+    retries: int = 0
+
+    @classmethod
+    def user(cls, *parts: str | Content) -> Turn:
+        """A user turn from strings and content objects."""
+        return cls("user", [ContentText(p) if isinstance(p, str) else p for p in parts])
+
+    @property
+    def text(self) -> str:
+        """The concatenated text of this turn's text contents."""
+        return "".join(c.text for c in self.contents if isinstance(c, ContentText))
+
+    @property
+    def tool_requests(self) -> list[ContentToolRequest]:
+        return [c for c in self.contents if isinstance(c, ContentToolRequest)]

@@ -1,0 +1,147 @@
+"""Token and cost accounting that belongs to a run, not to the process.
+
+A `UsageLedger` sums every model call per (role, provider, model). The engine
+opens a `usage_scope(role, ledgers)` around each sample's solve and score
+stage; a `Chat` records each completed call into every ledger of the scope it
+runs in. Outside any scope (a chat used on its own) nothing is recorded
+globally: the chat's own turns still carry their tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from .turns import TokenUsage
+
+__all__ = ["UsageLedger", "UsageRow", "current_scope", "usage_scope"]
+
+
+@dataclass(slots=True)
+class UsageRow:
+    """Running totals for one (role, provider, model)."""
+
+    requests: int = 0
+    tokens: TokenUsage = field(default_factory=TokenUsage)
+    cost: float | None = 0.0
+
+    def add(self, tokens: TokenUsage, cost: float | None) -> None:
+        self.requests += 1
+        self.tokens = self.tokens + tokens
+        # One call of unknown price makes the total unknown: never report a partial sum.
+        self.cost = None if cost is None or self.cost is None else self.cost + cost
+
+    def absorb(self, other: UsageRow) -> None:
+        self.requests += other.requests
+        self.tokens = self.tokens + other.tokens
+        self.cost = None if other.cost is None or self.cost is None else self.cost + other.cost
+
+
+class UsageLedger:
+    """Requests, tokens and cost per (role, provider, model).
+
+    Example:
+        >>> ledger = UsageLedger()
+        >>> ledger.record("solver", "Mock", "mock-model", TokenUsage(10, 2), 0.0)
+        >>> ledger.to_frame()["input_tokens"].to_list()
+        [10]
+    """
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str, str], UsageRow] = {}
+
+    def record(
+        self, role: str, provider: str, model: str, tokens: TokenUsage, cost: float | None
+    ) -> None:
+        key = (role, provider, model)
+        row = self.rows.get(key)
+        if row is None:
+            row = self.rows[key] = UsageRow()
+        row.add(tokens, cost)
+
+    def merge(self, other: UsageLedger, role: str | None = None) -> None:
+        """Add another ledger's totals (only `role`'s, if given) into this one."""
+        for key, row in other.rows.items():
+            if role is None or key[0] == role:
+                self.rows.setdefault(key, UsageRow()).absorb(row)
+
+    def drop_role(self, role: str) -> None:
+        """Forget every row of `role` (when that stage is run again)."""
+        for key in [k for k in self.rows if k[0] == role]:
+            del self.rows[key]
+
+    def by_model(self) -> dict[tuple[str, str], UsageRow]:
+        """Totals per (provider, model), all roles together."""
+        out: dict[tuple[str, str], UsageRow] = {}
+        for (_, provider, model), row in self.rows.items():
+            out.setdefault((provider, model), UsageRow()).absorb(row)
+        return out
+
+    def by_role(self) -> dict[str, UsageRow]:
+        """Totals per role, all models together."""
+        out: dict[str, UsageRow] = {}
+        for (role, _, _), row in self.rows.items():
+            out.setdefault(role, UsageRow()).absorb(row)
+        return out
+
+    def to_frame(self) -> pl.DataFrame:
+        """One row per role and model, solver rows first."""
+        order = {"solver": 0, "scorer": 1}
+        keys = sorted(self.rows, key=lambda k: (order.get(k[0], 2), k))
+        return pl.DataFrame(
+            {
+                "role": [k[0] for k in keys],
+                "provider": [k[1] for k in keys],
+                "model": [k[2] for k in keys],
+                "requests": [self.rows[k].requests for k in keys],
+                "input_tokens": [self.rows[k].tokens.input for k in keys],
+                "cached_input_tokens": [self.rows[k].tokens.cached_input for k in keys],
+                "output_tokens": [self.rows[k].tokens.output for k in keys],
+                "reasoning_tokens": [self.rows[k].tokens.reasoning for k in keys],
+                "cost": [self.rows[k].cost for k in keys],
+            },
+            schema={
+                "role": pl.String,
+                "provider": pl.String,
+                "model": pl.String,
+                "requests": pl.Int64,
+                "input_tokens": pl.Int64,
+                "cached_input_tokens": pl.Int64,
+                "output_tokens": pl.Int64,
+                "reasoning_tokens": pl.Int64,
+                "cost": pl.Float64,
+            },
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class UsageScope:
+    role: str
+    ledgers: tuple[UsageLedger, ...]
+
+    def record(self, provider: str, model: str, tokens: TokenUsage, cost: float | None) -> None:
+        for ledger in self.ledgers:
+            ledger.record(self.role, provider, model, tokens, cost)
+
+
+_scope: ContextVar[UsageScope | None] = ContextVar("vitals_usage_scope", default=None)
+
+
+def current_scope() -> UsageScope | None:
+    """The usage scope of the running sample stage, if any."""
+    return _scope.get()
+
+
+@contextmanager
+def usage_scope(role: str, *ledgers: UsageLedger) -> Iterator[UsageScope]:
+    """Attribute every model call made inside to `role`, in each of `ledgers`."""
+    scope = UsageScope(role, ledgers)
+    token = _scope.set(scope)
+    try:
+        yield scope
+    finally:
+        _scope.reset(token)

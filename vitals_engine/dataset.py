@@ -1,0 +1,208 @@
+"""Normalise what a user calls a dataset into rows of (id, input, target, metadata).
+
+Accepted: a list of dicts, a polars DataFrame, a pandas DataFrame (pandas is
+not a dependency: it is recognised, not imported), or a path to a .jsonl,
+.json, .csv or .parquet file. `input` and `target` are required; `id` is kept
+when present (it must be unique), else ids are 1..n; every other column is
+per-sample metadata.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from ._errors import DatasetError
+from .samples import Sample
+
+__all__ = ["DatasetRow", "load_dataset", "dataset_name"]
+
+_REQUIRED = ("input", "target")
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetRow:
+    id: int | str
+    input: Any
+    target: str | list[str]
+    metadata: dict[str, Any]
+
+    def sample(self, epoch: int) -> Sample:
+        return Sample(self.id, epoch, self.input, self.target, self.metadata)
+
+
+def _is_pandas(data: Any) -> bool:
+    return type(data).__module__.split(".")[0] == "pandas" and hasattr(data, "to_dict")
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _read_file(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        raise DatasetError(f"Dataset file '{path}' does not exist.")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            rows = []
+            with path.open("rb") as fh:
+                for line_no, line in enumerate(fh, 1):
+                    if line.strip():
+                        try:
+                            rows.append(msgspec.json.decode(line))
+                        except msgspec.DecodeError as exc:
+                            raise DatasetError(
+                                f"Dataset file '{path}', line {line_no}: not valid JSON ({exc})."
+                            ) from exc
+            return rows
+        if suffix == ".json":
+            data = msgspec.json.decode(path.read_bytes())
+            if not isinstance(data, list):
+                raise DatasetError(f"Dataset file '{path}' must hold a JSON list of objects.")
+            return data
+        if suffix == ".csv":
+            return pl.read_csv(path, infer_schema_length=10_000).to_dicts()
+        if suffix == ".parquet":
+            return pl.read_parquet(path).to_dicts()
+    except DatasetError:
+        raise
+    except Exception as exc:
+        raise DatasetError(f"Cannot read dataset file '{path}': {exc}") from exc
+    raise DatasetError(
+        f"Dataset file '{path}' has an unknown extension '{suffix}'; "
+        "use .jsonl, .json, .csv or .parquet."
+    )
+
+
+def _records(data: Any) -> list[Mapping[str, Any]]:
+    if isinstance(data, str | os.PathLike):
+        return _read_file(Path(data))
+    if isinstance(data, pl.DataFrame):
+        return data.to_dicts()
+    if isinstance(data, pl.LazyFrame):
+        return data.collect().to_dicts()
+    if _is_pandas(data):
+        return list(data.to_dict(orient="records"))
+    if isinstance(data, Mapping):
+        raise DatasetError(
+            "A dataset must be a list of rows, not a single dict: "
+            'e.g. [{"input": "What\'s 2+2?", "target": "4"}].'
+        )
+    if isinstance(data, Iterable) and not isinstance(data, str | bytes):
+        rows = list(data)
+        for i, row in enumerate(rows):
+            if not isinstance(row, Mapping):
+                raise DatasetError(
+                    f"Dataset row {i + 1} is a {type(row).__name__}; each row must be a dict "
+                    "with 'input' and 'target'."
+                )
+        return rows
+    raise DatasetError(
+        f"Cannot use a {type(data).__name__} as a dataset: pass a list of dicts, a polars or "
+        "pandas DataFrame, or a path to a .jsonl/.json/.csv/.parquet file."
+    )
+
+
+def _target(value: Any, row: int) -> str | list[str]:
+    if _is_missing(value):
+        raise DatasetError(f"Dataset row {row} has no target.")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Sequence) and not isinstance(value, bytes):
+        return [str(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy arrays from pandas/parquet list columns
+        return [str(v) for v in value.tolist()]
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _input(value: Any, row: int) -> Any:
+    if _is_missing(value):
+        raise DatasetError(f"Dataset row {row} has no input.")
+    if isinstance(value, str | dict | list):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return value
+
+
+def _id(value: Any, row: int) -> int | str:
+    if isinstance(value, bool) or _is_missing(value):
+        raise DatasetError(f"Dataset row {row} has an empty or boolean id: {value!r}.")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int | str):
+        return value
+    if hasattr(value, "item"):  # numpy scalars
+        return _id(value.item(), row)
+    raise DatasetError(f"Dataset row {row} has an id of type {type(value).__name__}; use int or str.")
+
+
+def load_dataset(data: Any) -> list[DatasetRow]:
+    """Read `data` into dataset rows, checking columns and ids.
+
+    Example:
+        >>> rows = load_dataset([{"input": "What's 2+2?", "target": "4", "level": 1}])
+        >>> rows[0].id, rows[0].metadata
+        (1, {'level': 1})
+    """
+    records = _records(data)
+    if not records:
+        raise DatasetError("The dataset is empty: it needs at least one row.")
+    columns: dict[str, None] = {}
+    for record in records:
+        columns.update(dict.fromkeys(record))
+    missing = [c for c in _REQUIRED if c not in columns]
+    if missing:
+        names = " and ".join(missing)
+        plural = "column" if len(missing) == 1 else "columns"
+        raise DatasetError(
+            f"The dataset is missing required {plural} {names}. "
+            f"Found columns: {', '.join(columns) or 'none'}."
+        )
+    has_id = "id" in columns
+    rows: list[DatasetRow] = []
+    for i, record in enumerate(records, 1):
+        metadata = {k: v for k, v in record.items() if k not in ("id", "input", "target")}
+        rows.append(
+            DatasetRow(
+                id=_id(record.get("id"), i) if has_id else i,
+                input=_input(record.get("input"), i),
+                target=_target(record.get("target"), i),
+                metadata=metadata,
+            )
+        )
+    if has_id:
+        seen: set[int | str] = set()
+        dupes = [row.id for row in rows if row.id in seen or seen.add(row.id)]  # type: ignore[func-returns-value]
+        if dupes:
+            shown = ", ".join(repr(d) for d in list(dict.fromkeys(dupes))[:5])
+            raise DatasetError(
+                f"Duplicated values found in the id column ({shown}). Each id must be unique."
+            )
+    return rows
+
+
+def dataset_name(data: Any) -> str | None:
+    """A name for the dataset when it is a file: its stem."""
+    if isinstance(data, str | os.PathLike):
+        return Path(data).stem
+    return None
+
+
+def expand_epochs(rows: Sequence[DatasetRow], epochs: int) -> Iterator[Sample]:
+    """Samples in run order: id1/e1, id1/e2, ..., id2/e1, ..."""
+    for row in rows:
+        for epoch in range(1, epochs + 1):
+            yield row.sample(epoch)

@@ -1,0 +1,298 @@
+"""Calling the user's solvers and scorers: signatures, keyword routing, return shapes.
+
+A solver is called as `solver(input, **kwargs)`, plus `sample=<Sample>` when
+it declares a `sample` parameter; a scorer as `scorer(solved_sample, **kwargs)`.
+Either may be sync (run in a worker thread) or async. Batch functions, which
+take every input at once, are declared with `@batch_solver` / `@batch_scorer`,
+never guessed.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+
+from .._errors import ConfigError, ScorerError, SolverError
+from ..chat.chat import Chat
+from ..samples import Sample, Score, Solution, SolvedSample
+
+__all__ = [
+    "BatchFunction",
+    "FunctionSpec",
+    "batch_scorer",
+    "batch_solver",
+    "call_scorer",
+    "call_solver",
+    "describe",
+    "normalise_score",
+    "normalise_solution",
+    "route_kwargs",
+]
+
+Role = Literal["solver", "scorer"]
+
+
+class BatchFunction:
+    """A solver or scorer that takes every sample at once (declared with a decorator)."""
+
+    def __init__(self, fn: Callable[..., Any], role: Role) -> None:
+        if not callable(fn):
+            raise ConfigError(f"@batch_{role} needs a function, not {type(fn).__name__}.")
+        self.fn = fn
+        self.role = role
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+def batch_solver(fn: Callable[..., Any]) -> BatchFunction:
+    """Declare a solver that takes the list of all inputs and returns results for all.
+
+    It returns `{"result": [...], "solver_chat": [...], "solver_metadata": [...]}`
+    (chats and metadata optional), or a list of results, in input order.
+
+    Example:
+        >>> @batch_solver
+        ... def shout(inputs):
+        ...     return {"result": [i.upper() for i in inputs]}
+    """
+    return BatchFunction(fn, "solver")
+
+
+def batch_scorer(fn: Callable[..., Any]) -> BatchFunction:
+    """Declare a scorer that takes a DataFrame of all solved samples at once.
+
+    It returns `{"score": [...], "explanation": [...], "answer": [...],
+    "scorer_metadata": [...], "scorer_chat": [...]}` (all but score optional),
+    or a list of scores, in row order.
+
+    Example:
+        >>> @batch_scorer
+        ... def exact(samples):
+        ...     return {"score": ["C" if r == t else "I"
+        ...                       for r, t in zip(samples["result"], samples["target"])]}
+    """
+    return BatchFunction(fn, "scorer")
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSpec:
+    """What the engine knows of a solver or scorer from its signature."""
+
+    fn: Callable[..., Any]
+    role: Role
+    name: str
+    label: str
+    is_batch: bool
+    is_async: bool
+    accepts_sample: bool
+    params: frozenset[str]
+    takes_var_kwargs: bool
+
+
+def _name_of(fn: Any) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def describe(fn: Any, role: Role) -> FunctionSpec:
+    """Read a solver's or scorer's signature."""
+    if not callable(fn):
+        raise ConfigError(f"The {role} must be a function, not {type(fn).__name__}.")
+    is_batch = isinstance(fn, BatchFunction)
+    if is_batch and fn.role != role:
+        raise ConfigError(f"A @batch_{fn.role} was given as the {role}.")
+    target = fn.fn if is_batch else fn
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"Cannot read the signature of the {role} {_name_of(fn)}: {exc}") from exc
+    params = list(signature.parameters.values())
+    positional = [
+        p
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    if not positional and not any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        what = "its input" if role == "solver" else "the solved sample"
+        raise ConfigError(
+            f"The {role} {_name_of(fn)} takes no positional argument; it must take {what} first."
+        )
+    first = positional[0].name if positional else None
+    keyword_names = {
+        p.name
+        for p in params
+        if p.name != first
+        and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    }
+    accepts_sample = role == "solver" and not is_batch and "sample" in keyword_names
+    call = getattr(target, "__call__", None)  # noqa: B004 - objects with an async __call__
+    is_async = inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call)
+    name = _name_of(fn)
+    return FunctionSpec(
+        fn=target,
+        role=role,
+        name=name,
+        label=getattr(fn, "__vitals_label__", None) or name,
+        is_batch=is_batch,
+        is_async=is_async,
+        accepts_sample=accepts_sample,
+        params=frozenset(keyword_names - {"sample"} if accepts_sample else keyword_names),
+        takes_var_kwargs=any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params),
+    )
+
+
+def route_kwargs(
+    kwargs: Mapping[str, Any], solver: FunctionSpec | None, scorer: FunctionSpec | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split keyword arguments between solver and scorer by their signatures.
+
+    A name one of them declares goes to it (to both if both declare it); any
+    other name goes to whichever takes `**kwargs`; otherwise it is an error.
+    """
+    to_solver: dict[str, Any] = {}
+    to_scorer: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        in_solver = solver is not None and key in solver.params
+        in_scorer = scorer is not None and key in scorer.params
+        if not (in_solver or in_scorer):
+            in_solver = solver is not None and solver.takes_var_kwargs
+            in_scorer = scorer is not None and scorer.takes_var_kwargs
+        if not (in_solver or in_scorer):
+            names = " or ".join(
+                f"{s.role} {s.name}" for s in (solver, scorer) if s is not None
+            )
+            raise ConfigError(
+                f"Argument `{key}` does not match any parameter of the {names}. "
+                "Check its spelling, or give the function a parameter of that name."
+            )
+        if in_solver:
+            to_solver[key] = value
+        if in_scorer:
+            to_scorer[key] = value
+    return to_solver, to_scorer
+
+
+async def _invoke(
+    spec: FunctionSpec, args: tuple[Any, ...], kwargs: dict[str, Any], limiter: anyio.CapacityLimiter
+) -> Any:
+    if spec.is_async:
+        return await spec.fn(*args, **kwargs)
+    value = await anyio.to_thread.run_sync(
+        functools.partial(spec.fn, *args, **kwargs), limiter=limiter
+    )
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
+def _expect_chat(value: Any, who: str, slot: str, error: type[Exception]) -> Chat | None:
+    if value is None or isinstance(value, Chat):
+        return value
+    raise error(f"The {who} returned a {slot} that is a {type(value).__name__}; it must be a Chat.")
+
+
+def normalise_solution(value: Any, spec: FunctionSpec) -> Solution:
+    """Turn whatever a solver returned into a `Solution`, or say what is wrong."""
+    who = f"solver {spec.name}"
+    if isinstance(value, Solution):
+        solution = value
+    elif isinstance(value, str):
+        return Solution(value)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        return Solution(str(value))
+    elif isinstance(value, Mapping) and "result" in value:
+        solution = Solution(
+            value["result"], value.get("solver_chat"), value.get("solver_metadata")
+        )
+    else:
+        shown = f"a dict without 'result' (keys: {', '.join(map(str, value))})" if isinstance(
+            value, Mapping
+        ) else f"a {type(value).__name__}"
+        raise SolverError(
+            f"The {who} returned {shown}; it must return a string, a Solution(result, chat, "
+            "metadata), or a dict with 'result' and optionally 'solver_chat' and 'solver_metadata'."
+        )
+    if isinstance(solution.result, int | float) and not isinstance(solution.result, bool):
+        solution.result = str(solution.result)
+    if not isinstance(solution.result, str):
+        raise SolverError(
+            f"The {who} returned a result of type {type(solution.result).__name__}; "
+            "the result must be a string."
+        )
+    _expect_chat(solution.chat, who, "solver_chat", SolverError)
+    return solution
+
+
+_SCORE_TYPES = (str, int, float, bool)
+
+
+def normalise_score(value: Any, spec: FunctionSpec) -> Score:
+    """Turn whatever a scorer returned into a `Score`, or say what is wrong."""
+    who = f"scorer {spec.name}"
+    if isinstance(value, Score):
+        score = value
+    elif isinstance(value, _SCORE_TYPES):
+        return Score(value)
+    elif isinstance(value, Mapping) and "score" in value:
+        score = Score(
+            value["score"],
+            answer=value.get("answer"),
+            explanation=value.get("explanation"),
+            metadata=value.get("scorer_metadata"),
+            chat=value.get("scorer_chat"),
+        )
+    else:
+        shown = f"a dict without 'score' (keys: {', '.join(map(str, value))})" if isinstance(
+            value, Mapping
+        ) else ("None" if value is None else f"a {type(value).__name__}")
+        raise ScorerError(
+            f"The {who} returned {shown}; it must return a grade ('C', 'P', 'I'), a number, a "
+            "bool, a string, a Score(value, ...), or a dict with 'score' and optionally "
+            "'answer', 'explanation', 'scorer_metadata' and 'scorer_chat'."
+        )
+    if score.value is not None and not isinstance(score.value, _SCORE_TYPES):
+        raise ScorerError(
+            f"The {who} returned a score value of type {type(score.value).__name__}; "
+            "it must be a string, a number, a bool, or None (no grade)."
+        )
+    _expect_chat(score.chat, who, "scorer_chat", ScorerError)
+    return score
+
+
+async def call_solver(
+    spec: FunctionSpec, sample: Sample, kwargs: dict[str, Any], limiter: anyio.CapacityLimiter
+) -> Solution:
+    """Run a per-sample solver on one sample."""
+    if spec.accepts_sample:
+        kwargs = {**kwargs, "sample": sample}
+    return normalise_solution(await _invoke(spec, (sample.input,), kwargs, limiter), spec)
+
+
+async def call_scorer(
+    spec: FunctionSpec,
+    solved: SolvedSample,
+    kwargs: dict[str, Any],
+    limiter: anyio.CapacityLimiter,
+) -> Score:
+    """Run a per-sample scorer on one solved sample."""
+    return normalise_score(await _invoke(spec, (solved,), kwargs, limiter), spec)
+
+
+def batch_column(out: Mapping[str, Any], key: str, n: int, who: str, error: type[Exception]) -> list[Any]:
+    """One column of a batch function's output, checked to have one entry per sample."""
+    value = out.get(key)
+    if value is None:
+        return [None] * n
+    if isinstance(value, str | bytes | Mapping) or not hasattr(value, "__iter__"):
+        raise error(f"The {who} returned '{key}' as a {type(value).__name__}; expected a list.")
+    items = list(value)
+    if len(items) != n:
+        raise error(f"The {who} returned {len(items)} values for '{key}'; expected {n}, one per sample.")
+    return items

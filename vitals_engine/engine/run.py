@@ -1,0 +1,217 @@
+"""One run of a task: the stage functions the supervisor drives, and their bookkeeping.
+
+A `Run` owns what lives exactly as long as a run: the usage ledger, the
+thread limiter for sync user code, and the timestamps. Its stage functions
+attribute model usage to the role (solver or scorer) through a usage scope,
+record a sample's own failure on its record, and let contract violations
+(`ConfigError`, `SolverError`, `ScorerError`) end the run, since they would
+fail every sample alike.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+import anyio
+import polars as pl
+
+from .._errors import ConfigError, ScorerError, SolverError, TaskStateError
+from ..chat.usage import UsageLedger, usage_scope
+from ..samples import SampleError, SampleRecord
+from .calls import (
+    FunctionSpec,
+    batch_column,
+    call_scorer,
+    call_solver,
+    normalise_score,
+    normalise_solution,
+)
+from .supervisor import Supervisor
+
+__all__ = ["Run"]
+
+_FATAL = (ConfigError, SolverError, ScorerError, TaskStateError)
+
+
+def _sample_error(stage: str, exc: BaseException) -> SampleError:
+    return SampleError(
+        stage=stage,
+        type=type(exc).__name__,
+        message=str(exc) or type(exc).__name__,
+        traceback="".join(traceback.format_exception(exc)),
+    )
+
+
+class Run:
+    """The stages and bookkeeping of one run.
+
+    Example:
+        >>> run = Run(solver=describe(solver, "solver"), scorer=None, concurrency=10)
+        >>> await run.execute(records, sink=store)
+    """
+
+    def __init__(
+        self,
+        *,
+        solver: FunctionSpec | None,
+        scorer: FunctionSpec | None,
+        solver_kwargs: dict[str, Any] | None = None,
+        scorer_kwargs: dict[str, Any] | None = None,
+        concurrency: int,
+        ledger: UsageLedger | None = None,
+        samples_frame: Callable[[Sequence[SampleRecord]], pl.DataFrame] | None = None,
+    ) -> None:
+        self.solver = solver
+        self.scorer = scorer
+        self.solver_kwargs = solver_kwargs or {}
+        self.scorer_kwargs = scorer_kwargs or {}
+        self.concurrency = concurrency
+        self.ledger = ledger if ledger is not None else UsageLedger()
+        self.samples_frame = samples_frame
+        self.started_at: float | None = None
+        self.completed_at: float | None = None
+        self._threads = anyio.CapacityLimiter(concurrency)
+
+    # -- per-sample stages ----------------------------------------------------
+
+    async def solve_one(self, record: SampleRecord) -> None:
+        assert self.solver is not None
+        record.solve_started = time.time()
+        with usage_scope("solver", self.ledger, record.usage):
+            try:
+                solution = await call_solver(
+                    self.solver, record.sample, self.solver_kwargs, self._threads
+                )
+            except _FATAL:
+                raise
+            except Exception as exc:
+                record.error = _sample_error("solve", exc)
+            else:
+                record.result = solution.result
+                record.solver_chat = solution.chat
+                record.solver_metadata = solution.metadata
+        record.solve_completed = time.time()
+
+    async def score_one(self, record: SampleRecord) -> None:
+        assert self.scorer is not None
+        record.score_started = time.time()
+        with usage_scope("scorer", self.ledger, record.usage):
+            try:
+                record.score = await call_scorer(
+                    self.scorer, record.solved_sample(), self.scorer_kwargs, self._threads
+                )
+            except _FATAL:
+                raise
+            except Exception as exc:
+                record.error = _sample_error("score", exc)
+        record.score_completed = time.time()
+
+    # -- batch stages -----------------------------------------------------------
+
+    async def _call_batch(self, spec: FunctionSpec, arg: Any, kwargs: dict[str, Any]) -> Any:
+        if spec.is_async:
+            return await spec.fn(arg, **kwargs)
+        return await anyio.to_thread.run_sync(lambda: spec.fn(arg, **kwargs))
+
+    async def solve_batch(self, records: Sequence[SampleRecord]) -> None:
+        assert self.solver is not None
+        todo = [r for r in records if r.error is None]
+        if not todo:
+            return
+        started = time.time()
+        who = f"batch solver {self.solver.name}"
+        with usage_scope("solver", self.ledger):
+            try:
+                out = await self._call_batch(
+                    self.solver, [r.sample.input for r in todo], self.solver_kwargs
+                )
+            except _FATAL:
+                raise
+            except Exception as exc:
+                for record in todo:
+                    record.error = _sample_error("solve", exc)
+                return
+        if isinstance(out, dict):
+            if "result" not in out:
+                raise SolverError(f"The {who} must return a dict with 'result'; got keys {list(out)}.")
+            columns = {
+                key: batch_column(out, key, len(todo), who, SolverError)
+                for key in ("result", "solver_chat", "solver_metadata")
+            }
+            values: list[Any] = [
+                {k: columns[k][i] for k in columns} for i in range(len(todo))
+            ]
+        else:
+            values = batch_column({"result": out}, "result", len(todo), who, SolverError)
+        for record, value in zip(todo, values, strict=True):
+            solution = normalise_solution(value, self.solver)
+            record.result, record.solver_chat = solution.result, solution.chat
+            record.solver_metadata = solution.metadata
+            record.solve_started, record.solve_completed = started, time.time()
+
+    async def score_batch(self, records: Sequence[SampleRecord]) -> None:
+        assert self.scorer is not None and self.samples_frame is not None
+        todo = [r for r in records if r.error is None]
+        if not todo:
+            return
+        started = time.time()
+        who = f"batch scorer {self.scorer.name}"
+        with usage_scope("scorer", self.ledger):
+            try:
+                out = await self._call_batch(self.scorer, self.samples_frame(todo), self.scorer_kwargs)
+            except _FATAL:
+                raise
+            except Exception as exc:
+                for record in todo:
+                    record.error = _sample_error("score", exc)
+                return
+        keys = ("score", "answer", "explanation", "scorer_metadata", "scorer_chat")
+        if isinstance(out, dict):
+            if "score" not in out:
+                raise ScorerError(f"The {who} must return a dict with 'score'; got keys {list(out)}.")
+            columns = {key: batch_column(out, key, len(todo), who, ScorerError) for key in keys}
+            values: list[Any] = [{k: columns[k][i] for k in keys} for i in range(len(todo))]
+        else:
+            values = batch_column({"score": out}, "score", len(todo), who, ScorerError)
+        for record, value in zip(todo, values, strict=True):
+            record.score = normalise_score(value, self.scorer)
+            record.score_started, record.score_completed = started, time.time()
+
+    # -- the whole run -----------------------------------------------------------
+
+    async def execute(
+        self, records: Iterable[SampleRecord], sink: Callable[[SampleRecord], Awaitable[None]]
+    ) -> None:
+        """Solve and/or score `records`, handing each finished one to `sink`.
+
+        Per-sample stages take the records lazily; a batch stage needs them all.
+        """
+        self.started_at = time.time()
+        solver, scorer = self.solver, self.scorer
+        if (solver is not None and solver.is_batch) or (scorer is not None and scorer.is_batch):
+            records = list(records)
+        if solver is not None and solver.is_batch:
+            await self.solve_batch(list(records))
+            solver = None
+        solve_stage = self.solve_one if solver is not None else None
+        per_sample_score = scorer is not None and not scorer.is_batch
+        score_stage = self.score_one if per_sample_score else None
+        if scorer is not None and scorer.is_batch:
+            await Supervisor(
+                solve=solve_stage, score=None, sink=_ignore, concurrency=self.concurrency
+            ).run(records)
+            await self.score_batch(list(records))
+            for record in records:
+                await sink(record)
+        else:
+            await Supervisor(
+                solve=solve_stage, score=score_stage, sink=sink, concurrency=self.concurrency
+            ).run(records)
+        self.completed_at = time.time()
+
+
+async def _ignore(_: SampleRecord) -> None:
+    return None

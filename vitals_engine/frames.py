@@ -1,0 +1,114 @@
+"""Sample records -> polars DataFrames (what `Task.get_samples()` returns)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from .dataset import DatasetRow
+from .metrics import score_series
+from .samples import SampleRecord
+
+__all__ = ["dataset_frame", "records_frame"]
+
+
+def _id_series(ids: list[int | str]) -> pl.Series:
+    if all(isinstance(i, int) for i in ids):
+        return pl.Series("id", ids, dtype=pl.Int64)
+    return pl.Series("id", [str(i) for i in ids], dtype=pl.String)
+
+
+def _column(name: str, values: list[Any]) -> pl.Series:
+    """A column typed by polars when it can be, kept as Python objects when not."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, str) for v in present):
+        return pl.Series(name, values, dtype=pl.String)
+    try:
+        return pl.Series(name, values, strict=False)
+    except Exception:
+        return pl.Series(name, values, dtype=pl.Object)
+
+
+def _target_series(targets: list[Any]) -> pl.Series:
+    if all(isinstance(t, str) for t in targets):
+        return pl.Series("target", targets, dtype=pl.String)
+    if all(isinstance(t, list) for t in targets):
+        return pl.Series("target", targets, dtype=pl.List(pl.String))
+    return pl.Series("target", [t if isinstance(t, list) else [t] for t in targets],
+                     dtype=pl.List(pl.String))
+
+
+def _object_column(name: str, values: list[Any]) -> pl.Series | None:
+    if all(v is None for v in values):
+        return None
+    return pl.Series(name, values, dtype=pl.Object)
+
+
+def _metadata_columns(metadata: list[dict[str, Any]], taken: set[str]) -> list[pl.Series]:
+    """One column per metadata key; a key that clashes with a built-in column gets a prefix."""
+    keys: dict[str, None] = {}
+    for meta in metadata:
+        keys.update(dict.fromkeys(meta))
+    return [
+        _column(f"metadata_{k}" if k in taken else k, [m.get(k) for m in metadata]) for k in keys
+    ]
+
+
+def dataset_frame(rows: Sequence[DatasetRow]) -> pl.DataFrame:
+    """The dataset as given: id, input, target and metadata columns."""
+    columns = [
+        _id_series([r.id for r in rows]),
+        _column("input", [r.input for r in rows]),
+        _target_series([r.target for r in rows]),
+    ]
+    columns += _metadata_columns([r.metadata for r in rows], {"id", "input", "target"})
+    return pl.DataFrame(columns)
+
+
+_RESULT_COLUMNS = {
+    "epoch", "result", "score", "scorer", "answer", "explanation", "error",
+    "solver_metadata", "scorer_metadata", "solver_chat", "scorer_chat",
+}
+
+
+def records_frame(
+    records: Sequence[SampleRecord], scorer: str | None, *, scored: bool
+) -> pl.DataFrame:
+    """One row per (sample, epoch), in run order, with results and scores."""
+    samples = [r.sample for r in records]
+    columns: list[pl.Series | None] = [
+        _id_series([s.id for s in samples]),
+        pl.Series("epoch", [s.epoch for s in samples], dtype=pl.Int64),
+        _column("input", [s.input for s in samples]),
+        _target_series([s.target for s in samples]),
+    ]
+    columns += _metadata_columns(
+        [s.metadata for s in samples], {"id", "input", "target"} | _RESULT_COLUMNS
+    )
+    columns.append(pl.Series("result", [r.result for r in records], dtype=pl.String))
+    if scored:
+        scores = [r.score for r in records]
+        columns += [
+            score_series([s.value if s else None for s in scores]),
+            pl.Series("scorer", [scorer if s else None for s in scores], dtype=pl.String),
+            pl.Series("answer", [s.answer if s else None for s in scores], dtype=pl.String),
+            pl.Series(
+                "explanation", [s.explanation if s else None for s in scores], dtype=pl.String
+            ),
+        ]
+    errors = [str(r.error) if r.error else None for r in records]
+    if any(errors):
+        columns.append(pl.Series("error", errors, dtype=pl.String))
+    columns += [
+        _object_column("solver_metadata", [r.solver_metadata for r in records]),
+        _object_column("solver_chat", [r.solver_chat for r in records]),
+    ]
+    if scored:
+        scores = [r.score for r in records]
+        columns += [
+            _object_column("scorer_metadata", [s.metadata if s else None for s in scores]),
+            _object_column("scorer_chat", [s.chat if s else None for s in scores]),
+        ]
+    return pl.DataFrame([c for c in columns if c is not None])

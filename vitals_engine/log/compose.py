@@ -1,0 +1,220 @@
+"""Compose Inspect log records from a run: one `EvalSample` per record, and the header."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from ..chat.chat import Chat
+from ..chat.turns import Turn
+from ..chat.usage import UsageLedger
+from ..samples import SampleRecord
+from . import schema as s
+from .messages import chat_messages, model_usage, stop_reason, to_builtins
+
+__all__ = ["RunHeader", "compose_header", "compose_sample", "iso_time"]
+
+
+def iso_time(unix: float | None) -> str | None:
+    """Local time with its UTC offset, as Inspect writes it."""
+    if unix is None:
+        return None
+    return datetime.fromtimestamp(unix).astimezone().isoformat()
+
+
+def _model_id(chat: Chat | None) -> str | None:
+    return chat.provider.model_id if chat is not None else None
+
+
+def _input(value: Any) -> str | list[s.ChatMessage]:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(hasattr(v, "__struct_fields__") for v in value):
+        return chat_messages(None, [Turn.user(*value)], "in")
+    return s.encoder.encode(value).decode()
+
+
+def _usage_by_model(ledger: UsageLedger) -> dict[str, s.ModelUsage]:
+    return {
+        f"{provider.lower()}/{model}": model_usage(row.tokens, row.cost)
+        for (provider, model), row in ledger.by_model().items()
+    }
+
+
+def _usage_by_role(ledger: UsageLedger) -> dict[str, s.ModelUsage]:
+    return {role: model_usage(row.tokens, row.cost) for role, row in ledger.by_role().items()}
+
+
+def _score(record: SampleRecord) -> s.LogScore | None:
+    score = record.score
+    if score is None:
+        return None
+    metadata: dict[str, Any] = {}
+    if score.metadata is not None:
+        meta = to_builtins(score.metadata)
+        metadata.update(meta if isinstance(meta, dict) else {"scorer_metadata": meta})
+    if score.chat is not None:
+        metadata["grading"] = msgspec.to_builtins(
+            chat_messages(
+                score.chat.system_prompt, score.chat.turns, f"{record.sample.id}-{record.sample.epoch}-g"
+            )
+        )
+    return s.LogScore(
+        value=score.value,
+        answer=score.answer if score.answer is not None else record.result,
+        explanation=score.explanation,
+        metadata=metadata or None,
+    )
+
+
+def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSample:
+    """The log record of one finished (sample, epoch)."""
+    sample = record.sample
+    chat = record.solver_chat
+    prefix = f"{sample.id}-{sample.epoch}"
+    model_id = _model_id(chat)
+    messages = chat_messages(chat.system_prompt, chat.turns, prefix, model_id) if chat else []
+    output = s.ModelOutput()
+    last = chat.last_turn() if chat else None
+    if last is not None:
+        reply = chat_messages(None, [last], f"{prefix}-out", model_id)[0]
+        assert isinstance(reply, s.ChatMessageAssistant)
+        output = s.ModelOutput(
+            model=model_id or "",
+            choices=[s.ChatCompletionChoice(reply, stop_reason(last))],
+            completion=last.text,
+            usage=model_usage(last.tokens) if last.tokens else None,
+            time=last.duration,
+        )
+    elif record.result is not None:
+        reply = s.ChatMessageAssistant(record.result, source="generate")
+        messages = [s.ChatMessageUser(_input_text(sample.input), source="input"), reply]
+        output = s.ModelOutput(
+            choices=[s.ChatCompletionChoice(reply, "stop")], completion=record.result
+        )
+    metadata: dict[str, Any] = dict(to_builtins(sample.metadata) or {})
+    if record.solver_metadata is not None:
+        metadata["solver_metadata"] = to_builtins(record.solver_metadata)
+    score = _score(record)
+    started = record.solve_started or record.score_started
+    completed = record.score_completed or record.solve_completed
+    error = None
+    if record.error is not None:
+        error = s.EvalError(str(record.error), record.error.traceback, record.error.traceback)
+    return s.EvalSample(
+        id=sample.id,
+        epoch=sample.epoch,
+        input=_input(sample.input),
+        target=sample.target,
+        messages=messages,
+        output=output,
+        scores={scorer_name: score} if score is not None and scorer_name else None,
+        metadata=metadata,
+        model_usage=_usage_by_model(record.usage),
+        role_usage=_usage_by_role(record.usage),
+        started_at=iso_time(started),
+        completed_at=iso_time(completed),
+        total_time=round(completed - started, 6) if started and completed else None,
+        working_time=_working_time(record),
+        uuid=f"{prefix}",
+        error=error,
+    )
+
+
+def _input_text(value: Any) -> str:
+    return value if isinstance(value, str) else s.encoder.encode(value).decode()
+
+
+def _working_time(record: SampleRecord) -> float | None:
+    total = 0.0
+    for chat in (record.solver_chat, record.score.chat if record.score else None):
+        if chat is not None:
+            total += sum(t.duration or 0.0 for t in chat.turns)
+    return round(total, 6) if total else None
+
+
+@dataclass
+class RunHeader:
+    """What the header of a log says about its run."""
+
+    task: str
+    task_id: str
+    run_id: str
+    eval_id: str
+    created: float
+    model: str
+    solver: str
+    scorer: str | None
+    epochs: int
+    dataset_name: str | None
+    sample_ids: list[int | str]
+    metrics: dict[str, float]
+    started_at: float | None
+    completed_at: float | None
+    status: s.Status
+    total_samples: int
+    completed_samples: int
+    scored_samples: int
+    ledger: UsageLedger
+    error: s.EvalError | None = None
+    max_samples: int | None = None
+    packages: dict[str, str] = field(default_factory=dict)
+
+
+def compose_header(run: RunHeader) -> s.EvalLog:
+    """The log without samples: everything a listing or a header-only read needs."""
+    scorers = (
+        [s.EvalScorer(run.scorer, metrics=[s.EvalMetricDecl(m) for m in run.metrics])]
+        if run.scorer
+        else None
+    )
+    results = s.EvalResults(
+        total_samples=run.total_samples,
+        completed_samples=run.completed_samples,
+        scores=[
+            s.EvalScore(
+                name=run.scorer,
+                scorer=run.scorer,
+                scored_samples=run.scored_samples,
+                unscored_samples=run.total_samples - run.scored_samples,
+                metrics={k: s.EvalMetric(k, v) for k, v in run.metrics.items()},
+            )
+        ]
+        if run.scorer
+        else [],
+    )
+    return s.EvalLog(
+        version=s.LOG_VERSION,
+        status=run.status,
+        eval=s.EvalSpec(
+            created=iso_time(run.created) or "",
+            task=run.task,
+            dataset=s.EvalDataset(
+                name=run.dataset_name,
+                samples=len(run.sample_ids),
+                sample_ids=run.sample_ids,
+                shuffled=False,
+            ),
+            model=run.model,
+            config=s.EvalConfig(epochs=run.epochs, max_samples=run.max_samples),
+            eval_id=run.eval_id,
+            run_id=run.run_id,
+            task_id=run.task_id,
+            task_display_name=run.task,
+            solver=run.solver,
+            packages=run.packages,
+            scorers=scorers,
+        ),
+        plan=s.EvalPlan(steps=[s.EvalPlanStep(run.solver)]),
+        results=results,
+        stats=s.EvalStats(
+            started_at=iso_time(run.started_at) or "",
+            completed_at=iso_time(run.completed_at) or "",
+            model_usage=_usage_by_model(run.ledger),
+            role_usage=_usage_by_role(run.ledger),
+        ),
+        error=run.error if run.error is not None else msgspec.UNSET,
+    )

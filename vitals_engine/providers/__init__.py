@@ -1,0 +1,1 @@
+"""Providers: one module per wire format, behind one `Provider` interface."""

@@ -1,0 +1,63 @@
+"""What every provider implements: one model call, turns in, an assistant turn out."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import msgspec
+
+from ..chat.turns import Turn
+
+__all__ = ["ChatRequest", "Provider", "ToolDef"]
+
+
+class ToolDef(msgspec.Struct, frozen=True):
+    """A tool the model may call: its name, description and JSON-schema parameters."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ChatRequest(msgspec.Struct, frozen=True):
+    """Everything one model call needs."""
+
+    turns: list[Turn]
+    system_prompt: str | None = None
+    tools: list[ToolDef] = msgspec.field(default_factory=list)
+    output_schema: dict[str, Any] | None = None
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class Provider(ABC):
+    """A model behind one wire format.
+
+    A provider is immutable configuration (model, base URL, key, parameters)
+    shared by every clone of a chat; it holds no conversation state.
+    """
+
+    #: Display name used in cost tables and price lookups ("OpenAI", "Anthropic" ...).
+    name: str = "Provider"
+
+    def __init__(self, model: str, base_url: str = "", params: dict[str, Any] | None = None):
+        self.model = model
+        self.base_url = base_url
+        self.params = dict(params or {})
+
+    @property
+    def endpoint(self) -> tuple[str, str, str]:
+        """(provider, base URL, model): the unit that rate limits belong to."""
+        return (self.name, self.base_url, self.model)
+
+    @property
+    def model_id(self) -> str:
+        """`provider/model` as Inspect's logs name models."""
+        return f"{self.name.lower()}/{self.model}"
+
+    @abstractmethod
+    async def generate(self, request: ChatRequest) -> Turn:
+        """Send one request and return the assistant's turn, with tokens filled in."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} model={self.model!r}>"

@@ -1,0 +1,142 @@
+"""The records a sample passes through: asked, solved, scored.
+
+- `Sample` is what a solver is asked: one dataset row in one epoch.
+- `Solution` is what a solver may return (a bare string is fine too).
+- `SolvedSample` is what a scorer gets: the sample plus the solver's result.
+- `Score` is what a scorer may return (a bare value is fine too).
+- `SampleRecord` is the engine's working record of one (sample, epoch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .chat.usage import UsageLedger
+
+if TYPE_CHECKING:
+    from .chat.chat import Chat
+
+__all__ = ["GRADES", "Sample", "SampleError", "SampleRecord", "Score", "Solution", "SolvedSample"]
+
+#: The ordered grades: incorrect < partially correct < correct.
+GRADES = ("I", "P", "C")
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One dataset row in one epoch.
+
+    `metadata` holds every dataset column other than id, input and target.
+    """
+
+    id: int | str
+    epoch: int
+    input: Any
+    target: str | list[str]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Solution:
+    """What a solver returns: the result text, optionally the chat and metadata.
+
+    Example:
+        >>> async def solver(input):
+        ...     chat = chat_mock()
+        ...     return Solution(await chat.chat_async(input), chat=chat)
+    """
+
+    result: str
+    chat: Chat | None = None
+    metadata: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class SolvedSample:
+    """A sample and its solution: what a scorer is given."""
+
+    id: int | str
+    epoch: int
+    input: Any
+    target: str | list[str]
+    metadata: dict[str, Any]
+    result: str
+    solver_chat: Chat | None = None
+    solver_metadata: Any = None
+
+    @property
+    def targets(self) -> list[str]:
+        """The target(s) as a list."""
+        return list(self.target) if isinstance(self.target, list) else [self.target]
+
+
+@dataclass(slots=True)
+class Score:
+    """What a scorer returns.
+
+    `value` is a grade ("C", "P", "I"), a number, a bool, or any other string
+    (a custom grade scheme). `answer` is what was extracted from the result,
+    `explanation` why the value was given, `chat` the judge's conversation.
+
+    Example:
+        >>> Score("C", answer="4", explanation="Target '4' was found in the answer.")
+    """
+
+    value: str | int | float | bool | None
+    answer: str | None = None
+    explanation: str | None = None
+    metadata: Any = None
+    chat: Chat | None = None
+
+
+@dataclass(slots=True)
+class SampleError:
+    """Why a sample failed: at which stage, the exception's type, message and traceback."""
+
+    stage: str
+    type: str
+    message: str
+    traceback: str = ""
+
+    def __str__(self) -> str:
+        doing = {"solve": "solving", "score": "scoring"}.get(self.stage, self.stage)
+        return f"{self.type} while {doing}: {self.message}"
+
+
+@dataclass(slots=True)
+class SampleRecord:
+    """The engine's working record of one (sample, epoch)."""
+
+    sample: Sample
+    result: str | None = None
+    solver_chat: Chat | None = None
+    solver_metadata: Any = None
+    score: Score | None = None
+    error: SampleError | None = None
+    solve_started: float | None = None
+    solve_completed: float | None = None
+    score_started: float | None = None
+    score_completed: float | None = None
+    usage: UsageLedger = field(default_factory=UsageLedger)
+
+    @property
+    def key(self) -> tuple[int | str, int]:
+        return (self.sample.id, self.sample.epoch)
+
+    @property
+    def solved(self) -> bool:
+        return self.result is not None and self.error is None
+
+    def solved_sample(self) -> SolvedSample:
+        s = self.sample
+        return SolvedSample(
+            s.id,
+            s.epoch,
+            s.input,
+            s.target,
+            s.metadata,
+            self.result or "",
+            self.solver_chat,
+            self.solver_metadata,
+        )

@@ -1,0 +1,83 @@
+"""Built-in solvers: send each sample's input to a chat."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ._errors import ConfigError, SolverError
+from .chat.chat import Chat
+from .samples import Solution
+
+__all__ = ["generate"]
+
+ChatSource = Chat | Callable[[], Chat]
+
+
+def _fresh_chat(source: Any) -> Chat:
+    """A chat of its own for one sample: a clone, or what the factory makes."""
+    if isinstance(source, Chat):
+        return source.clone()
+    if callable(source):
+        chat = source()
+        if not isinstance(chat, Chat):
+            raise SolverError(
+                f"The solver_chat factory returned a {type(chat).__name__}; it must return a Chat."
+            )
+        return chat
+    raise ConfigError(
+        f"`solver_chat` must be a Chat or a function returning one, not "
+        f"{'None' if source is None else type(source).__name__}. "
+        "For an offline run use ve.generate(ve.chat_mock())."
+    )
+
+
+def _prompt_parts(input: Any) -> tuple[Any, ...]:
+    if isinstance(input, str):
+        return (input,)
+    if isinstance(input, list):
+        return tuple(input)
+    raise SolverError(
+        f"generate() sends the input to the model as a prompt, so it must be a string or a "
+        f"list of contents, not a {type(input).__name__}. Write a custom solver for "
+        "structured inputs."
+    )
+
+
+class Generate:
+    """The solver `generate()` returns: one fresh chat per sample, one prompt each."""
+
+    __name__ = "generate"
+
+    def __init__(self, solver_chat: ChatSource | None) -> None:
+        self.solver_chat = solver_chat
+
+    @property
+    def __vitals_label__(self) -> str:
+        chat = self.solver_chat
+        return f"generate({chat.provider.model_id if isinstance(chat, Chat) else ''})"
+
+    async def __call__(self, input: Any, *, solver_chat: ChatSource | None = None) -> Solution:
+        chat = _fresh_chat(solver_chat if solver_chat is not None else self.solver_chat)
+        await chat.chat_async(*_prompt_parts(input))
+        return Solution(chat.last_turn().text if chat.last_turn() else "", chat=chat)  # type: ignore[union-attr]
+
+    def __repr__(self) -> str:
+        return f"<{self.__vitals_label__}>"
+
+
+def generate(solver_chat: ChatSource | None = None) -> Generate:
+    """A solver that sends each input to a fresh copy of `solver_chat`.
+
+    `solver_chat` is a Chat (cloned per sample, keeping its system prompt and
+    tools) or a function returning a new Chat (for per-sample tool state). It
+    can be replaced per run: `task.eval(solver_chat=other_chat)`.
+
+    Example:
+        >>> task = Task(dataset, solver=generate(chat_mock()), scorer=detect_includes())
+    """
+    if solver_chat is not None and not (isinstance(solver_chat, Chat) or callable(solver_chat)):
+        raise ConfigError(
+            f"generate() needs a Chat or a function returning one, not {type(solver_chat).__name__}."
+        )
+    return Generate(solver_chat)

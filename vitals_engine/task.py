@@ -1,0 +1,489 @@
+"""`Task`: a dataset, a solver and a scorer, and the steps that evaluate them.
+
+`eval()` = `solve()` -> `score()` -> `measure()` -> `log()`, with solving and
+scoring pipelined in one run. Each running step has an `*_async` twin; the
+sync ones work in scripts, in notebooks and in worker threads.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib.metadata
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+import polars as pl
+
+from . import config
+from ._errors import ConfigError, TaskStateError
+from ._sync import run_sync
+from .chat.chat import Chat
+from .chat.usage import UsageLedger
+from .dataset import DatasetRow, dataset_name, expand_epochs, load_dataset
+from .engine.calls import FunctionSpec, describe, route_kwargs
+from .engine.run import Run
+from .frames import dataset_frame, records_frame
+from .log import schema as log_schema
+from .log.compose import RunHeader, compose_header, compose_sample
+from .log.writer import clean_task_name, log_file_name, new_id, write_json_log
+from .metrics import Metric, check_metrics, compute_metrics, score_series
+from .samples import SampleRecord
+
+__all__ = ["Task"]
+
+DEFAULT_CONCURRENCY = 10
+
+
+def _check_epochs(epochs: Any) -> int | None:
+    if epochs is None:
+        return None
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise ConfigError(f"`epochs` must be a whole number of at least 1, not {epochs!r}.")
+    return epochs
+
+
+def _check_concurrency(value: Any) -> int:
+    if value is None:
+        return DEFAULT_CONCURRENCY
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"`max_concurrency` must be a whole number of at least 1, not {value!r}.")
+    return value
+
+
+def _leaf_exceptions(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaf_exceptions(inner)
+    else:
+        yield exc
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """The error a user should see from a task group's exception group."""
+    cancelled = anyio.get_cancelled_exc_class()
+    leaves = list(_leaf_exceptions(exc))
+    return next((e for e in leaves if not isinstance(e, cancelled)), leaves[0] if leaves else exc)
+
+
+class Task:
+    """An evaluation: a dataset, a solver and a scorer.
+
+    Args:
+        dataset: a list of dicts, a polars or pandas DataFrame, or a path to a
+            .jsonl/.json/.csv/.parquet file, with `input` and `target` columns
+            (and optionally `id`; other columns are per-sample metadata).
+        solver: a function of a sample's input, sync or async, returning the
+            result string (or a `Solution` with the chat it used). See `generate()`.
+        scorer: a function of a `SolvedSample` returning a grade, a number, a
+            bool or a `Score`. See `detect_includes()` and friends.
+        metrics: a dict of name -> function(scores) -> number; default accuracy.
+        epochs: how many times to run each sample (default 1).
+        name: the task's name in logs (default: the dataset file's name, or "task").
+        dir: where logs are written (default: VITALS_LOG_DIR, else ./logs).
+
+    Example:
+        >>> task = Task(
+        ...     dataset=[{"input": "What's 2+2?", "target": "4"}],
+        ...     solver=generate(chat_mock()),
+        ...     scorer=detect_includes(),
+        ... )
+        >>> task.eval().metrics
+        {'accuracy': 1.0}
+    """
+
+    def __init__(
+        self,
+        dataset: Any,
+        solver: Callable[..., Any],
+        scorer: Callable[..., Any] | None = None,
+        metrics: dict[str, Metric] | None = None,
+        epochs: int | None = None,
+        name: str | None = None,
+        dir: str | Path | None = None,
+    ) -> None:
+        self._rows: list[DatasetRow] = load_dataset(dataset)
+        self._solver_spec = describe(solver, "solver")
+        self._scorer_spec = describe(scorer, "scorer") if scorer is not None else None
+        self._solver = solver
+        self._scorer = scorer
+        self._metric_fns = check_metrics(metrics)
+        self._epochs = _check_epochs(epochs)
+        self.name = clean_task_name(name or dataset_name(dataset) or "task")
+        self.dir: Path = Path(dir or config.log_dir() or config.DEFAULT_LOG_DIR)
+        self.metrics: dict[str, float] | None = None
+        self.log_path: Path | None = None
+        self._records: list[SampleRecord] | None = None
+        self._scored = False
+        self._solve_ledger = UsageLedger()
+        self._score_ledger = UsageLedger()
+        self._run_id: str | None = None
+        self._eval_id: str | None = None
+        self._created: float | None = None
+        self._started_at: float | None = None
+        self._completed_at: float | None = None
+        self._status: log_schema.Status = "started"
+        self._run_error: log_schema.EvalError | None = None
+        self._run_epochs = 1
+        self._concurrency = DEFAULT_CONCURRENCY
+
+    # -- state ---------------------------------------------------------------
+
+    @property
+    def solved(self) -> bool:
+        return self._records is not None
+
+    @property
+    def scored(self) -> bool:
+        return self._scored
+
+    @property
+    def samples_count(self) -> int:
+        return len(self._rows)
+
+    def set_solver(self, solver: Callable[..., Any]) -> Task:
+        """Use another solver; clears results, scores and metrics."""
+        self._solver_spec = describe(solver, "solver")
+        self._solver = solver
+        self._reset_solutions()
+        return self
+
+    def set_scorer(self, scorer: Callable[..., Any]) -> Task:
+        """Use another scorer; clears scores and metrics."""
+        self._scorer_spec = describe(scorer, "scorer")
+        self._scorer = scorer
+        self._reset_scores()
+        return self
+
+    def set_metrics(self, metrics: dict[str, Metric] | None) -> Task:
+        """Use other metrics (None: accuracy); clears computed metrics."""
+        self._metric_fns = check_metrics(metrics)
+        self.metrics = None
+        return self
+
+    def clone(self) -> Task:
+        """An independent copy: running it leaves this task untouched."""
+        twin = copy.copy(self)
+        if self._records is not None:
+            twin._records = [replace(r, usage=_copy_ledger(r.usage)) for r in self._records]
+        twin._solve_ledger = _copy_ledger(self._solve_ledger)
+        twin._score_ledger = _copy_ledger(self._score_ledger)
+        twin.metrics = dict(self.metrics) if self.metrics is not None else None
+        return twin
+
+    def _reset_solutions(self) -> None:
+        self._records = None
+        self._solve_ledger = UsageLedger()
+        self._reset_scores()
+
+    def _reset_scores(self) -> None:
+        self._scored = False
+        self.metrics = None
+        self._score_ledger = UsageLedger()
+        for record in self._records or []:
+            record.score = None
+            record.score_started = record.score_completed = None
+            record.usage.drop_role("scorer")
+            if record.error is not None and record.error.stage == "score":
+                record.error = None
+
+    # -- running -----------------------------------------------------------------
+
+    def eval(
+        self,
+        *,
+        epochs: int | None = None,
+        view: bool = False,
+        max_concurrency: int | None = None,
+        **kwargs: Any,
+    ) -> Task:
+        """Solve, score, measure and log, then return the task.
+
+        Keyword arguments the solver or scorer declare are routed to them, so
+        `task.eval(solver_chat=other_chat)` re-runs on another model.
+        """
+        return run_sync(self._eval_kw, epochs, view, max_concurrency, kwargs)
+
+    async def _eval_kw(
+        self, epochs: int | None, view: bool, max_concurrency: int | None, kwargs: dict[str, Any]
+    ) -> Task:
+        return await self.eval_async(
+            epochs=epochs, view=view, max_concurrency=max_concurrency, **kwargs
+        )
+
+    async def eval_async(
+        self,
+        *,
+        epochs: int | None = None,
+        view: bool = False,
+        max_concurrency: int | None = None,
+        **kwargs: Any,
+    ) -> Task:
+        """The async form of `eval()`."""
+        if self._scorer_spec is None:
+            raise TaskStateError("This task has no scorer: pass scorer= or call set_scorer().")
+        solver_kw, scorer_kw = route_kwargs(kwargs, self._solver_spec, self._scorer_spec)
+        await self._run(
+            solve=True,
+            score=True,
+            epochs=epochs,
+            max_concurrency=max_concurrency,
+            solver_kwargs=solver_kw,
+            scorer_kwargs=scorer_kw,
+        )
+        self.measure()
+        self.log()
+        if view:
+            self.view()
+        return self
+
+    def solve(
+        self, *, epochs: int | None = None, max_concurrency: int | None = None, **kwargs: Any
+    ) -> Task:
+        """Run the solver on every sample (and epoch); clears earlier results."""
+        return run_sync(self._solve_kw, epochs, max_concurrency, kwargs)
+
+    async def _solve_kw(
+        self, epochs: int | None, max_concurrency: int | None, kwargs: dict[str, Any]
+    ) -> Task:
+        return await self.solve_async(epochs=epochs, max_concurrency=max_concurrency, **kwargs)
+
+    async def solve_async(
+        self, *, epochs: int | None = None, max_concurrency: int | None = None, **kwargs: Any
+    ) -> Task:
+        """The async form of `solve()`."""
+        solver_kw, _ = route_kwargs(kwargs, self._solver_spec, None)
+        await self._run(
+            solve=True,
+            score=False,
+            epochs=epochs,
+            max_concurrency=max_concurrency,
+            solver_kwargs=solver_kw,
+        )
+        return self
+
+    def score(self, *, max_concurrency: int | None = None, **kwargs: Any) -> Task:
+        """Run the scorer on every solved sample; clears earlier scores."""
+        return run_sync(self._score_kw, max_concurrency, kwargs)
+
+    async def _score_kw(self, max_concurrency: int | None, kwargs: dict[str, Any]) -> Task:
+        return await self.score_async(max_concurrency=max_concurrency, **kwargs)
+
+    async def score_async(self, *, max_concurrency: int | None = None, **kwargs: Any) -> Task:
+        """The async form of `score()`."""
+        if self._records is None:
+            raise TaskStateError("Task has not been solved yet. Run task.solve() first.")
+        if self._scorer_spec is None:
+            raise TaskStateError("This task has no scorer: pass scorer= or call set_scorer().")
+        _, scorer_kw = route_kwargs(kwargs, None, self._scorer_spec)
+        await self._run(
+            solve=False, score=True, max_concurrency=max_concurrency, scorer_kwargs=scorer_kw
+        )
+        return self
+
+    async def _run(
+        self,
+        *,
+        solve: bool,
+        score: bool,
+        epochs: int | None = None,
+        max_concurrency: int | None = None,
+        solver_kwargs: dict[str, Any] | None = None,
+        scorer_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        epochs = _check_epochs(epochs) or self._epochs or 1
+        concurrency = _check_concurrency(max_concurrency)
+        if solve:
+            self._reset_solutions()
+            self._run_id, self._eval_id, self._created = new_id(), new_id(), time.time()
+            self._run_epochs = epochs
+            records: list[SampleRecord] = []
+            source: Any = _collecting(expand_epochs(self._rows, epochs), records)
+        else:
+            self._reset_scores()
+            records = list(self._records or [])
+            source = records
+        self._concurrency = concurrency
+        scorer = self._scorer_spec if score else None
+        run = Run(
+            solver=self._solver_spec if solve else None,
+            scorer=scorer,
+            solver_kwargs=solver_kwargs,
+            scorer_kwargs=scorer_kwargs,
+            concurrency=concurrency,
+            samples_frame=lambda recs: records_frame(recs, None, scored=False),
+        )
+        self._status = "started"
+        self._run_error = None
+        try:
+            await run.execute(source if solve else records, _noop_sink)
+        except BaseException as exc:
+            error = _unwrap(exc)
+            self._finish_run(run, solve, score, records, failed=error)
+            if error is not exc:
+                raise error from None
+            raise
+        self._finish_run(run, solve, score, records, failed=None)
+
+    def _finish_run(
+        self,
+        run: Run,
+        solve: bool,
+        score: bool,
+        records: list[SampleRecord],
+        failed: BaseException | None,
+    ) -> None:
+        self._solve_ledger.merge(run.ledger, role="solver")
+        self._score_ledger.merge(run.ledger, role="scorer")
+        if solve:
+            self._records = records
+            self._started_at = run.started_at
+        self._completed_at = time.time()
+        if score and failed is None:
+            self._scored = True
+        if failed is not None:
+            cancelled = isinstance(failed, anyio.get_cancelled_exc_class() | KeyboardInterrupt)
+            self._status = "cancelled" if cancelled else "error"
+            self._run_error = _eval_error(failed)
+            if records:
+                self._write_log(self.dir)
+        else:
+            failures = sum(1 for r in records if r.error is not None)
+            self._status = "error" if failures else "success"
+
+    # -- results ------------------------------------------------------------------
+
+    def measure(self) -> dict[str, float]:
+        """Compute the metrics over the scores and return them (also in `task.metrics`)."""
+        if not self._scored or self._records is None:
+            raise TaskStateError("Task has not been scored yet. Run task.score() first.")
+        scores = score_series(
+            [r.score.value if r.score else None for r in self._records if r.error is None]
+        )
+        self.metrics = compute_metrics(scores, self._metric_fns)
+        return self.metrics
+
+    def get_samples(self) -> pl.DataFrame:
+        """One row per (sample, epoch): id, epoch, input, target, metadata columns,
+        result, score, scorer, answer, explanation, and the chats where present.
+        Before solving, the dataset itself."""
+        if self._records is None:
+            return dataset_frame(self._rows)
+        return records_frame(self._records, self._scorer_label, scored=self._scored)
+
+    def get_cost(self) -> pl.DataFrame:
+        """Requests, tokens and cost by role (solver, scorer) and model."""
+        ledger = UsageLedger()
+        ledger.merge(self._solve_ledger)
+        ledger.merge(self._score_ledger)
+        return ledger.to_frame()
+
+    @property
+    def _scorer_label(self) -> str | None:
+        return self._scorer_spec.label if self._scorer_spec else None
+
+    # -- logging --------------------------------------------------------------------
+
+    def log(self, dir: str | Path | None = None) -> Path:
+        """Write the log of the last run into `dir` (default `task.dir`); return its path."""
+        if self._records is None:
+            raise TaskStateError("Task has not been solved yet. Run task.eval() first.")
+        return self._write_log(Path(dir) if dir is not None else self.dir)
+
+    def _write_log(self, dir: Path) -> Path:
+        records = self._records or []
+        log = compose_header(self._header(records))
+        log.samples = [compose_sample(r, self._scorer_label) for r in records]
+        name = log_file_name(self._created or time.time(), self.name, self._eval_id or new_id())
+        self.log_path = write_json_log(dir / name, log)
+        return self.log_path
+
+    def _solver_model(self) -> str:
+        records = self._records or []
+        chat = next((r.solver_chat for r in records if r.solver_chat is not None), None)
+        if chat is None:
+            candidate = getattr(self._solver, "solver_chat", None)
+            chat = candidate if isinstance(candidate, Chat) else None
+        return chat.provider.model_id if chat is not None else "none/none"
+
+    def _header(self, records: list[SampleRecord]) -> RunHeader:
+        ledger = UsageLedger()
+        ledger.merge(self._solve_ledger)
+        ledger.merge(self._score_ledger)
+        model = self._solver_model()
+        spec: FunctionSpec = self._solver_spec
+        fingerprint = "|".join([self.name, spec.label, self._scorer_label or "", model])
+        return RunHeader(
+            task=self.name,
+            task_id=hashlib.sha256(fingerprint.encode()).hexdigest()[:22],
+            run_id=self._run_id or new_id(),
+            eval_id=self._eval_id or new_id(),
+            created=self._created or time.time(),
+            model=model,
+            solver=spec.label,
+            scorer=self._scorer_label if self._scored or self.metrics else None,
+            epochs=self._run_epochs,
+            dataset_name=self.name,
+            sample_ids=[r.id for r in self._rows],
+            metrics=self.metrics or {},
+            started_at=self._started_at,
+            completed_at=self._completed_at,
+            status=self._status,
+            total_samples=len(records),
+            completed_samples=sum(1 for r in records if r.error is None),
+            scored_samples=sum(1 for r in records if r.score is not None and r.error is None),
+            ledger=ledger,
+            error=self._run_error,
+            max_samples=self._concurrency,
+            packages={"vitals_engine": _version()},
+        )
+
+    def view(self) -> None:
+        """Open the log viewer on this task's log directory."""
+        from .view import view
+
+        view(self.dir)
+
+    def __repr__(self) -> str:
+        state = "scored" if self._scored else "solved" if self.solved else "not run"
+        metrics = ", ".join(f"{k}={v:.3g}" for k, v in (self.metrics or {}).items())
+        return (
+            f"<Task {self.name}: {len(self._rows)} samples, {state}"
+            + (f", {metrics}" if metrics else "")
+            + ">"
+        )
+
+
+def _collecting(source: Iterator[Any], into: list[SampleRecord]) -> Iterator[SampleRecord]:
+    """Records made lazily from samples, remembered in run order as they are made."""
+    for sample in source:
+        record = SampleRecord(sample)
+        into.append(record)
+        yield record
+
+
+async def _noop_sink(_: SampleRecord) -> None:
+    return None
+
+
+def _copy_ledger(ledger: UsageLedger) -> UsageLedger:
+    twin = UsageLedger()
+    twin.merge(ledger)
+    return twin
+
+
+def _eval_error(exc: BaseException) -> log_schema.EvalError:
+    text = "".join(traceback.format_exception(exc))
+    return log_schema.EvalError(f"{type(exc).__name__}: {exc}", text, text)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("vitals-engine")
+    except importlib.metadata.PackageNotFoundError:
+        return "0"
