@@ -20,7 +20,5 @@ task = ve.Task(
 
 task.eval()
 
-print("Metrics:", task.metrics)
 print(task.get_samples().select("id", "epoch", "input", "target", "result", "score"))
-print(task.get_cost())
-print("Log:", task.log_path)
+print(ve.summary(task))

@@ -44,6 +44,7 @@ from .chat.turns import (
 from .config import log_dir, log_dir_set
 from .engine.calls import batch_scorer, batch_solver
 from .metrics import accuracy
+from .report import summary
 from .samples import Sample, Score, Solution, SolvedSample
 from .scorers import detect_answer, detect_exact, detect_includes, detect_match, detect_pattern
 from .solvers import generate
@@ -92,4 +93,5 @@ __all__ = [
     "log_dir",
     "log_dir_set",
     "set_price",
+    "summary",
 ]

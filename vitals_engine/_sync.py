@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
-
-import sys
 
 import anyio
 import anyio.from_thread
@@ -54,4 +53,3 @@ def run_sync(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         with anyio.from_thread.start_blocking_portal("asyncio", options) as portal:
             return portal.call(fn, *args)  # type: ignore[arg-type]
     return anyio.run(fn, *args, backend="asyncio", backend_options=options)  # type: ignore[arg-type]
-

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import polars as pl
@@ -22,7 +22,7 @@ import polars as pl
 from ._errors import DatasetError
 from .samples import Sample
 
-__all__ = ["DatasetRow", "load_dataset", "dataset_name"]
+__all__ = ["DatasetRow", "dataset_name", "load_dataset"]
 
 _REQUIRED = ("input", "target")
 
@@ -46,7 +46,7 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _read_file(path: Path) -> list[dict[str, Any]]:
+def _read_file(path: Path) -> list[Any]:
     if not path.exists():
         raise DatasetError(f"Dataset file '{path}' does not exist.")
     suffix = path.suffix.lower()
@@ -57,11 +57,17 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
                 for line_no, line in enumerate(fh, 1):
                     if line.strip():
                         try:
-                            rows.append(msgspec.json.decode(line))
+                            row = msgspec.json.decode(line)
                         except msgspec.DecodeError as exc:
                             raise DatasetError(
                                 f"Dataset file '{path}', line {line_no}: not valid JSON ({exc})."
                             ) from exc
+                        if not isinstance(row, dict):
+                            raise DatasetError(
+                                f"Dataset file '{path}', line {line_no}: a {type(row).__name__}, "
+                                "not an object with 'input' and 'target'."
+                            )
+                        rows.append(row)
             return rows
         if suffix == ".json":
             data = msgspec.json.decode(path.read_bytes())
@@ -82,9 +88,9 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
     )
 
 
-def _records(data: Any) -> list[Mapping[str, Any]]:
+def _records(data: Any) -> Sequence[Mapping[str, Any]]:
     if isinstance(data, str | os.PathLike):
-        return _read_file(Path(data))
+        return _check_rows(_read_file(Path(data)), f"Dataset file '{data}'")
     if isinstance(data, pl.DataFrame):
         return data.to_dicts()
     if isinstance(data, pl.LazyFrame):
@@ -97,18 +103,21 @@ def _records(data: Any) -> list[Mapping[str, Any]]:
             'e.g. [{"input": "What\'s 2+2?", "target": "4"}].'
         )
     if isinstance(data, Iterable) and not isinstance(data, str | bytes):
-        rows = list(data)
-        for i, row in enumerate(rows):
-            if not isinstance(row, Mapping):
-                raise DatasetError(
-                    f"Dataset row {i + 1} is a {type(row).__name__}; each row must be a dict "
-                    "with 'input' and 'target'."
-                )
-        return rows
+        return _check_rows(list(data), "Dataset")
     raise DatasetError(
         f"Cannot use a {type(data).__name__} as a dataset: pass a list of dicts, a polars or "
         "pandas DataFrame, or a path to a .jsonl/.json/.csv/.parquet file."
     )
+
+
+def _check_rows(rows: list[Any], where: str) -> list[Mapping[str, Any]]:
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise DatasetError(
+                f"{where}, row {i + 1}, is a {type(row).__name__}; each row must be an object "
+                "with 'input' and 'target'."
+            )
+    return rows
 
 
 def _target(value: Any, row: int) -> str | list[str]:
@@ -118,8 +127,9 @@ def _target(value: Any, row: int) -> str | list[str]:
         return value
     if isinstance(value, Sequence) and not isinstance(value, bytes):
         return [str(v) for v in value]
-    if hasattr(value, "tolist"):  # numpy arrays from pandas/parquet list columns
-        return [str(v) for v in value.tolist()]
+    tolist = getattr(value, "tolist", None)  # numpy arrays from pandas/parquet list columns
+    if callable(tolist):
+        return [str(v) for v in cast(Iterable[Any], tolist())]
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
@@ -144,9 +154,12 @@ def _id(value: Any, row: int) -> int | str:
         return int(value)
     if isinstance(value, int | str):
         return value
-    if hasattr(value, "item"):  # numpy scalars
-        return _id(value.item(), row)
-    raise DatasetError(f"Dataset row {row} has an id of type {type(value).__name__}; use int or str.")
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item):
+        return _id(item(), row)
+    raise DatasetError(
+        f"Dataset row {row} has an id of type {type(value).__name__}; use int or str."
+    )
 
 
 def load_dataset(data: Any) -> list[DatasetRow]:

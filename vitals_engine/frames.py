@@ -36,8 +36,9 @@ def _target_series(targets: list[Any]) -> pl.Series:
         return pl.Series("target", targets, dtype=pl.String)
     if all(isinstance(t, list) for t in targets):
         return pl.Series("target", targets, dtype=pl.List(pl.String))
-    return pl.Series("target", [t if isinstance(t, list) else [t] for t in targets],
-                     dtype=pl.List(pl.String))
+    return pl.Series(
+        "target", [t if isinstance(t, list) else [t] for t in targets], dtype=pl.List(pl.String)
+    )
 
 
 def _object_column(name: str, values: list[Any]) -> pl.Series | None:
@@ -68,8 +69,17 @@ def dataset_frame(rows: Sequence[DatasetRow]) -> pl.DataFrame:
 
 
 _RESULT_COLUMNS = {
-    "epoch", "result", "score", "scorer", "answer", "explanation", "error",
-    "solver_metadata", "scorer_metadata", "solver_chat", "scorer_chat",
+    "epoch",
+    "result",
+    "score",
+    "scorer",
+    "answer",
+    "explanation",
+    "error",
+    "solver_metadata",
+    "scorer_metadata",
+    "solver_chat",
+    "scorer_chat",
 }
 
 

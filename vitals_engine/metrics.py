@@ -16,7 +16,7 @@ import polars as pl
 from ._errors import ConfigError, MetricError
 from .samples import GRADES
 
-__all__ = ["GRADE_DTYPE", "Metric", "accuracy", "compute_metrics", "score_series", "check_metrics"]
+__all__ = ["GRADE_DTYPE", "Metric", "accuracy", "check_metrics", "compute_metrics", "score_series"]
 
 GRADE_DTYPE = pl.Enum(list(GRADES))
 _GRADE_VALUE = {"I": 0.0, "P": 0.5, "C": 1.0}

@@ -78,6 +78,7 @@ def generate(solver_chat: ChatSource | None = None) -> Generate:
     """
     if solver_chat is not None and not (isinstance(solver_chat, Chat) or callable(solver_chat)):
         raise ConfigError(
-            f"generate() needs a Chat or a function returning one, not {type(solver_chat).__name__}."
+            "generate() needs a Chat or a function returning one, "
+            f"not {type(solver_chat).__name__}."
         )
     return Generate(solver_chat)

@@ -143,8 +143,11 @@ class Task:
         return self._scored
 
     @property
-    def samples_count(self) -> int:
-        return len(self._rows)
+    def elapsed(self) -> float | None:
+        """Seconds the last run took, or None before any run."""
+        if self._started_at is None or self._completed_at is None:
+            return None
+        return self._completed_at - self._started_at
 
     def set_solver(self, solver: Callable[..., Any]) -> Task:
         """Use another solver; clears results, scores and metrics."""
@@ -445,7 +448,7 @@ class Task:
 
     def view(self) -> None:
         """Open the log viewer on this task's log directory."""
-        from .view import view
+        from .view import view  # pyright: ignore[reportMissingImports]
 
         view(self.dir)
 

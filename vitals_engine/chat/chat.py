@@ -144,9 +144,7 @@ class Chat:
         the raw reply.
         """
         schema = schema_for(type)
-        turn = await self._converse(
-            Turn.user(*_check_prompt(prompt)), {}, output_schema=schema
-        )
+        turn = await self._converse(Turn.user(*_check_prompt(prompt)), {}, output_schema=schema)
         return parse_structured(turn.text, type, schema)
 
     def extract_data(self, *prompt: Prompt, type: Any) -> Any:

@@ -73,9 +73,9 @@ def find_price(provider: str, model: str) -> Price | None:
     best: Price | None = None
     for table in (_user_prices, _builtin()):
         for (prov, name), price in table.items():
-            if prov == key and name != "*" and model.startswith(name + "-"):
-                if best is None or len(name) > len(best.model):
-                    best = price
+            longer = best is None or len(name) > len(best.model)
+            if prov == key and name != "*" and model.startswith(name + "-") and longer:
+                best = price
         if best is not None:
             return best
     return _user_prices.get((key, "*")) or _builtin().get((key, "*"))

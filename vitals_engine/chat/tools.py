@@ -129,9 +129,7 @@ def tool_from_function(fn: Callable[..., Any], *, name: str | None = None) -> To
     ]
     missing = [p.name for p in params if p.name not in hints]
     if missing:
-        raise ConfigError(
-            f"Tool '{tool_name}' needs type annotations on: {', '.join(missing)}."
-        )
+        raise ConfigError(f"Tool '{tool_name}' needs type annotations on: {', '.join(missing)}.")
     schemas, components = msgspec.json.schema_components(
         [hints[p.name] for p in params], ref_template="#/$defs/{name}"
     )

@@ -165,9 +165,7 @@ def route_kwargs(
             in_solver = solver is not None and solver.takes_var_kwargs
             in_scorer = scorer is not None and scorer.takes_var_kwargs
         if not (in_solver or in_scorer):
-            names = " or ".join(
-                f"{s.role} {s.name}" for s in (solver, scorer) if s is not None
-            )
+            names = " or ".join(f"{s.role} {s.name}" for s in (solver, scorer) if s is not None)
             raise ConfigError(
                 f"Argument `{key}` does not match any parameter of the {names}. "
                 "Check its spelling, or give the function a parameter of that name."
@@ -180,7 +178,10 @@ def route_kwargs(
 
 
 async def _invoke(
-    spec: FunctionSpec, args: tuple[Any, ...], kwargs: dict[str, Any], limiter: anyio.CapacityLimiter
+    spec: FunctionSpec,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    limiter: anyio.CapacityLimiter,
 ) -> Any:
     if spec.is_async:
         return await spec.fn(*args, **kwargs)
@@ -208,13 +209,13 @@ def normalise_solution(value: Any, spec: FunctionSpec) -> Solution:
     elif isinstance(value, int | float) and not isinstance(value, bool):
         return Solution(str(value))
     elif isinstance(value, Mapping) and "result" in value:
-        solution = Solution(
-            value["result"], value.get("solver_chat"), value.get("solver_metadata")
-        )
+        solution = Solution(value["result"], value.get("solver_chat"), value.get("solver_metadata"))
     else:
-        shown = f"a dict without 'result' (keys: {', '.join(map(str, value))})" if isinstance(
-            value, Mapping
-        ) else f"a {type(value).__name__}"
+        shown = (
+            f"a dict without 'result' (keys: {', '.join(map(str, value))})"
+            if isinstance(value, Mapping)
+            else f"a {type(value).__name__}"
+        )
         raise SolverError(
             f"The {who} returned {shown}; it must return a string, a Solution(result, chat, "
             "metadata), or a dict with 'result' and optionally 'solver_chat' and 'solver_metadata'."
@@ -249,9 +250,11 @@ def normalise_score(value: Any, spec: FunctionSpec) -> Score:
             chat=value.get("scorer_chat"),
         )
     else:
-        shown = f"a dict without 'score' (keys: {', '.join(map(str, value))})" if isinstance(
-            value, Mapping
-        ) else ("None" if value is None else f"a {type(value).__name__}")
+        shown = (
+            f"a dict without 'score' (keys: {', '.join(map(str, value))})"
+            if isinstance(value, Mapping)
+            else ("None" if value is None else f"a {type(value).__name__}")
+        )
         raise ScorerError(
             f"The {who} returned {shown}; it must return a grade ('C', 'P', 'I'), a number, a "
             "bool, a string, a Score(value, ...), or a dict with 'score' and optionally "
@@ -285,7 +288,9 @@ async def call_scorer(
     return normalise_score(await _invoke(spec, (solved,), kwargs, limiter), spec)
 
 
-def batch_column(out: Mapping[str, Any], key: str, n: int, who: str, error: type[Exception]) -> list[Any]:
+def batch_column(
+    out: Mapping[str, Any], key: str, n: int, who: str, error: type[Exception]
+) -> list[Any]:
     """One column of a batch function's output, checked to have one entry per sample."""
     value = out.get(key)
     if value is None:
@@ -294,5 +299,7 @@ def batch_column(out: Mapping[str, Any], key: str, n: int, who: str, error: type
         raise error(f"The {who} returned '{key}' as a {type(value).__name__}; expected a list.")
     items = list(value)
     if len(items) != n:
-        raise error(f"The {who} returned {len(items)} values for '{key}'; expected {n}, one per sample.")
+        raise error(
+            f"The {who} returned {len(items)} values for '{key}'; expected {n}, one per sample."
+        )
     return items

@@ -136,14 +136,14 @@ class Run:
                 return
         if isinstance(out, dict):
             if "result" not in out:
-                raise SolverError(f"The {who} must return a dict with 'result'; got keys {list(out)}.")
+                raise SolverError(
+                    f"The {who} must return a dict with 'result'; got keys {list(out)}."
+                )
             columns = {
                 key: batch_column(out, key, len(todo), who, SolverError)
                 for key in ("result", "solver_chat", "solver_metadata")
             }
-            values: list[Any] = [
-                {k: columns[k][i] for k in columns} for i in range(len(todo))
-            ]
+            values: list[Any] = [{k: columns[k][i] for k in columns} for i in range(len(todo))]
         else:
             values = batch_column({"result": out}, "result", len(todo), who, SolverError)
         for record, value in zip(todo, values, strict=True):
@@ -153,7 +153,8 @@ class Run:
             record.solve_started, record.solve_completed = started, time.time()
 
     async def score_batch(self, records: Sequence[SampleRecord]) -> None:
-        assert self.scorer is not None and self.samples_frame is not None
+        assert self.scorer is not None
+        assert self.samples_frame is not None
         todo = [r for r in records if r.error is None]
         if not todo:
             return
@@ -161,7 +162,9 @@ class Run:
         who = f"batch scorer {self.scorer.name}"
         with usage_scope("scorer", self.ledger):
             try:
-                out = await self._call_batch(self.scorer, self.samples_frame(todo), self.scorer_kwargs)
+                out = await self._call_batch(
+                    self.scorer, self.samples_frame(todo), self.scorer_kwargs
+                )
             except _FATAL:
                 raise
             except Exception as exc:
@@ -171,7 +174,9 @@ class Run:
         keys = ("score", "answer", "explanation", "scorer_metadata", "scorer_chat")
         if isinstance(out, dict):
             if "score" not in out:
-                raise ScorerError(f"The {who} must return a dict with 'score'; got keys {list(out)}.")
+                raise ScorerError(
+                    f"The {who} must return a dict with 'score'; got keys {list(out)}."
+                )
             columns = {key: batch_column(out, key, len(todo), who, ScorerError) for key in keys}
             values: list[Any] = [{k: columns[k][i] for k in keys} for i in range(len(todo))]
         else:

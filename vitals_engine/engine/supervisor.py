@@ -59,7 +59,10 @@ class Supervisor:
     async def run(self, records: Iterable[SampleRecord]) -> None:
         stages = [
             (fn, workers)
-            for fn, workers in ((self.solve, self.concurrency), (self.score, self.score_concurrency))
+            for fn, workers in (
+                (self.solve, self.concurrency),
+                (self.score, self.score_concurrency),
+            )
             if fn is not None
         ]
         async with anyio.create_task_group() as tg:
@@ -74,7 +77,9 @@ class Supervisor:
             tg.start_soon(self._drain, receive)
 
     @staticmethod
-    async def _source(records: Iterable[SampleRecord], send: ObjectSendStream[SampleRecord]) -> None:
+    async def _source(
+        records: Iterable[SampleRecord], send: ObjectSendStream[SampleRecord]
+    ) -> None:
         async with send:
             for record in records:
                 await send.send(record)

@@ -59,7 +59,9 @@ def _score(record: SampleRecord) -> s.LogScore | None:
     if score.chat is not None:
         metadata["grading"] = msgspec.to_builtins(
             chat_messages(
-                score.chat.system_prompt, score.chat.turns, f"{record.sample.id}-{record.sample.epoch}-g"
+                score.chat.system_prompt,
+                score.chat.turns,
+                f"{record.sample.id}-{record.sample.epoch}-g",
             )
         )
     return s.LogScore(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -39,7 +40,7 @@ def log_content(content: Content) -> s.LogContent | None:
     return None
 
 
-def _user_content(contents: list[Content]) -> str | list[s.LogContent]:
+def _user_content(contents: Sequence[Content]) -> str | list[s.LogContent]:
     blocks = [b for b in (log_content(c) for c in contents) if b is not None]
     if len(blocks) == 1 and isinstance(blocks[0], s.ContentText):
         return blocks[0].text

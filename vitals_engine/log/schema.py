@@ -358,10 +358,10 @@ class EvalLog(Struct):
     status: Status
     eval: EvalSpec
     plan: EvalPlan = field(default_factory=EvalPlan)
-    results: EvalResults | None | UnsetType = UNSET
+    results: EvalResults | UnsetType | None = UNSET
     stats: EvalStats = field(default_factory=EvalStats)
-    error: EvalError | None | UnsetType = UNSET
-    samples: list[EvalSample] | None | UnsetType = UNSET
+    error: EvalError | UnsetType | None = UNSET
+    samples: list[EvalSample] | UnsetType | None = UNSET
 
 
 def _enc_hook(value: Any) -> Any:

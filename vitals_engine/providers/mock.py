@@ -28,7 +28,7 @@ Reply = str | Turn
 ReplyScript = Callable[[str], Reply] | Sequence[Reply]
 
 _SUM = re.compile(
-    r"what(?:'s| is)\s+(-?\d+(?:\.\d+)?)\s*([-+*/x×])\s*(-?\d+(?:\.\d+)?)\s*\??", re.IGNORECASE
+    r"what(?:'s| is)\s+(-?\d+(?:\.\d+)?)\s*([-+*/x\u00d7])\s*(-?\d+(?:\.\d+)?)\s*\??", re.IGNORECASE
 )
 _GRADING = re.compile(
     r"\[(?:Submission)\]:\s*(?P<answer>.*?)\s*\*{3}.*?\[(?:Criterion|Expert)\]:\s*(?P<crit>.*?)\s*\*{3}",
@@ -65,7 +65,7 @@ def mock_reply(prompt: str) -> str:
             "-": lambda x, y: x - y,
             "*": lambda x, y: x * y,
             "x": lambda x, y: x * y,
-            "×": lambda x, y: x * y,
+            "\u00d7": lambda x, y: x * y,
             "/": lambda x, y: x / y if y else float("nan"),
         }
         result = ops[op](a, b)
@@ -81,12 +81,12 @@ def count_tokens(text: str) -> int:
 
 def _schema_example(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
     """A value of the shape `schema` asks for."""
-    defs = defs if defs is not None else schema.get("$defs", {})
+    known: dict[str, Any] = defs if defs is not None else (schema.get("$defs") or {})
     if "$ref" in schema:
-        return _schema_example(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+        return _schema_example(known[schema["$ref"].rsplit("/", 1)[-1]], known)
     for key in ("anyOf", "oneOf"):
         if key in schema:
-            return _schema_example(schema[key][0], defs)
+            return _schema_example(schema[key][0], known)
     if "enum" in schema:
         return schema["enum"][0]
     if "default" in schema:
@@ -96,9 +96,9 @@ def _schema_example(schema: dict[str, Any], defs: dict[str, Any] | None = None) 
         kind = next((k for k in kind if k != "null"), "null")
     if kind == "object":
         props = schema.get("properties", {})
-        return {name: _schema_example(sub, defs) for name, sub in props.items()}
+        return {name: _schema_example(sub, known) for name, sub in props.items()}
     if kind == "array":
-        return [_schema_example(schema.get("items", {}), defs)]
+        return [_schema_example(schema.get("items", {}), known)]
     return {"string": "mock", "integer": 1, "number": 1.0, "boolean": True, "null": None}.get(
         str(kind), "mock"
     )

@@ -19,6 +19,7 @@ from ..samples import Score, SolvedSample
 
 __all__ = ["detect_answer", "detect_exact", "detect_includes", "detect_match", "detect_pattern"]
 
+
 def _named(fn: Callable[..., object], name: str, args: str) -> None:
     fn.__name__ = name
     fn.__qualname__ = name
@@ -46,7 +47,9 @@ def detect_includes(case_sensitive: bool = False) -> Callable[[SolvedSample], ob
             if (target if case_sensitive else target.lower()) in result:
                 return Score("C", sample.result, f"Target '{target}' was found in the answer.")
         return Score(
-            "I", sample.result, f"Target {_quote_targets(sample.targets)} was not found in the answer."
+            "I",
+            sample.result,
+            f"Target {_quote_targets(sample.targets)} was not found in the answer.",
         )
 
     _named(detect_includes_scorer, "detect_includes", f"case_sensitive={case_sensitive}")
@@ -84,11 +87,15 @@ def detect_match(
             if test(seen, wanted):
                 return Score("C", answer, f"Target '{target}' was found {where} the answer.")
         return Score(
-            "I", answer, f"Target {_quote_targets(sample.targets)} was not found {where} the answer."
+            "I",
+            answer,
+            f"Target {_quote_targets(sample.targets)} was not found {where} the answer.",
         )
 
     _named(
-        detect_match_scorer, "detect_match", f"location='{location}', case_sensitive={case_sensitive}"
+        detect_match_scorer,
+        "detect_match",
+        f"location='{location}', case_sensitive={case_sensitive}",
     )
     return detect_match_scorer
 
@@ -189,7 +196,12 @@ def detect_answer(
     async def detect_answer_scorer(sample: SolvedSample) -> Score:
         match = regex.search(sample.result)
         if match is None:
-            return Score("I", None, "No 'ANSWER:' prefix found in the response.")
+            if "ANSWER:" in sample.result:
+                shown = {"line": "answer on the last line", "word": "word", "letter": "letter"}
+                why = f"No {shown[format]} found after 'ANSWER:' in the response."
+            else:
+                why = "No 'ANSWER:' prefix found in the response."
+            return Score("I", None, why)
         answer = match.group(1).strip()
         for target in sample.targets:
             if answer.lower() == target.strip().lower():

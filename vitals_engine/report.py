@@ -1,0 +1,75 @@
+"""Plain-text summaries of a run: metrics, cost by role and model, time."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .task import Task
+
+__all__ = ["format_cost", "summary"]
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)
+    ]
+    numeric = [
+        all(
+            r[i].replace(",", "").replace(".", "").replace("$", "").isdigit() or r[i] == "unknown"
+            for r in rows
+        )
+        and bool(rows)
+        for i in range(len(header))
+    ]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if n else c.ljust(w) for c, w, n in zip(cells, widths, numeric, strict=True)
+        ).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def format_cost(task: Task) -> str:
+    """The cost table of a task: one line per role and model, with a total."""
+    frame = task.get_cost()
+    rows = []
+    for r in frame.iter_rows(named=True):
+        cost = "unknown" if r["cost"] is None else f"${r['cost']:.4f}"
+        rows.append(
+            [
+                r["role"],
+                f"{r['provider']}/{r['model']}",
+                f"{r['requests']:,}",
+                f"{r['input_tokens']:,}",
+                f"{r['cached_input_tokens']:,}",
+                f"{r['output_tokens']:,}",
+                cost,
+            ]
+        )
+    if not rows:
+        return "No model calls."
+    return _table(["role", "model", "requests", "input", "cached", "output", "cost"], rows)
+
+
+def summary(task: Task) -> str:
+    """Metrics, sample counts, time, cost table and log path of a task's last run.
+
+    Example:
+        >>> print(summary(task.eval()))
+    """
+    frame = task.get_samples()
+    parts = [f"Task {task.name}: {frame.height} samples"]
+    if "error" in frame.columns:
+        failed = frame["error"].is_not_null().sum()
+        parts[0] += f", {failed} failed"
+    elapsed = task.elapsed
+    if elapsed is not None:
+        parts[0] += f", {elapsed:.2f}s"
+    metrics = ", ".join(f"{k} = {v:.4g}" for k, v in (task.metrics or {}).items())
+    parts.append(f"Metrics: {metrics or 'none'}")
+    parts.append(format_cost(task))
+    if task.log_path is not None:
+        parts.append(f"Log: {task.log_path}")
+    return "\n\n".join(parts)
