@@ -22,13 +22,16 @@ def _id_series(ids: list[int | str]) -> pl.Series:
 
 def _column(name: str, values: list[Any]) -> pl.Series:
     """A column typed by polars when it can be, kept as Python objects when not."""
-    present = [v for v in values if v is not None]
-    if present and all(isinstance(v, str) for v in present):
+    kinds = {type(v) for v in values if v is not None}
+    if kinds <= {str}:
         return pl.Series(name, values, dtype=pl.String)
-    try:
-        return pl.Series(name, values, strict=False)
-    except Exception:
-        return pl.Series(name, values, dtype=pl.Object)
+    same_keys = kinds != {dict} or len({tuple(v) for v in values if v is not None}) == 1
+    if (len(kinds) == 1 and same_keys) or kinds <= {int, float}:
+        try:
+            return pl.Series(name, values, strict=len(kinds) == 1)
+        except Exception:  # shapes polars cannot type (ragged structs ...): keep the objects
+            pass
+    return pl.Series(name, values, dtype=pl.Object)
 
 
 def _target_series(targets: list[Any]) -> pl.Series:
