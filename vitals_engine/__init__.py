@@ -30,7 +30,16 @@ from ._errors import (
     VitalsError,
 )
 from .chat.chat import Chat
-from .chat.constructors import chat_mock
+from .chat.constructors import (
+    chat,
+    chat_deepseek,
+    chat_groq,
+    chat_mock,
+    chat_ollama,
+    chat_openai,
+    chat_openrouter,
+    chat_vllm,
+)
 from .chat.pricing import set_price
 from .chat.turns import (
     ContentImage,
@@ -83,7 +92,14 @@ __all__ = [
     "accuracy",
     "batch_scorer",
     "batch_solver",
+    "chat",
+    "chat_deepseek",
+    "chat_groq",
     "chat_mock",
+    "chat_ollama",
+    "chat_openai",
+    "chat_openrouter",
+    "chat_vllm",
     "detect_answer",
     "detect_exact",
     "detect_includes",

@@ -33,6 +33,7 @@ from .log import schema as log_schema
 from .log.compose import RunHeader, compose_header, compose_sample
 from .log.writer import clean_task_name, log_file_name, new_id, write_json_log
 from .metrics import Metric, check_metrics, compute_metrics, score_series
+from .providers.pool import transport_scope
 from .samples import SampleRecord
 
 __all__ = ["Task"]
@@ -324,7 +325,8 @@ class Task:
         self._status = "started"
         self._run_error = None
         try:
-            await run.execute(source if solve else records, _noop_sink)
+            async with transport_scope(pool_size=concurrency):
+                await run.execute(source if solve else records, _noop_sink)
         except BaseException as exc:
             error = _unwrap(exc)
             self._finish_run(run, solve, score, records, failed=error)

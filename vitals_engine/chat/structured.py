@@ -8,7 +8,7 @@ import msgspec
 
 from .._errors import ConfigError, ExtractionError
 
-__all__ = ["parse_structured", "schema_for"]
+__all__ = ["example_value", "parse_structured", "schema_for"]
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -97,3 +97,33 @@ def parse_structured(text: str, kind: Any, schema: dict[str, Any]) -> Any:
         return msgspec.json.decode(raw, type=kind)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise ExtractionError(f"The reply does not validate as {kind!r}: {exc}", raw=text) from exc
+
+
+def example_value(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
+    """A value of the shape `schema` asks for (what the mock models answer).
+
+    Example:
+        >>> example_value({"type": "object", "properties": {"n": {"type": "integer"}}})
+        {'n': 1}
+    """
+    known: dict[str, Any] = defs if defs is not None else (schema.get("$defs") or {})
+    if "$ref" in schema:
+        return example_value(known[schema["$ref"].rsplit("/", 1)[-1]], known)
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return example_value(schema[key][0], known)
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "default" in schema:
+        return schema["default"]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {name: example_value(sub, known) for name, sub in props.items()}
+    if kind == "array":
+        return [example_value(schema.get("items", {}), known)]
+    return {"string": "mock", "integer": 1, "number": 1.0, "boolean": True, "null": None}.get(
+        str(kind), "mock"
+    )

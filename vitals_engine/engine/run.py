@@ -195,6 +195,12 @@ class Run:
         Per-sample stages take the records lazily; a batch stage needs them all.
         """
         self.started_at = time.time()
+        await self._execute(records, sink)
+        self.completed_at = time.time()
+
+    async def _execute(
+        self, records: Iterable[SampleRecord], sink: Callable[[SampleRecord], Awaitable[None]]
+    ) -> None:
         solver, scorer = self.solver, self.scorer
         if (solver is not None and solver.is_batch) or (scorer is not None and scorer.is_batch):
             records = list(records)
@@ -215,7 +221,6 @@ class Run:
             await Supervisor(
                 solve=solve_stage, score=score_stage, sink=sink, concurrency=self.concurrency
             ).run(records)
-        self.completed_at = time.time()
 
 
 async def _ignore(_: SampleRecord) -> None:

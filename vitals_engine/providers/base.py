@@ -39,6 +39,8 @@ class Provider(ABC):
 
     #: Display name used in cost tables and price lookups ("OpenAI", "Anthropic" ...).
     name: str = "Provider"
+    #: Prefix of `provider/model` ids in logs ("openai", "anthropic", "google" ...).
+    id_prefix: str = ""
 
     def __init__(self, model: str, base_url: str = "", params: dict[str, Any] | None = None):
         self.model = model
@@ -53,7 +55,7 @@ class Provider(ABC):
     @property
     def model_id(self) -> str:
         """`provider/model` as Inspect's logs name models."""
-        return f"{self.name.lower()}/{self.model}"
+        return f"{self.id_prefix or self.name.lower()}/{self.model}"
 
     @abstractmethod
     async def generate(self, request: ChatRequest) -> Turn:

@@ -13,12 +13,12 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import anyio
 import msgspec
 
 from .._errors import ConfigError
+from ..chat.structured import example_value
 from ..chat.turns import ContentText, TokenUsage, Turn
 from .base import ChatRequest, Provider
 
@@ -79,31 +79,6 @@ def count_tokens(text: str) -> int:
     return len(text.split())
 
 
-def _schema_example(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
-    """A value of the shape `schema` asks for."""
-    known: dict[str, Any] = defs if defs is not None else (schema.get("$defs") or {})
-    if "$ref" in schema:
-        return _schema_example(known[schema["$ref"].rsplit("/", 1)[-1]], known)
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            return _schema_example(schema[key][0], known)
-    if "enum" in schema:
-        return schema["enum"][0]
-    if "default" in schema:
-        return schema["default"]
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    if kind == "object":
-        props = schema.get("properties", {})
-        return {name: _schema_example(sub, known) for name, sub in props.items()}
-    if kind == "array":
-        return [_schema_example(schema.get("items", {}), known)]
-    return {"string": "mock", "integer": 1, "number": 1.0, "boolean": True, "null": None}.get(
-        str(kind), "mock"
-    )
-
-
 class MockProvider(Provider):
     """The provider behind `chat_mock()`: no network, no key, deterministic."""
 
@@ -153,7 +128,7 @@ class MockProvider(Provider):
             await anyio.sleep(self.latency)
         prompt = request.turns[-1].text if request.turns else ""
         if request.output_schema is not None and self._script is mock_reply:
-            reply: Reply = msgspec.json.encode(_schema_example(request.output_schema)).decode()
+            reply: Reply = msgspec.json.encode(example_value(request.output_schema)).decode()
         else:
             reply = self._script(prompt)
         turn = reply if isinstance(reply, Turn) else Turn("assistant", [ContentText(str(reply))])

@@ -1,0 +1,278 @@
+"""What every HTTP provider shares: keys, the request round trip, error classification.
+
+A wire format subclasses `HttpProvider` and implements four methods:
+`url()`, `headers()`, `body(request)` and `parse(data)`. Everything else
+(API keys, sending through the run's transport, timing, mapping HTTP
+failures to our error tree, reading rate-limit waits from headers) is here.
+
+Secrets: the API key lives only in the headers of the request being sent.
+It is never part of `repr()`, of an error message, or of anything logged.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import re
+import time
+from abc import abstractmethod
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, ClassVar
+
+import msgspec
+
+from .._errors import (
+    AuthenticationError,
+    ConfigError,
+    MalformedResponse,
+    ProviderError,
+    ProviderUnavailable,
+    RateLimitError,
+)
+from ..chat.turns import Turn
+from .base import ChatRequest, Provider
+from .pool import TransportPool, current_pool, transport_scope
+from .transport import HttpResponse, Timeouts
+
+__all__ = ["HttpProvider", "retry_after_seconds"]
+
+_encoder = msgspec.json.Encoder()
+_EXCERPT = 500
+_DURATION = re.compile(
+    r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+)ms)?$"
+)
+
+
+def _parse_duration(text: str) -> float | None:
+    """'1.5', '20ms', '6m0s', '1h2m3s' -> seconds."""
+    text = text.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    match = _DURATION.match(text)
+    if not match or not any(match.groups()):
+        return None
+    hours, minutes, seconds, millis = (float(g) if g else 0.0 for g in match.groups())
+    return hours * 3600 + minutes * 60 + seconds + millis / 1000
+
+
+def _seconds_until(stamp: str) -> float | None:
+    """An RFC 3339 or HTTP date -> seconds from now (never negative)."""
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(stamp).timestamp()
+        except (TypeError, ValueError):
+            return None
+    return max(0.0, when - time.time())
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """The wait a provider asks for, from `retry-after-ms`, `retry-after`, or the
+    rate-limit reset headers of OpenAI (`x-ratelimit-reset-*`) and Anthropic
+    (`anthropic-ratelimit-*-reset`). None when no header says."""
+    if "retry-after-ms" in headers:
+        try:
+            return float(headers["retry-after-ms"]) / 1000
+        except ValueError:
+            pass
+    if "retry-after" in headers:
+        value = headers["retry-after"].strip()
+        seconds = _parse_duration(value)
+        if seconds is None:
+            seconds = _seconds_until(value)
+        if seconds is not None:
+            return seconds
+    waits = []
+    for name, value in headers.items():
+        if name.startswith("x-ratelimit-reset"):
+            waits.append(_parse_duration(value))
+        elif name.startswith("anthropic-ratelimit-") and name.endswith("-reset"):
+            waits.append(_seconds_until(value))
+    known = [w for w in waits if w is not None]
+    return max(known) if known else None
+
+
+class HttpProvider(Provider):
+    """A provider reached over HTTP with a JSON body."""
+
+    #: Environment variable holding the API key (None: no key needed).
+    env_key: ClassVar[str | None] = None
+    #: Whether a request without a key makes sense (local servers).
+    key_required: ClassVar[bool] = True
+    default_base_url: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        params: dict[str, Any] | None = None,
+        client: Any = None,
+        timeouts: Timeouts | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not model:
+            raise ConfigError(f"{self.name} needs a model name: pass model=...")
+        super().__init__(model, (base_url or self.default_base_url).rstrip("/"), params)
+        key = (
+            api_key
+            if api_key is not None
+            else (os.environ.get(self.env_key) if self.env_key else None)
+        )
+        if not key and self.key_required:
+            where = f"set the {self.env_key} environment variable or " if self.env_key else ""
+            raise AuthenticationError(
+                f"No API key for {self.name}: {where}pass api_key=...",
+                provider=self.name,
+                model=model,
+            )
+        self._api_key = key or ""
+        self.client = client
+        self.timeouts = timeouts or Timeouts()
+        self.extra_headers = dict(headers or {})
+
+    # -- what a wire format implements -------------------------------------------
+
+    @abstractmethod
+    def url(self) -> str:
+        """The endpoint to POST to."""
+
+    @abstractmethod
+    def headers(self, api_key: str) -> dict[str, str]:
+        """Request headers, including authentication."""
+
+    @abstractmethod
+    def body(self, request: ChatRequest) -> dict[str, Any]:
+        """The request body for `request`."""
+
+    @abstractmethod
+    def parse(self, data: Any) -> Turn:
+        """The assistant turn (with tokens and finish reason) from a decoded body.
+
+        May raise KeyError, TypeError, IndexError or ValueError on a body that
+        lacks what the API promises: those become `MalformedResponse`.
+        """
+
+    def error_message(self, data: Any) -> str | None:
+        """The provider's own words from an error body, if it has any."""
+        if isinstance(data, dict):
+            error = data.get("error")
+            if isinstance(error, dict) and isinstance(error.get("message"), str):
+                return error["message"]
+            if isinstance(error, str):
+                return error
+            if isinstance(data.get("message"), str):
+                return data["message"]
+        return None
+
+    def classify_status(self, status: int) -> type[ProviderError]:
+        """The error class of an HTTP status."""
+        if status == 429:
+            return RateLimitError
+        if status in (401, 403):
+            return AuthenticationError
+        if status in (408, 409) or status >= 500:
+            return ProviderUnavailable
+        return ProviderError
+
+    # -- the round trip ---------------------------------------------------------------
+
+    async def generate(self, request: ChatRequest) -> Turn:
+        pool = current_pool()
+        if pool is None:
+            async with transport_scope(pool_size=4) as own:
+                return await self._send(own, request)
+        return await self._send(pool, request)
+
+    async def _send(self, pool: TransportPool, request: ChatRequest) -> Turn:
+        url = self.url()
+        body = _encoder.encode(self.body(request))
+        headers = {"content-type": "application/json", **self.headers(self._api_key)}
+        headers.update(self.extra_headers)
+        started = time.time()
+        try:
+            response = await pool.get(self.base_url, self.client).post(
+                url, headers, body, self.timeouts
+            )
+        except ProviderError as exc:
+            exc.provider, exc.model = self.name, self.model
+            raise
+        if response.status >= 400:
+            raise self._error(response)
+        data = self._decode(response)
+        try:
+            turn = self.parse(data)
+        except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
+            raise self._malformed(response, f"missing or wrong field ({exc!r})") from exc
+        return msgspec.structs.replace(
+            turn,
+            model=turn.model or self.model,
+            started_at=started,
+            duration=time.time() - started,
+        )
+
+    def _decode(self, response: HttpResponse) -> Any:
+        try:
+            return msgspec.json.decode(response.body)
+        except msgspec.DecodeError as exc:
+            raise self._malformed(response, "the body is not valid JSON") from exc
+
+    def _excerpt(self, response: HttpResponse) -> str:
+        text = response.body[:_EXCERPT].decode("utf-8", "replace")
+        return text + ("..." if len(response.body) > _EXCERPT else "")
+
+    def _malformed(self, response: HttpResponse, why: str) -> MalformedResponse:
+        return MalformedResponse(
+            f"malformed response: {why}. Body: {self._excerpt(response)!r}",
+            provider=self.name,
+            model=self.model,
+            status=response.status,
+            request_id=self._request_id(response.headers),
+            body=self._excerpt(response),
+        )
+
+    @staticmethod
+    def _request_id(headers: Mapping[str, str]) -> str | None:
+        for name in ("x-request-id", "request-id", "x-goog-request-id", "cf-ray"):
+            if name in headers:
+                return headers[name]
+        return None
+
+    def _error(self, response: HttpResponse) -> ProviderError:
+        try:
+            data = msgspec.json.decode(response.body)
+        except msgspec.DecodeError:
+            data = None
+        said = self.error_message(data) or self._excerpt(response) or "no details"
+        cls = self.classify_status(response.status)
+        kw: dict[str, Any] = {
+            "provider": self.name,
+            "model": self.model,
+            "status": response.status,
+            "request_id": self._request_id(response.headers),
+            "body": self._excerpt(response),
+        }
+        if cls is RateLimitError:
+            wait = retry_after_seconds(response.headers)
+            hint = f" (retry after {wait:g}s)" if wait is not None else ""
+            return RateLimitError(f"rate limited: {said}{hint}", retry_after=wait, **kw)
+        if cls is AuthenticationError:
+            where = (
+                f" Check the {self.env_key} environment variable or api_key=."
+                if self.env_key
+                else ""
+            )
+            return AuthenticationError(f"authentication failed: {said}.{where}", **kw)
+        if response.status == 404:
+            return ProviderError(
+                f"not found: {said}. Check the model name '{self.model}' and base_url.", **kw
+            )
+        return cls(said, **kw)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} model={self.model!r} base_url={self.base_url!r}>"

@@ -1,0 +1,82 @@
+"""Connection pools that belong to a run: one transport per base URL, closed at its end.
+
+A run opens a `transport_scope()`; every provider call inside it (every
+sample, solver and judge alike) shares the scope's transports. A chat used
+outside any run gets a scope of its own for that one call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import anyio
+
+from .transport import AiohttpTransport, HttpxTransport, Transport
+
+__all__ = ["TransportPool", "current_pool", "transport_scope"]
+
+ENV_TRANSPORT = "VITALS_TRANSPORT"
+
+
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+class TransportPool:
+    """The transports of one run, made on first use inside the running event loop."""
+
+    def __init__(self, pool_size: int = 100, prefer: str | None = None) -> None:
+        self.pool_size = pool_size
+        self.prefer = prefer or os.environ.get(ENV_TRANSPORT) or "auto"
+        self._transports: dict[tuple[str, int], Transport] = {}
+
+    def get(self, base_url: str, client: Any = None) -> Transport:
+        """The transport for `base_url` (or for the user's own httpx client)."""
+        key = (base_url, id(client) if client is not None else 0)
+        transport = self._transports.get(key)
+        if transport is None:
+            if client is not None:
+                transport = HttpxTransport(client=client)
+            elif self.prefer != "httpx" and _on_asyncio():
+                transport = AiohttpTransport(self.pool_size)
+            else:
+                transport = HttpxTransport(self.pool_size)
+            self._transports[key] = transport
+        return transport
+
+    async def aclose(self) -> None:
+        transports, self._transports = list(self._transports.values()), {}
+        for transport in transports:
+            await transport.aclose()
+
+
+_pool: ContextVar[TransportPool | None] = ContextVar("vitals_transport_pool", default=None)
+
+
+def current_pool() -> TransportPool | None:
+    """The transport pool of the running run, if any."""
+    return _pool.get()
+
+
+@asynccontextmanager
+async def transport_scope(
+    pool_size: int = 100, prefer: str | None = None
+) -> AsyncIterator[TransportPool]:
+    """Share one pool of connections among every call made inside; close it at the end."""
+    pool = TransportPool(pool_size, prefer)
+    token = _pool.set(pool)
+    try:
+        yield pool
+    finally:
+        _pool.reset(token)
+        with anyio.CancelScope(shield=True):
+            await pool.aclose()

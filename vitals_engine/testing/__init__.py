@@ -1,0 +1,24 @@
+"""The local mock model server for tests, examples and benchmarks.
+
+It serves OpenAI's `/v1/chat/completions`, Anthropic's `/v1/messages` and
+Gemini's `/v1beta/models/{model}:generateContent` over real HTTP on
+127.0.0.1, with deterministic answers, usage blocks, tool calls, structured
+output, latency, failure injection and request counters. See `MockServer`.
+
+Run it on its own with `python -m vitals_engine.testing --port 8765`.
+"""
+
+from .brain import MockMessage, MockReply, MockRequest, MockToolCall
+from .server import Failure, MockServer, RecordedRequest, mock_server, reply
+
+__all__ = [
+    "Failure",
+    "MockMessage",
+    "MockReply",
+    "MockRequest",
+    "MockServer",
+    "MockToolCall",
+    "RecordedRequest",
+    "mock_server",
+    "reply",
+]

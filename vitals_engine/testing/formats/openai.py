@@ -1,0 +1,132 @@
+"""OpenAI Chat Completions, as the mock server speaks it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from ..brain import MockMessage, MockReply, MockRequest, MockToolCall
+from . import WireFormat
+
+__all__ = ["OpenAIFormat"]
+
+_FINISH = {
+    "stop": "stop",
+    "max_tokens": "length",
+    "tool_calls": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+def _text_and_images(content: Any) -> tuple[str, int]:
+    if content is None:
+        return "", 0
+    if isinstance(content, str):
+        return content, 0
+    texts, images = [], 0
+    for part in content:
+        if part.get("type") == "text":
+            texts.append(part["text"])
+        elif part.get("type") == "image_url":
+            if not part.get("image_url", {}).get("url"):
+                raise ValueError("image_url part without a url")
+            images += 1
+    return "\n".join(texts), images
+
+
+class OpenAIFormat(WireFormat):
+    name = "openai"
+    route = "/v1/chat/completions"
+
+    def parse(self, body: Any, path: Mapping[str, str]) -> MockRequest:
+        if not isinstance(body.get("model"), str) or not isinstance(body.get("messages"), list):
+            raise ValueError("'model' and 'messages' are required")
+        request = MockRequest(format=self.name, model=body["model"])
+        for message in body["messages"]:
+            role = message["role"]
+            text, images = _text_and_images(message.get("content"))
+            if role in ("system", "developer"):
+                request.system = (request.system + "\n" if request.system else "") + text
+            elif role == "tool":
+                request.messages.append(
+                    MockMessage(
+                        "tool",
+                        text,
+                        tool_call_id=message["tool_call_id"],
+                        tool_error=text.startswith("Error:"),
+                    )
+                )
+            elif role == "assistant":
+                calls = [
+                    MockToolCall(
+                        c["id"],
+                        c["function"]["name"],
+                        msgspec.json.decode(c["function"]["arguments"] or "{}"),
+                    )
+                    for c in message.get("tool_calls") or []
+                ]
+                request.messages.append(MockMessage("assistant", text, tool_calls=calls))
+            elif role == "user":
+                request.messages.append(MockMessage("user", text, images=images))
+            else:
+                raise ValueError(f"unknown role {role!r}")
+        request.tools = [
+            {
+                "name": t["function"]["name"],
+                "description": t["function"].get("description", ""),
+                "parameters": t["function"].get("parameters") or {},
+            }
+            for t in body.get("tools") or []
+        ]
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            request.schema = fmt["json_schema"]["schema"]
+        elif fmt.get("type") == "json_object":
+            request.schema = {"type": "object"}
+        request.max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
+        return request
+
+    def render(self, request: MockRequest, reply: MockReply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if reply.reasoning:
+            message["reasoning_content"] = reply.reasoning
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": msgspec.json.encode(call.arguments).decode(),
+                    },
+                }
+                for call in reply.tool_calls
+            ]
+        usage: dict[str, Any] = {
+            "prompt_tokens": reply.input_tokens,
+            "completion_tokens": reply.output_tokens,
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+            "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
+        }
+        return {
+            "id": "chatcmpl-mock",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": _FINISH[reply.finish]}],
+            "usage": usage,
+        }
+
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        kind = {429: "rate_limit_exceeded", 401: "invalid_api_key", 404: "model_not_found"}
+        return {"error": {"message": message, "type": "error", "code": kind.get(status)}}
+
+    def rate_limit_headers(self, retry_after: float) -> dict[str, str]:
+        return {"x-ratelimit-reset-requests": f"{retry_after:g}s", "x-ratelimit-reset-tokens": "0s"}
+
+    def incomplete_body(self) -> dict[str, Any]:
+        return {"id": "chatcmpl-mock", "object": "chat.completion", "model": "x"}

@@ -1,0 +1,398 @@
+"""A local mock model server: real HTTP on 127.0.0.1, the providers' real wire formats.
+
+```python
+from vitals_engine.testing import MockServer
+
+with MockServer(latency=0.05) as server:
+    chat = ve.chat_openai(model="gpt-4.1-mini", base_url=server.base_url("openai"), api_key="x")
+    chat.chat("What's 2+2?")            # '2 + 2 = 4'
+    server.fail("429", times=2, retry_after=1)
+    server.requests_by_model             # Counter({'gpt-4.1-mini': 1})
+```
+
+The server runs its own asyncio loop in a background thread (so tests on
+trio, sync tests and benchmarks can all use it), or in the foreground with
+`python -m vitals_engine.testing --port N`.
+
+Knobs: `latency` (seconds, or a (low, high) range drawn at random),
+`fail(kind, times=, model=)` for the next requests, `failure_rate(rate,
+kind=)` for a random share of them, `rpm(limit)` for a per-minute request
+limit answered with 429 + Retry-After, `script(fn)` for per-test replies,
+`cached_tokens` / `reasoning_tokens` to report in usage blocks.
+Failure kinds: "429", "500", "503", "529", "400", "401", "404",
+"malformed" (invalid JSON), "incomplete" (JSON without the promised
+fields), "hang" (never answers), "drop" (closes the connection).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import random
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from .brain import MockReply, MockRequest, Script, answer
+from .formats import WireFormat
+
+__all__ = ["Failure", "MockServer", "RecordedRequest"]
+
+_STATUS = {"429": 429, "500": 500, "503": 503, "529": 529, "400": 400, "401": 401, "404": 404}
+KINDS = frozenset(_STATUS) | {"malformed", "incomplete", "hang", "drop"}
+
+
+@dataclass(slots=True)
+class Failure:
+    """A planned failure: what kind, for which model, how many more times."""
+
+    kind: str
+    times: int | None = 1  # None: every time
+    model: str | None = None
+    retry_after: float | None = 1.0
+    header: str = "retry-after"  # or "retry-after-ms", or "reset" (provider reset headers)
+
+
+@dataclass(slots=True)
+class RecordedRequest:
+    """A request the server received: when, in which format, for which model, what it said."""
+
+    at: float
+    format: str
+    model: str
+    request: MockRequest
+    headers: dict[str, str]
+    body: Any
+    outcome: str = "ok"
+
+
+def _formats() -> list[WireFormat]:
+    import importlib
+
+    found: list[WireFormat] = []
+    for module, cls in (
+        ("openai", "OpenAIFormat"),
+        ("anthropic", "AnthropicFormat"),
+        ("google", "GoogleFormat"),
+    ):
+        try:
+            found.append(getattr(importlib.import_module(f".formats.{module}", __package__), cls)())
+        except ImportError:
+            continue
+    return found
+
+
+@dataclass
+class _State:
+    latency: float | tuple[float, float] = 0.0
+    script: Script | None = None
+    plans: list[Failure] = field(default_factory=list)
+    rate: tuple[float, Failure] | None = None
+    rpm_limit: int | None = None
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    keep_log: bool = True
+
+
+class MockServer:
+    """The mock model server. Use as a context manager, or `start()` / `stop()`.
+
+    Args:
+        port: 0 for a free port.
+        latency: seconds before each answer, or a (low, high) range.
+        seed: seed of the random draws (latency ranges, failure rates).
+        keep_log: remember every request in `server.log` (turn off for benchmarks).
+    """
+
+    def __init__(
+        self,
+        port: int = 0,
+        *,
+        host: str = "127.0.0.1",
+        latency: float | tuple[float, float] = 0.0,
+        seed: int = 0,
+        keep_log: bool = True,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self._state = _State(latency=latency, keep_log=keep_log)
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self._formats = {f.name: f for f in _formats()}
+        self.requests = 0
+        self.requests_by_model: collections.Counter[str] = collections.Counter()
+        self.log: list[RecordedRequest] = []
+        self._minute: collections.deque[float] = collections.deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._closing: asyncio.Event | None = None
+
+    # -- knobs ------------------------------------------------------------------
+
+    @property
+    def latency(self) -> float | tuple[float, float]:
+        return self._state.latency
+
+    @latency.setter
+    def latency(self, value: float | tuple[float, float]) -> None:
+        self._state.latency = value
+
+    @property
+    def cached_tokens(self) -> int:
+        return self._state.cached_tokens
+
+    @cached_tokens.setter
+    def cached_tokens(self, value: int) -> None:
+        self._state.cached_tokens = value
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return self._state.reasoning_tokens
+
+    @reasoning_tokens.setter
+    def reasoning_tokens(self, value: int) -> None:
+        self._state.reasoning_tokens = value
+
+    def script(self, fn: Script | None) -> None:
+        """Answer with `fn(request)` (a string or a `MockReply`; None falls back)."""
+        self._state.script = fn
+
+    def fail(
+        self,
+        kind: str,
+        *,
+        times: int | None = 1,
+        model: str | None = None,
+        retry_after: float | None = 1.0,
+        header: str = "retry-after",
+    ) -> None:
+        """Fail the next `times` requests (for `model`, or any) with `kind`."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown failure kind {kind!r}; one of {sorted(KINDS)}")
+        with self._lock:
+            self._state.plans.append(Failure(kind, times, model, retry_after, header))
+
+    def failure_rate(
+        self, rate: float, kind: str = "429", *, retry_after: float | None = 1.0
+    ) -> None:
+        """Fail a random share `rate` of requests with `kind` (0 turns it off)."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown failure kind {kind!r}")
+        self._state.rate = (rate, Failure(kind, None, None, retry_after)) if rate else None
+
+    def rpm(self, limit: int | None) -> None:
+        """Answer 429 + Retry-After beyond `limit` requests in any 60 s window."""
+        self._state.rpm_limit = limit
+        self._minute.clear()
+
+    def reset(self) -> None:
+        """Forget counters, the request log, failures, limits and scripts."""
+        with self._lock:
+            self.requests = 0
+            self.requests_by_model.clear()
+            self.log.clear()
+            self._state.plans.clear()
+            self._state.rate = None
+            self._state.rpm_limit = None
+            self._state.script = None
+            self._minute.clear()
+
+    def base_url(self, provider: str = "openai") -> str:
+        """The base URL a provider constructor takes to talk to this server."""
+        root = f"http://{self.host}:{self.port}"
+        return f"{root}/v1beta" if provider in ("google", "gemini") else f"{root}/v1"
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> MockServer:
+        """Start serving in a background thread; returns once the port is open."""
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(self._open())
+            except BaseException as exc:
+                failure.append(exc)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._close())
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="vitals-mock-server", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            raise failure[0]
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and join the thread."""
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            self._loop = None
+            self._thread = None
+
+    def __enter__(self) -> MockServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def serve_forever(self) -> None:
+        """Serve in the current asyncio loop until cancelled (the command line uses this)."""
+        await self._open()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self._close()
+
+    async def _open(self) -> None:
+        self._closing = asyncio.Event()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        for fmt in self._formats.values():
+            app.router.add_post(fmt.route, self._handler(fmt))
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, backlog=4096, reuse_address=True)
+        await site.start()
+        server = site._server  # the bound socket tells the free port we got
+        if self.port == 0 and server is not None and getattr(server, "sockets", None):
+            self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def _close(self) -> None:
+        if self._closing is not None:
+            self._closing.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # -- answering ------------------------------------------------------------------------
+
+    def _handler(self, fmt: WireFormat) -> Any:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await self._answer(fmt, request)
+
+        return handle
+
+    def _pick_failure(self, model: str) -> Failure | None:
+        with self._lock:
+            for plan in self._state.plans:
+                if plan.model is None or plan.model == model:
+                    if plan.times is not None:
+                        plan.times -= 1
+                        if plan.times <= 0:
+                            self._state.plans.remove(plan)
+                    return plan
+            rate = self._state.rate
+            if rate is not None and self._random.random() < rate[0]:
+                return rate[1]
+            limit = self._state.rpm_limit
+            if limit is not None:
+                now = time.monotonic()
+                while self._minute and now - self._minute[0] >= 60:
+                    self._minute.popleft()
+                if len(self._minute) >= limit:
+                    wait = 60 - (now - self._minute[0])
+                    return Failure("429", None, model, round(wait, 3))
+                self._minute.append(now)
+        return None
+
+    def _delay(self) -> float:
+        latency = self._state.latency
+        if isinstance(latency, tuple):
+            return self._random.uniform(*latency)
+        return latency
+
+    async def _answer(self, fmt: WireFormat, http: web.Request) -> web.StreamResponse:
+        raw = await http.read()
+        try:
+            body = msgspec.json.decode(raw)
+            request = fmt.parse(body, http.match_info)
+        except (msgspec.DecodeError, ValueError, KeyError, TypeError) as exc:
+            return web.json_response(fmt.error_body(400, f"invalid request: {exc}"), status=400)
+        with self._lock:
+            self.requests += 1
+            self.requests_by_model[request.model] += 1
+            record = RecordedRequest(
+                time.time(), fmt.name, request.model, request, dict(http.headers), body
+            )
+            if self._state.keep_log:
+                self.log.append(record)
+        delay = self._delay()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        failure = self._pick_failure(request.model)
+        if failure is not None:
+            record.outcome = failure.kind
+            return await self._fail(fmt, http, failure)
+        reply = answer(request, self._state.script)
+        reply.cached_tokens = reply.cached_tokens or min(
+            self._state.cached_tokens, reply.input_tokens
+        )
+        if self._state.reasoning_tokens and not reply.reasoning_tokens:
+            reply.reasoning_tokens = self._state.reasoning_tokens
+            reply.output_tokens += reply.reasoning_tokens
+        return web.Response(
+            body=msgspec.json.encode(fmt.render(request, reply)),
+            content_type="application/json",
+            headers={"x-request-id": f"req_{self.requests}"},
+        )
+
+    async def _fail(
+        self, fmt: WireFormat, http: web.Request, failure: Failure
+    ) -> web.StreamResponse:
+        kind = failure.kind
+        if kind == "hang":
+            assert self._closing is not None
+            await self._closing.wait()
+            return web.Response(status=503)
+        if kind == "drop":
+            if http.transport is not None:
+                http.transport.abort()
+            return web.Response(status=500)
+        if kind == "malformed":
+            return web.Response(body=b'{"choices": [oops', content_type="application/json")
+        if kind == "incomplete":
+            return web.json_response(fmt.incomplete_body())
+        status = _STATUS[kind]
+        headers: dict[str, str] = {"x-request-id": f"req_{self.requests}"}
+        message = {
+            429: "Rate limit reached for requests",
+            401: "Incorrect API key provided",
+            404: "The model does not exist",
+            400: "Invalid request",
+            529: "Overloaded",
+        }.get(status, "The server had an error while processing your request")
+        if status == 429 and failure.retry_after is not None:
+            wait = failure.retry_after
+            if failure.header == "retry-after-ms":
+                headers["retry-after-ms"] = str(int(wait * 1000))
+            elif failure.header == "reset":
+                headers.update(fmt.rate_limit_headers(wait))
+            else:
+                headers["retry-after"] = f"{wait:g}"
+        return web.json_response(fmt.error_body(status, message), status=status, headers=headers)
+
+
+@contextlib.contextmanager
+def mock_server(**kwargs: Any) -> Iterator[MockServer]:
+    """`with mock_server(latency=0.1) as server: ...` (same as `with MockServer(...)`)."""
+    with MockServer(**kwargs) as server:
+        yield server
+
+
+def reply(text: str = "", **kwargs: Any) -> MockReply:
+    """A scripted reply (text, tool_calls, reasoning, finish, token counts)."""
+    return MockReply(text=text, **kwargs)
