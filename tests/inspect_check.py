@@ -29,9 +29,10 @@ def assert_inspect_reads(path: Path | str, task: Any | None = None) -> Any:
         for sample in full.samples:
             row = ours[(sample.id, sample.epoch)]
             assert sample.input == row["input"] or not isinstance(row["input"], str)
-            if "score" in frame.columns and row["score"] is not None:
+            if "score" in frame.columns and sample.scores:
                 (score,) = sample.scores.values()
-                assert str(score.value) == str(row["score"])
+                expected = "N" if row["score"] is None else str(row["score"])
+                assert str(score.value) == expected
                 assert score.explanation == row["explanation"]
             if row.get("result") is not None and sample.output.choices:
                 assert sample.output.completion == row["result"]

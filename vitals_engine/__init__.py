@@ -55,8 +55,16 @@ from .engine.calls import batch_scorer, batch_solver
 from .metrics import accuracy
 from .report import summary
 from .samples import Sample, Score, Solution, SolvedSample
-from .scorers import detect_answer, detect_exact, detect_includes, detect_match, detect_pattern
-from .solvers import generate
+from .scorers import (
+    detect_answer,
+    detect_exact,
+    detect_includes,
+    detect_match,
+    detect_pattern,
+    model_graded_fact,
+    model_graded_qa,
+)
+from .solvers import generate, generate_structured
 from .task import Task
 
 __all__ = [
@@ -106,8 +114,11 @@ __all__ = [
     "detect_match",
     "detect_pattern",
     "generate",
+    "generate_structured",
     "log_dir",
     "log_dir_set",
+    "model_graded_fact",
+    "model_graded_qa",
     "set_price",
     "summary",
 ]

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from ._errors import ConfigError, SolverError
 from .chat.chat import Chat
+from .chat.structured import schema_for
 from .samples import Solution
 
-__all__ = ["generate"]
+__all__ = ["generate", "generate_structured"]
 
 ChatSource = Chat | Callable[[], Chat]
 
@@ -82,3 +86,54 @@ def generate(solver_chat: ChatSource | None = None) -> Generate:
             f"not {type(solver_chat).__name__}."
         )
     return Generate(solver_chat)
+
+
+class GenerateStructured(Generate):
+    """The solver `generate_structured()` returns: one structured reply per sample."""
+
+    __name__ = "generate_structured"
+
+    def __init__(self, solver_chat: ChatSource | None, type: Any) -> None:
+        super().__init__(solver_chat)
+        self.type = type
+
+    @property
+    def __vitals_label__(self) -> str:
+        chat = self.solver_chat
+        return f"generate_structured({chat.provider.model_id if isinstance(chat, Chat) else ''})"
+
+    async def __call__(  # type: ignore[override]
+        self, input: Any, *, solver_chat: ChatSource | None = None, type: Any = None
+    ) -> Solution:
+        kind = type if type is not None else self.type
+        chat = _fresh_chat(solver_chat if solver_chat is not None else self.solver_chat)
+        value = await chat.extract_data_async(*_prompt_parts(input), type=kind)
+        text = msgspec.json.encode(value).decode()
+        return Solution(text, chat=chat, metadata=msgspec.to_builtins(value))
+
+
+def generate_structured(
+    solver_chat: ChatSource | None = None, type: Any = None
+) -> GenerateStructured:
+    """A solver that asks each input for a reply of a given shape.
+
+    `type` is a msgspec Struct (or another type msgspec knows) or a JSON
+    schema dict. The result is the reply as JSON text (so string scorers
+    work); the parsed value goes to `solver_metadata`. A reply that does not
+    validate fails its sample with an `ExtractionError` holding the raw reply.
+
+    Example:
+        >>> class Answer(msgspec.Struct):
+        ...     answer: int
+        ...     reasoning: str
+        >>> Task(dataset, generate_structured(chat_mock(), type=Answer), detect_includes())
+    """
+    if type is None:
+        raise ConfigError("generate_structured() needs type=: a msgspec Struct or a JSON schema.")
+    schema_for(type)  # fail now, not once per sample, on a type with no schema
+    if solver_chat is not None and not (isinstance(solver_chat, Chat) or callable(solver_chat)):
+        raise ConfigError(
+            "generate_structured() needs a Chat or a function returning one, "
+            f"not {builtins.type(solver_chat).__name__}."
+        )
+    return GenerateStructured(solver_chat, type)

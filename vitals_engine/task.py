@@ -441,7 +441,9 @@ class Task:
             status=self._status,
             total_samples=len(records),
             completed_samples=sum(1 for r in records if r.error is None),
-            scored_samples=sum(1 for r in records if r.score is not None and r.error is None),
+            scored_samples=sum(
+                1 for r in records if r.score and r.score.value is not None and r.error is None
+            ),
             ledger=ledger,
             error=self._run_error,
             max_samples=self._concurrency,

@@ -65,7 +65,8 @@ def _score(record: SampleRecord) -> s.LogScore | None:
             )
         )
     return s.LogScore(
-        value=score.value,
+        value=score.value if score.value is not None else s.NO_GRADE,
+        reason=None if score.value is not None else s.NO_GRADE_REASON,
         answer=score.answer if score.answer is not None else record.result,
         explanation=score.explanation,
         metadata=metadata or None,
@@ -87,7 +88,7 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
         output = s.ModelOutput(
             model=model_id or "",
             choices=[s.ChatCompletionChoice(reply, stop_reason(last))],
-            completion=last.text,
+            completion=record.result if record.result is not None else last.text,
             usage=model_usage(last.tokens) if last.tokens else None,
             time=last.duration,
         )

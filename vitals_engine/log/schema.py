@@ -192,10 +192,17 @@ class ModelOutput(_Loose):
 # -- scores and errors ------------------------------------------------------------
 
 
+#: What an unscored sample (a judge that gave no grade) is written as: Inspect
+#: requires a value, and "N" is its letter for "no answer"; `reason` says why.
+NO_GRADE = "N"
+NO_GRADE_REASON = "grader_failed"
+
+
 class LogScore(_Loose):
     value: Any
     answer: str | None = None
     explanation: str | None = None
+    reason: str | None = None
     metadata: dict[str, Any] | None = None
     history: list[Any] = field(default_factory=list)
 

@@ -1,0 +1,197 @@
+"""Endpoint limits and retry backoff, on a virtual clock: no real waiting."""
+
+from __future__ import annotations
+
+import random
+
+import anyio
+import pytest
+
+import vitals_engine as ve
+from vitals_engine.engine.clock import VirtualClock
+from vitals_engine.engine.limits import EndpointLimiter, Limits, LimitsRegistry, TokenBucket
+from vitals_engine.engine.retry import Retry, backoff_delay
+
+pytestmark = pytest.mark.anyio
+
+
+async def run_with_clock(clock, fn):
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(clock.drive)
+        result = await fn()
+        tg.cancel_scope.cancel()
+    return result
+
+
+async def test_virtual_clock_jumps_to_the_next_wakeup():
+    """Sleeping on the virtual clock returns at once with time moved by exactly that much."""
+    clock = VirtualClock()
+
+    async def work():
+        await clock.sleep(30)
+        await clock.sleep(0.5)
+        return clock.now()
+
+    assert await run_with_clock(clock, work) == 30.5
+
+
+async def test_request_bucket_paces_requests_per_minute():
+    """With rpm=60 the bucket lets one request through per second after the first."""
+    clock = VirtualClock()
+    bucket = TokenBucket(rate=1.0, capacity=1.0, clock=clock)
+    times = []
+
+    async def work():
+        for _ in range(4):
+            await bucket.take(1)
+            times.append(clock.now())
+
+    await run_with_clock(clock, work)
+    assert times == [0.0, 1.0, 2.0, 3.0]
+
+
+async def test_token_bucket_reconciles_estimates():
+    """A token estimate that overshot is given back; an undershoot is charged as debt."""
+    clock = VirtualClock()
+    bucket = TokenBucket(rate=10.0, capacity=100.0, clock=clock)
+
+    async def work():
+        await bucket.take(80)
+        bucket.give(80 - 30)  # the call used 30, not 80
+        assert bucket.level == pytest.approx(70)
+        bucket.give(-200)  # the call used far more than estimated
+        await bucket.take(10)  # must wait for the debt (-130) to be paid back
+        return clock.now()
+
+    assert await run_with_clock(clock, work) == pytest.approx(14.0)
+
+
+async def test_oversized_request_waits_for_a_full_bucket():
+    """A request larger than the bucket waits for a full bucket instead of forever."""
+    clock = VirtualClock()
+    bucket = TokenBucket(rate=1.0, capacity=10.0, clock=clock)
+
+    async def work():
+        await bucket.take(10)
+        await bucket.take(50)
+        return clock.now()
+
+    assert await run_with_clock(clock, work) == pytest.approx(10.0)
+
+
+async def test_rate_limit_pauses_the_whole_endpoint():
+    """After a 429 with Retry-After 5 no caller gets its turn before 5 seconds have passed."""
+    clock = VirtualClock()
+    limiter = EndpointLimiter(Limits(), default_concurrency=8, clock=clock)
+    limiter.on_rate_limited(5.0)
+    turns = []
+
+    async def caller():
+        await limiter.wait_turn()
+        turns.append(clock.now())
+
+    async def work():
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(caller)
+
+    await run_with_clock(clock, work)
+    assert turns == [5.0, 5.0, 5.0]
+
+
+async def test_concurrency_halves_on_429_and_recovers_gradually():
+    """A 429 halves the endpoint's concurrency; clean successes raise it back to the maximum."""
+    limiter = EndpointLimiter(Limits(max_concurrency=8), default_concurrency=100)
+    assert limiter.concurrency == 8
+    limiter.on_rate_limited(None)
+    assert limiter.concurrency == 4
+    limiter.on_rate_limited(None)
+    assert limiter.concurrency == 2
+    for _ in range(2):
+        limiter.on_success()
+    assert limiter.concurrency == 3
+    for _ in range(100):
+        limiter.on_success()
+    assert limiter.concurrency == 8
+    assert [reason for *_, reason in limiter.history][:2] == ["rate limited", "rate limited"]
+
+
+async def test_slots_bound_requests_in_flight():
+    """No more requests are in flight than the endpoint's concurrency."""
+    limiter = EndpointLimiter(Limits(max_concurrency=3), default_concurrency=100)
+    peak = 0
+    release = anyio.Event()
+
+    async def request():
+        nonlocal peak
+        async with limiter.slot():
+            peak = max(peak, limiter.in_flight)
+            await release.wait()
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(10):
+            tg.start_soon(request)
+        await anyio.wait_all_tasks_blocked()
+        assert limiter.in_flight == 3
+        release.set()
+    assert peak == 3
+
+
+async def test_lowered_concurrency_applies_to_new_requests():
+    """After a 429 halves the limit, new requests wait until in-flight ones drop below it."""
+    limiter = EndpointLimiter(Limits(max_concurrency=4), default_concurrency=100)
+    release = anyio.Event()
+    peak_after = 0
+
+    async def request(after_429: bool):
+        nonlocal peak_after
+        async with limiter.slot():
+            if after_429:
+                peak_after = max(peak_after, limiter.in_flight)
+            await release.wait()
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(4):
+            tg.start_soon(request, False)
+        await anyio.wait_all_tasks_blocked()
+        limiter.on_rate_limited(None)
+        for _ in range(4):
+            tg.start_soon(request, True)
+        await anyio.wait_all_tasks_blocked()
+        assert limiter.in_flight == 4
+        release.set()
+    assert peak_after <= 4
+    assert limiter.concurrency == 2
+
+
+def test_limits_merge_model_over_run_defaults():
+    """A model's own limits win; what it leaves unset comes from the run's defaults."""
+    registry = LimitsRegistry(Limits(rpm=100, tpm=10_000), concurrency=50)
+    limiter = registry.get(("OpenAI", "u", "m"), Limits(rpm=10))
+    assert (limiter.limits.rpm, limiter.limits.tpm) == (10, 10_000)
+    assert limiter.max_concurrency == 50
+    assert registry.get(("OpenAI", "u", "m"), None) is limiter
+
+
+def test_bad_limits_and_retry_are_config_errors():
+    """Non-positive limits or attempts are rejected with the field named."""
+    with pytest.raises(ve.ConfigError, match="rpm"):
+        Limits(rpm=0)
+    with pytest.raises(ve.ConfigError, match="max_attempts"):
+        Retry(max_attempts=0)
+    with pytest.raises(ve.ConfigError, match="timeout"):
+        Retry(timeout=-1)
+
+
+def test_backoff_honours_retry_after_and_grows_exponentially():
+    """Backoff waits at least Retry-After when given; otherwise doubles, with jitter, capped."""
+    rng = random.Random(1)
+    policy = Retry(backoff=1.0, max_backoff=8.0)
+    limited = ve.RateLimitError("slow", retry_after=3.0)
+    for attempt in range(1, 5):
+        assert 3.0 <= backoff_delay(attempt, limited, policy, rng) <= 3.3
+    other = ve.ProviderUnavailable("boom")
+    waits = [backoff_delay(a, other, policy, rng) for a in range(1, 7)]
+    for attempt, wait in enumerate(waits, 1):
+        cap = min(8.0, 2 ** (attempt - 1))
+        assert cap / 2 <= wait <= cap

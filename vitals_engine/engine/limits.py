@@ -1,0 +1,197 @@
+"""Rate limits that belong to a model endpoint, shared by every call to it.
+
+An endpoint is (provider, base URL, model). All calls to it in a run, from
+solvers and judges alike, go through one `EndpointLimiter`:
+
+1. a gate: after a 429 the whole endpoint waits until the Retry-After has
+   passed, not just the request that got it;
+2. a requests-per-minute bucket and a tokens-per-minute bucket (tokens are
+   estimated before the call and reconciled with the real usage after);
+3. a concurrency limit, held only while a request is in flight (never while
+   waiting to retry). It adapts: a 429 halves it, and each run of clean
+   successes as long as the limit raises it by one, up to the maximum.
+
+Invariant: no request starts before the endpoint's pause has passed, and
+the number in flight never exceeds the current limit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+
+import anyio
+
+from .._errors import ConfigError
+from .clock import Clock, SystemClock
+
+__all__ = ["EndpointLimiter", "Limits", "LimitsRegistry", "TokenBucket"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How hard a model endpoint may be driven.
+
+    Args:
+        max_concurrency: requests in flight at once (default: the run's concurrency).
+        rpm: requests per minute.
+        tpm: tokens per minute (input + output).
+        adaptive: lower concurrency on 429s and raise it back on success.
+
+    Example:
+        >>> chat_openai(model="gpt-4.1-mini", limits=Limits(max_concurrency=20, rpm=500))
+        >>> task.eval(limits=Limits(rpm=60))      # the default for every model in the run
+    """
+
+    max_concurrency: int | None = None
+    rpm: float | None = None
+    tpm: float | None = None
+    adaptive: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("max_concurrency", "rpm", "tpm"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or value <= 0):
+                raise ConfigError(f"Limits({name}={value!r}) must be a positive number or None.")
+
+    def over(self, defaults: Limits | None) -> Limits:
+        """These limits, with what they leave unset taken from `defaults`."""
+        if defaults is None:
+            return self
+        return replace(
+            self,
+            max_concurrency=self.max_concurrency or defaults.max_concurrency,
+            rpm=self.rpm or defaults.rpm,
+            tpm=self.tpm or defaults.tpm,
+        )
+
+
+class TokenBucket:
+    """A bucket refilled at `rate` per second up to `capacity`.
+
+    `take(n)` waits until n are available (amounts above the capacity wait
+    for a full bucket and leave it in debt). `give(n)` returns or, with a
+    negative n, charges tokens after the fact. Waiters are served in order.
+    """
+
+    def __init__(self, rate: float, capacity: float, clock: Clock) -> None:
+        self.rate = rate
+        self.capacity = max(capacity, 1.0)
+        self.level = self.capacity
+        self._clock = clock
+        self._updated = clock.now()
+        self._lock = anyio.Lock()
+
+    def _refill(self) -> None:
+        now = self._clock.now()
+        self.level = min(self.capacity, self.level + (now - self._updated) * self.rate)
+        self._updated = now
+
+    async def take(self, amount: float) -> None:
+        async with self._lock:
+            need = min(amount, self.capacity)
+            while True:
+                self._refill()
+                if self.level >= need:
+                    self.level -= amount
+                    return
+                await self._clock.sleep((need - self.level) / self.rate)
+
+    def give(self, amount: float) -> None:
+        self._refill()
+        self.level = min(self.capacity, self.level + amount)
+
+
+class EndpointLimiter:
+    """The limits of one endpoint: pause gate, buckets and adaptive concurrency."""
+
+    def __init__(self, limits: Limits, default_concurrency: int, clock: Clock | None = None):
+        self.clock = clock or SystemClock()
+        self.limits = limits
+        self.max_concurrency = limits.max_concurrency or default_concurrency
+        self._slots = anyio.CapacityLimiter(self.max_concurrency)
+        self._successes = 0
+        self.paused_until = -math.inf
+        self._gate = anyio.Lock()
+        rpm, tpm = limits.rpm, limits.tpm
+        self.requests = TokenBucket(rpm / 60, rpm / 60, self.clock) if rpm else None
+        self.tokens = TokenBucket(tpm / 60, tpm, self.clock) if tpm else None
+        self.history: list[tuple[float, int, int, str]] = []  # (time, old, new, reason)
+
+    @property
+    def concurrency(self) -> int:
+        """The current concurrency limit."""
+        return int(self._slots.total_tokens)
+
+    @property
+    def in_flight(self) -> int:
+        return self._slots.borrowed_tokens
+
+    async def wait_turn(self, estimated_tokens: int = 0) -> None:
+        """Wait until the endpoint is not paused and the buckets allow one more request."""
+        async with self._gate:
+            while (wait := self.paused_until - self.clock.now()) > 0:
+                await self.clock.sleep(wait)
+        if self.requests is not None:
+            await self.requests.take(1)
+        if self.tokens is not None and estimated_tokens:
+            await self.tokens.take(estimated_tokens)
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one of the endpoint's concurrent-request slots for the request's duration."""
+        async with self._slots:
+            yield
+
+    def reconcile(self, estimated_tokens: int, actual_tokens: int) -> None:
+        """Correct the token bucket once the real usage is known."""
+        if self.tokens is not None and estimated_tokens:
+            self.tokens.give(estimated_tokens - actual_tokens)
+
+    def _set_concurrency(self, new: int, reason: str) -> None:
+        old = self.concurrency
+        if new != old:
+            self._slots.total_tokens = new
+            self.history.append((self.clock.now(), old, new, reason))
+
+    def on_rate_limited(self, retry_after: float | None) -> None:
+        """A 429: pause the whole endpoint, and halve its concurrency."""
+        if retry_after is not None:
+            self.paused_until = max(self.paused_until, self.clock.now() + retry_after)
+        self._successes = 0
+        if self.limits.adaptive:
+            self._set_concurrency(max(1, self.concurrency // 2), "rate limited")
+
+    def on_success(self) -> None:
+        """A clean success: after as many as the current limit, allow one more."""
+        if not self.limits.adaptive or self.concurrency >= self.max_concurrency:
+            return
+        self._successes += 1
+        if self._successes >= self.concurrency:
+            self._successes = 0
+            self._set_concurrency(self.concurrency + 1, "recovering")
+
+
+class LimitsRegistry:
+    """Every endpoint limiter of a run, made on first use."""
+
+    def __init__(
+        self, defaults: Limits | None = None, concurrency: int = 32, clock: Clock | None = None
+    ) -> None:
+        self.defaults = defaults or Limits()
+        self.concurrency = concurrency
+        self.clock = clock or SystemClock()
+        self._limiters: dict[tuple[str, str, str], EndpointLimiter] = {}
+
+    def get(self, endpoint: tuple[str, str, str], limits: Limits | None) -> EndpointLimiter:
+        limiter = self._limiters.get(endpoint)
+        if limiter is None:
+            merged = limits.over(self.defaults) if limits is not None else self.defaults
+            limiter = EndpointLimiter(merged, self.concurrency, self.clock)
+            self._limiters[endpoint] = limiter
+        return limiter
+
+    def items(self) -> list[tuple[tuple[str, str, str], EndpointLimiter]]:
+        return list(self._limiters.items())

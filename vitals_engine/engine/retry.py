@@ -1,0 +1,79 @@
+"""Retrying failed model calls: which errors, how often, how long to wait.
+
+A retryable failure (429, 5xx, 529, 408/409, timeouts, dropped connections,
+malformed bodies) is tried again up to `max_attempts` times in all. The wait
+honours the provider's Retry-After when it gave one; otherwise it grows
+exponentially with jitter. A non-retryable error (400, 401, 403, 404) fails
+at once.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from .._errors import ConfigError, ProviderError, RateLimitError
+
+__all__ = ["Retry", "RetryNote", "backoff_delay", "is_retryable"]
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """How model calls are retried.
+
+    Args:
+        max_attempts: tries in all, the first included (1 = never retry).
+        timeout: seconds one attempt may take before it counts as a timeout.
+        sample_timeout: seconds a whole sample (all its calls and waits) may take.
+        backoff: the first wait without a Retry-After, doubled each attempt.
+        max_backoff: the longest wait between attempts.
+
+    Example:
+        >>> task.eval(retry=Retry(max_attempts=8, timeout=120))
+    """
+
+    max_attempts: int = 6
+    timeout: float | None = None
+    sample_timeout: float | None = None
+    backoff: float = 1.0
+    max_backoff: float = 60.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_attempts, bool) or self.max_attempts < 1:
+            raise ConfigError(f"Retry(max_attempts={self.max_attempts!r}) must be at least 1.")
+        for name in ("timeout", "sample_timeout"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ConfigError(f"Retry({name}={value!r}) must be positive or None.")
+
+
+@dataclass(frozen=True, slots=True)
+class RetryNote:
+    """One retried attempt: when, of which model, why, and how long we waited."""
+
+    at: float
+    model: str
+    attempt: int
+    reason: str
+    wait: float
+
+
+def is_retryable(error: BaseException) -> bool:
+    return isinstance(error, ProviderError) and error.retryable
+
+
+def backoff_delay(
+    attempt: int, error: BaseException, policy: Retry, rng: random.Random | None = None
+) -> float:
+    """Seconds to wait before attempt `attempt + 1`.
+
+    A Retry-After is honoured (plus up to 10% jitter so waiters do not all
+    return at once); otherwise `backoff * 2**(attempt-1)`, capped, with
+    "equal jitter" (between half and all of it).
+    """
+    rng = rng or random
+    retry_after = error.retry_after if isinstance(error, RateLimitError) else None
+    if retry_after is not None:
+        return retry_after * (1 + 0.1 * rng.random())
+    base = min(policy.max_backoff, policy.backoff * 2 ** (attempt - 1))
+    return base / 2 + rng.random() * base / 2

@@ -1,0 +1,478 @@
+"""Google's Gemini API (`models/{model}:generateContent`), spoken directly: no SDK.
+
+Gemini's shapes differ from OpenAI's in a few ways this module absorbs:
+
+- Turns are `contents` with roles "user" and "model"; each holds `parts`
+  (text, `inlineData` / `fileData` images, `functionCall`,
+  `functionResponse`, thought summaries flagged `thought: true`).
+- Tool results go back as `functionResponse` parts of a user turn, matched
+  to their call by name (and by `id` when the API gave one).
+- Schemas (tool parameters, `responseSchema`) are an OpenAPI subset: no
+  `additionalProperties`, `$defs` or `$ref`. `gemini_schema()` rewrites a
+  JSON schema into that subset.
+- Thought signatures are opaque tokens the API wants back on the part they
+  came with. A signature on a thought part stays on its `ContentThinking`;
+  one on any other part is kept as an empty `ContentThinking` just before
+  that part's content, and re-attached to it when the turn is sent back.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, ClassVar
+
+import msgspec
+
+from .._errors import AuthenticationError, ConfigError, ProviderError, RateLimitError
+from ..chat.turns import (
+    Content,
+    ContentImage,
+    ContentText,
+    ContentThinking,
+    ContentToolRequest,
+    ContentToolResult,
+    TokenUsage,
+    Turn,
+)
+from .base import ChatRequest, ToolDef
+from .http import HttpProvider
+from .transport import HttpResponse, Timeouts
+
+__all__ = ["GeminiProvider", "gemini_schema"]
+
+_KEY_VARS = "the GEMINI_API_KEY (or GOOGLE_API_KEY) environment variable"
+
+_FINISH = {
+    "STOP": "stop",
+    "MAX_TOKENS": "max_tokens",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+}
+
+#: Request parameters with a Gemini name of their own in `generationConfig`.
+_RENAME = {
+    "max_tokens": "maxOutputTokens",
+    "max_output_tokens": "maxOutputTokens",
+    "top_p": "topP",
+    "top_k": "topK",
+    "stop": "stopSequences",
+    "stop_sequences": "stopSequences",
+    "presence_penalty": "presencePenalty",
+    "frequency_penalty": "frequencyPenalty",
+}
+#: Parameters that belong at the top of the request, not in `generationConfig`.
+_TOP_LEVEL = {
+    "safetySettings": "safetySettings",
+    "safety_settings": "safetySettings",
+    "toolConfig": "toolConfig",
+    "tool_config": "toolConfig",
+    "cachedContent": "cachedContent",
+    "cached_content": "cachedContent",
+    "labels": "labels",
+}
+#: Parameters that go into `generationConfig.thinkingConfig`.
+_THINKING = {"thinking_budget": "thinkingBudget", "include_thoughts": "includeThoughts"}
+
+#: The keys of Gemini's `Schema` object (an OpenAPI 3.0 subset).
+_SCHEMA_KEYS = frozenset(
+    {
+        "type",
+        "format",
+        "title",
+        "description",
+        "nullable",
+        "enum",
+        "maxItems",
+        "minItems",
+        "properties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "example",
+        "anyOf",
+        "propertyOrdering",
+        "default",
+        "items",
+        "minimum",
+        "maximum",
+    }
+)
+_FORMATS = frozenset({"enum", "date-time", "float", "double", "int32", "int64"})
+
+
+# -- schemas ------------------------------------------------------------------------------
+
+
+def gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` (JSON schema) rewritten into the subset Gemini accepts.
+
+    `$ref`s are inlined from `$defs` / `definitions` (a recursive reference
+    becomes a plain object), `["string", "null"]` types and `anyOf` with
+    null become `nullable`, `const` becomes a one-value `enum`, and keys
+    Gemini rejects (`additionalProperties`, `$schema`, `examples` ...) are dropped.
+
+    Example:
+        >>> gemini_schema({"type": "object", "properties": {"a": {"type": ["integer", "null"]}},
+        ...                "additionalProperties": False})
+        {'type': 'object', 'properties': {'a': {'nullable': True, 'type': 'integer'}}}
+    """
+    defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
+    return _clean(schema, defs, ())
+
+
+def _clean(schema: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(schema, dict):
+        return {}
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        if name in seen or not isinstance(defs.get(name), dict):
+            return {"type": "object"}
+        merged = {**defs[name], **{k: v for k, v in schema.items() if k != "$ref"}}
+        return _clean(merged, defs, (*seen, name))
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: _clean(sub, defs, seen) for name, sub in value.items()}
+        elif key == "items" and isinstance(value, dict):
+            out[key] = _clean(value, defs, seen)
+        elif key in ("anyOf", "oneOf") and isinstance(value, list):
+            options = [_clean(option, defs, seen) for option in value]
+            rest = [o for o in options if o.get("type") != "null"]
+            if len(rest) < len(options):
+                out["nullable"] = True
+            if len(rest) == 1:
+                out.update(rest[0])
+            elif rest:
+                out["anyOf"] = rest
+        elif key == "allOf" and isinstance(value, list) and len(value) == 1:
+            out.update(_clean(value[0], defs, seen))
+        elif key == "const":
+            out["enum"] = [value]
+        elif key == "type" and isinstance(value, list):
+            kinds = [k for k in value if k != "null"]
+            if len(kinds) < len(value):
+                out["nullable"] = True
+            if len(kinds) == 1:
+                out["type"] = kinds[0]
+            elif kinds:
+                out["anyOf"] = [{"type": k} for k in kinds]
+        elif key == "format":
+            if value in _FORMATS:
+                out[key] = value
+        elif key in _SCHEMA_KEYS:
+            out[key] = value
+    return out
+
+
+# -- request ------------------------------------------------------------------------------
+
+
+def _ours(call_id: str, name: str) -> bool:
+    """Whether `call_id` is one we made up for a call the API gave no id."""
+    return re.fullmatch(rf"call_\d+_{re.escape(name)}", call_id) is not None
+
+
+def _image_part(image: ContentImage) -> dict[str, Any]:
+    if image.data is not None:
+        return {"inlineData": {"mimeType": image.media_type, "data": image.data}}
+    url = image.url or ""
+    if url.startswith("data:"):
+        header, _, data = url.partition(",")
+        mime = header.removeprefix("data:").split(";")[0] or image.media_type
+        return {"inlineData": {"mimeType": mime, "data": data}}
+    return {"fileData": {"mimeType": image.media_type, "fileUri": url}}
+
+
+def _response_part(result: ContentToolResult) -> dict[str, Any]:
+    response = {"error": result.error} if result.error is not None else {"result": result.value}
+    part: dict[str, Any] = {"name": result.name, "response": response}
+    if not _ours(result.id, result.name):
+        part["id"] = result.id
+    return {"functionResponse": part}
+
+
+def _user_parts(contents: list[Content]) -> list[dict[str, Any]]:
+    parts = [_response_part(c) for c in contents if isinstance(c, ContentToolResult)]
+    for c in contents:
+        if isinstance(c, ContentText) and c.text:
+            parts.append({"text": c.text})
+        elif isinstance(c, ContentImage):
+            parts.append(_image_part(c))
+    return parts
+
+
+def _model_parts(contents: list[Content]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    pending: str | None = None  # a signature that rides on the next part
+    for c in contents:
+        part: dict[str, Any] | None = None
+        if isinstance(c, ContentThinking):
+            if not c.thinking and c.signature:
+                pending = c.signature
+                continue
+            part = {"text": c.thinking, "thought": True}
+            if c.signature:
+                part["thoughtSignature"] = c.signature
+        elif isinstance(c, ContentText) and c.text:
+            part = {"text": c.text}
+        elif isinstance(c, ContentToolRequest):
+            call: dict[str, Any] = {"name": c.name, "args": c.arguments}
+            if not _ours(c.id, c.name):
+                call["id"] = c.id
+            part = {"functionCall": call}
+        elif isinstance(c, ContentImage):
+            part = _image_part(c)
+        if part is None:
+            continue
+        if pending is not None and "thoughtSignature" not in part:
+            part["thoughtSignature"] = pending
+            pending = None
+        parts.append(part)
+    if pending is not None:
+        parts.append({"text": "", "thoughtSignature": pending})
+    return parts
+
+
+def _contents(turns: list[Turn]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for turn in turns:
+        if turn.role == "assistant":
+            parts, role = _model_parts(turn.contents), "model"
+        else:
+            parts, role = _user_parts(turn.contents), "user"
+        if parts:
+            out.append({"role": role, "parts": parts})
+    return out
+
+
+def _declaration(tool: ToolDef) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": tool.name, "description": tool.description}
+    parameters = gemini_schema(tool.parameters)
+    if parameters.get("properties"):  # Gemini refuses an object schema without properties
+        out["parameters"] = parameters
+    return out
+
+
+def _split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(top-level request fields, `generationConfig` fields) of the request parameters."""
+    top: dict[str, Any] = {}
+    config: dict[str, Any] = {}
+    for key, value in params.items():
+        if key in _TOP_LEVEL:
+            top[_TOP_LEVEL[key]] = value
+        elif key == "generationConfig" and isinstance(value, dict):
+            config.update(value)
+        elif key in _THINKING:
+            config.setdefault("thinkingConfig", {})[_THINKING[key]] = value
+        elif key in _RENAME:
+            if _RENAME[key] == "stopSequences" and isinstance(value, str):
+                value = [value]
+            config[_RENAME[key]] = value
+        else:
+            config[key] = value
+    return top, config
+
+
+# -- response -----------------------------------------------------------------------------
+
+
+def _usage(meta: dict[str, Any]) -> TokenUsage:
+    prompt = int(meta.get("promptTokenCount") or 0) + int(meta.get("toolUsePromptTokenCount") or 0)
+    cached = int(meta.get("cachedContentTokenCount") or 0)
+    thoughts = int(meta.get("thoughtsTokenCount") or 0)
+    return TokenUsage(
+        input=max(0, prompt - cached),
+        output=int(meta.get("candidatesTokenCount") or 0) + thoughts,
+        cached_input=cached,
+        reasoning=thoughts,
+    )
+
+
+def _error_object(data: Any) -> dict[str, Any]:
+    if isinstance(data, list) and data:
+        data = data[0]
+    error = data.get("error") if isinstance(data, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
+def _retry_delay(error: dict[str, Any]) -> float | None:
+    """The wait in a 429's `google.rpc.RetryInfo` detail (`"retryDelay": "37s"`)."""
+    for detail in error.get("details") or []:
+        delay = detail.get("retryDelay") if isinstance(detail, dict) else None
+        if isinstance(delay, str):
+            try:
+                return float(delay.strip().removesuffix("s"))
+            except ValueError:
+                continue
+    return None
+
+
+def _bad_key(error: dict[str, Any]) -> bool:
+    """Whether a 400 is Gemini's way of saying the API key is wrong."""
+    reasons = {d.get("reason") for d in error.get("details") or [] if isinstance(d, dict)}
+    message = error.get("message")
+    return "API_KEY_INVALID" in reasons or (
+        isinstance(message, str) and "api key" in message.lower()
+    )
+
+
+class GeminiProvider(HttpProvider):
+    """Google Gemini (`POST {base_url}/models/{model}:generateContent`).
+
+    The key comes from `api_key=`, else `GEMINI_API_KEY`, else `GOOGLE_API_KEY`,
+    and travels in the `x-goog-api-key` header (never in the URL).
+    """
+
+    name = "Google"
+    id_prefix = "google"
+    env_key: ClassVar[str | None] = "GEMINI_API_KEY"
+    default_base_url = "https://generativelanguage.googleapis.com/v1beta"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        params: dict[str, Any] | None = None,
+        client: Any = None,
+        timeouts: Timeouts | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        if not model:
+            raise ConfigError(f"{self.name} needs a model name: pass model=...")
+        if api_key is None:
+            api_key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+        if not api_key:
+            raise AuthenticationError(
+                f"No API key for {self.name}: set {_KEY_VARS} or pass api_key=...",
+                provider=self.name,
+                model=model,
+            )
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            params=params,
+            client=client,
+            timeouts=timeouts,
+            headers=headers,
+        )
+
+    def url(self) -> str:
+        path = self.model if self.model.startswith(("models/", "tunedModels/")) else None
+        return f"{self.base_url}/{path or 'models/' + self.model}:generateContent"
+
+    def headers(self, api_key: str) -> dict[str, str]:
+        return {"x-goog-api-key": api_key}
+
+    def body(self, request: ChatRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {"contents": _contents(request.turns)}
+        if request.system_prompt:
+            body["systemInstruction"] = {"parts": [{"text": request.system_prompt}]}
+        if request.tools:
+            body["tools"] = [{"functionDeclarations": [_declaration(t) for t in request.tools]}]
+        config: dict[str, Any] = {}
+        if request.output_schema is not None:
+            config["responseMimeType"] = "application/json"
+            config["responseSchema"] = gemini_schema(request.output_schema)
+        top, generation = _split_params({**self.params, **request.params})
+        config.update(generation)
+        body.update(top)
+        if config:
+            body["generationConfig"] = config
+        return body
+
+    def parse(self, data: Any) -> Turn:
+        tokens = _usage(data.get("usageMetadata") or {})
+        model = data.get("modelVersion") or self.model
+        candidates = data.get("candidates")
+        if not candidates:
+            reason = (data.get("promptFeedback") or {}).get("blockReason")
+            if not reason:
+                raise KeyError("candidates")
+            text = f"Gemini blocked the prompt ({reason}) and gave no answer."
+            return Turn(
+                "assistant",
+                [ContentText(text)],
+                tokens=tokens,
+                finish_reason="content_filter",
+                model=model,
+            )
+        candidate = candidates[0]
+        content = candidate.get("content")
+        if content is None and "finishReason" not in candidate:
+            raise KeyError("content")
+        contents: list[Content] = []
+        calls = 0
+        for part in (content or {}).get("parts") or []:
+            signature = part.get("thoughtSignature")
+            if part.get("thought"):
+                contents.append(ContentThinking(part.get("text") or "", signature=signature))
+                continue
+            if signature:
+                contents.append(ContentThinking("", signature=signature))
+            if "functionCall" in part:
+                call = part["functionCall"]
+                name = call["name"]
+                call_id = call.get("id") or f"call_{calls}_{name}"
+                contents.append(ContentToolRequest(call_id, name, dict(call.get("args") or {})))
+                calls += 1
+            elif "inlineData" in part:
+                blob = part["inlineData"]
+                contents.append(ContentImage(data=blob["data"], media_type=blob["mimeType"]))
+            elif part.get("text"):
+                contents.append(ContentText(part["text"]))
+        finish = _FINISH.get(candidate.get("finishReason") or "", "unknown")
+        if calls and finish in ("stop", "unknown"):
+            finish = "tool_calls"
+        return Turn(
+            "assistant",
+            contents,
+            tokens=tokens,
+            finish_reason=finish,  # type: ignore[arg-type]
+            model=model,
+        )
+
+    def error_message(self, data: Any) -> str | None:
+        error = _error_object(data)
+        message = error.get("message")
+        if isinstance(message, str):
+            status = error.get("status")
+            return f"{status}: {message}" if isinstance(status, str) and status else message
+        return super().error_message(data)
+
+    def _error(self, response: HttpResponse) -> ProviderError:
+        error = super()._error(response)
+        try:
+            data = msgspec.json.decode(response.body)
+        except msgspec.DecodeError:
+            data = None
+        detail = _error_object(data)
+        context: dict[str, Any] = {
+            "provider": error.provider,
+            "model": error.model,
+            "status": error.status,
+            "request_id": error.request_id,
+            "body": error.body,
+        }
+        if isinstance(error, RateLimitError) and error.retry_after is None:
+            wait = _retry_delay(detail)
+            if wait is not None:
+                message = f"{error.message} (retry after {wait:g}s)"
+                return RateLimitError(message, retry_after=wait, **context)
+        if isinstance(error, AuthenticationError) or (response.status == 400 and _bad_key(detail)):
+            said = (self.error_message(data) or "no details").rstrip(".")
+            return AuthenticationError(
+                f"authentication failed: {said}. Check {_KEY_VARS} or api_key=.", **context
+            )
+        return error

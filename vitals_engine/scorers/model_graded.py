@@ -1,0 +1,238 @@
+"""Scorers where a model acts as judge: `model_graded_qa` and `model_graded_fact`.
+
+The judge sees a template filled with the sample's input, the solver's
+answer and the target (as the criterion), replies with its reasoning, and
+ends with `GRADE: <letter>`. The grade is the first group of `grade_pattern`
+in its last reply: C and I (and P with partial credit) become ordered
+grades; other letters from a custom pattern stay strings; a reply with no
+grade is recorded as no grade, with the judge's text kept.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .._errors import ConfigError, ScorerError
+from .._logging import log
+from ..chat.chat import Chat
+from ..samples import Score, SolvedSample
+
+__all__ = ["FACT_TEMPLATE", "QA_TEMPLATE", "model_graded_fact", "model_graded_qa"]
+
+QA_TEMPLATE = """You are grading an answer to a task against a criterion.
+
+[BEGIN DATA]
+***
+[Task]: {input}
+***
+[Submission]: {answer}
+***
+[Criterion]: {criterion}
+***
+[END DATA]
+
+Does the submission meet the criterion?
+
+{instructions}"""
+
+FACT_TEMPLATE = """You are checking whether a submitted answer holds the facts of an expert answer.
+
+[BEGIN DATA]
+***
+[Question]: {input}
+***
+[Expert]: {criterion}
+***
+[Submission]: {answer}
+***
+[END DATA]
+
+Compare the facts of the submission with the expert answer. Ignore style,
+grammar and punctuation. Does the submission contain the content of the
+expert answer?
+
+{instructions}"""
+
+
+def default_instructions(partial_credit: bool) -> str:
+    """What the judge is told about the grades and the form of its reply."""
+    if partial_credit:
+        letters = "C, P, or I"
+        meaning = (
+            "'C' for a correct answer, 'P' for a partially correct one, 'I' for an incorrect one"
+        )
+    else:
+        letters = "C or I"
+        meaning = "'C' for a correct answer, 'I' for an incorrect one"
+    return (
+        f"Reply with 'GRADE: $LETTER' where LETTER is one of {letters}: {meaning}.\n"
+        "First briefly explain your reasoning, then end with GRADE: $LETTER on its own line. "
+        "Do not format the grade and do not add anything after it."
+    )
+
+
+DEFAULT_PATTERN = r"(?i)GRADE\s*:\s*([CPI])(.*)$"
+
+
+def _judge_chat(scorer_chat: Any, sample: SolvedSample) -> Chat:
+    if scorer_chat is not None:
+        if callable(scorer_chat) and not isinstance(scorer_chat, Chat):
+            chat = scorer_chat()
+        else:
+            chat = scorer_chat
+        if not isinstance(chat, Chat):
+            raise ConfigError(
+                "`scorer_chat` must be a Chat or a function returning one, "
+                f"not {type(chat).__name__}."
+            )
+        return chat.clone()
+    if sample.solver_chat is None:
+        raise ConfigError(
+            "The judge defaults to the solver's model, but this solver returned no chat. "
+            "Pass scorer_chat= (e.g. model_graded_qa(scorer_chat=ve.chat_openai(...)))."
+        )
+    judge = sample.solver_chat.clone()
+    judge.set_turns([])
+    judge.system_prompt = None
+    return judge
+
+
+class ModelGraded:
+    """A judge scorer; `model_graded_qa()` and `model_graded_fact()` make these."""
+
+    def __init__(
+        self,
+        name: str,
+        template: str,
+        instructions: str | None,
+        grade_pattern: str,
+        partial_credit: bool,
+        scorer_chat: Any,
+    ) -> None:
+        self.__name__ = name
+        self.template = template
+        self.instructions = instructions
+        self.partial_credit = partial_credit
+        self.scorer_chat = scorer_chat
+        try:
+            self.pattern = re.compile(grade_pattern)
+        except re.error as exc:
+            raise ConfigError(f"{name}: grade_pattern is not a valid regex ({exc}).") from exc
+        if self.pattern.groups < 1:
+            raise ConfigError(f"{name}: grade_pattern needs a capture group for the grade.")
+        for field in ("{answer}", "{criterion}"):
+            if field not in template:
+                raise ConfigError(f"{name}: the template must contain {field}.")
+
+    @property
+    def __vitals_label__(self) -> str:
+        chat = self.scorer_chat
+        model = f"{chat.provider.model_id}" if isinstance(chat, Chat) else ""
+        return f"{self.__name__}({model})"
+
+    def prompt(self, sample: SolvedSample) -> str:
+        instructions = self.instructions or default_instructions(self.partial_credit)
+        target = sample.target if isinstance(sample.target, str) else "\n".join(sample.target)
+        question = sample.input if isinstance(sample.input, str) else str(sample.input)
+        return (
+            self.template.replace("{input}", question)
+            .replace("{answer}", sample.result)
+            .replace("{criterion}", target)
+            .replace("{instructions}", instructions)
+        )
+
+    def grade(self, reply: str) -> str | None:
+        match = self.pattern.search(reply)
+        if match is None or match.group(1) is None:
+            return None
+        letter = match.group(1).strip().upper()
+        if letter == "P" and not self.partial_credit and self.pattern.pattern == DEFAULT_PATTERN:
+            return None  # a partial grade where none was offered is off-protocol: no grade
+        return letter
+
+    async def __call__(self, sample: SolvedSample, *, scorer_chat: Any = None) -> Score:
+        judge = _judge_chat(scorer_chat if scorer_chat is not None else self.scorer_chat, sample)
+        prompt = self.prompt(sample)
+        reply = await judge.chat_async(prompt)
+        grade = self.grade(reply)
+        metadata = {"grade_pattern": self.pattern.pattern, "judge_model": judge.provider.model_id}
+        if grade is None:
+            log.warning(
+                "judge gave no grade",
+                scorer=self.__name__,
+                sample_id=sample.id,
+                epoch=sample.epoch,
+                reply=reply[-200:],
+            )
+            metadata["no_grade"] = True
+        return Score(grade, answer=sample.result, explanation=reply, metadata=metadata, chat=judge)
+
+    def __repr__(self) -> str:
+        return f"<{self.__vitals_label__}>"
+
+
+def _check_template(template: str | None, default: str) -> str:
+    if template is None:
+        return default
+    if not isinstance(template, str):
+        raise ScorerError(f"template must be a string, not {type(template).__name__}.")
+    return template
+
+
+def model_graded_qa(
+    template: str | None = None,
+    instructions: str | None = None,
+    grade_pattern: str = DEFAULT_PATTERN,
+    partial_credit: bool = False,
+    scorer_chat: Chat | Any = None,
+) -> ModelGraded:
+    """A judge that grades whether the answer meets the target as a criterion.
+
+    Args:
+        template: the judge's prompt, with `{input}`, `{answer}`, `{criterion}`
+            and `{instructions}` (default: `QA_TEMPLATE`).
+        instructions: replaces the default grading instructions.
+        grade_pattern: regex whose first group is the grade, searched in the
+            judge's last reply.
+        partial_credit: offer P (partially correct) besides C and I.
+        scorer_chat: the judge (a Chat or a function returning one); default
+            a fresh chat on the solver's model. Replace per run with
+            `task.eval(scorer_chat=...)`.
+
+    Example:
+        >>> Task(dataset, generate(chat), scorer=model_graded_qa(partial_credit=True))
+    """
+    return ModelGraded(
+        "model_graded_qa",
+        _check_template(template, QA_TEMPLATE),
+        instructions,
+        grade_pattern,
+        partial_credit,
+        scorer_chat,
+    )
+
+
+def model_graded_fact(
+    template: str | None = None,
+    instructions: str | None = None,
+    grade_pattern: str = DEFAULT_PATTERN,
+    partial_credit: bool = False,
+    scorer_chat: Chat | Any = None,
+) -> ModelGraded:
+    """A judge that checks the answer contains the facts of the target (an expert answer).
+
+    Takes the same arguments as `model_graded_qa`; the default template is
+    `FACT_TEMPLATE`.
+
+    Example:
+        >>> Task(dataset, generate(chat), scorer=model_graded_fact(scorer_chat=judge))
+    """
+    return ModelGraded(
+        "model_graded_fact",
+        _check_template(template, FACT_TEMPLATE),
+        instructions,
+        grade_pattern,
+        partial_credit,
+        scorer_chat,
+    )

@@ -1,0 +1,266 @@
+"""Anthropic Messages, as the mock server speaks it.
+
+It checks requests the way the API does where a provider bug would show:
+`model`, `max_tokens` and `messages` are required, roles are user or
+assistant, images carry a source, every `tool_result` answers a `tool_use`
+of the assistant message before it, and a thinking block sent back must
+keep the signature the server gave it.
+
+A forced `tool_choice` (`{"type": "tool", "name": ...}`) is structured
+output: the brain answers in that tool's input schema and the reply is
+rendered as a `tool_use` of that tool, as Claude answers.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import time
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from ..brain import MockMessage, MockReply, MockRequest, MockToolCall
+from . import WireFormat
+
+__all__ = ["AnthropicFormat", "signature_of"]
+
+_STOP = {
+    "stop": "end_turn",
+    "max_tokens": "max_tokens",
+    "tool_calls": "tool_use",
+    "content_filter": "refusal",
+}
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def signature_of(thinking: str) -> str:
+    """The signature the mock gives a thinking block (and checks when it comes back)."""
+    digest = hashlib.sha256(b"vitals-mock-thinking:" + thinking.encode()).digest()
+    return base64.b64encode(digest).decode("ascii")
+
+
+def _text_of(content: Any) -> str:
+    """A `system` or `tool_result` content: a string or a list of text blocks."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise ValueError("content must be a string or a list of blocks")
+    return "\n".join(b["text"] for b in content if b.get("type") == "text")
+
+
+def _check_image(block: Mapping[str, Any]) -> None:
+    source = block.get("source") or {}
+    kind = source.get("type")
+    if kind == "base64":
+        if not source.get("media_type") or not source.get("data"):
+            raise ValueError("a base64 image source needs 'media_type' and 'data'")
+    elif kind == "url":
+        if not source.get("url"):
+            raise ValueError("a url image source needs 'url'")
+    else:
+        raise ValueError(f"unknown image source type {kind!r}")
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list) or not content:
+        raise ValueError("a message's content must be a string or a non-empty list of blocks")
+    return content
+
+
+def _user(message: Mapping[str, Any], pending: set[str]) -> list[MockMessage]:
+    out: list[MockMessage] = []
+    texts: list[str] = []
+    images = 0
+    for block in _blocks(message["content"]):
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(block["text"])
+        elif kind == "image":
+            _check_image(block)
+            images += 1
+        elif kind == "tool_result":
+            call_id = block["tool_use_id"]
+            if call_id not in pending:
+                raise ValueError(
+                    f"tool_result block {call_id!r} answers no tool_use of the previous message"
+                )
+            pending.discard(call_id)
+            out.append(
+                MockMessage(
+                    "tool",
+                    _text_of(block.get("content")),
+                    tool_call_id=call_id,
+                    tool_error=bool(block.get("is_error")),
+                )
+            )
+        else:
+            raise ValueError(f"unexpected block type {kind!r} in a user message")
+    if pending:
+        raise ValueError(f"tool_use ids without a tool_result: {sorted(pending)}")
+    if texts or images:
+        out.append(MockMessage("user", "\n".join(texts), images=images))
+    return out
+
+
+def _assistant(message: Mapping[str, Any]) -> MockMessage:
+    texts: list[str] = []
+    calls: list[MockToolCall] = []
+    for block in _blocks(message["content"]):
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(block["text"])
+        elif kind == "tool_use":
+            if not isinstance(block.get("input"), dict):
+                raise ValueError("a tool_use block needs an 'input' object")
+            calls.append(MockToolCall(block["id"], block["name"], block["input"]))
+        elif kind == "thinking":
+            if block.get("signature") != signature_of(block["thinking"]):
+                raise ValueError("a thinking block's signature does not match its thinking")
+        elif kind == "redacted_thinking":
+            if not block.get("data"):
+                raise ValueError("a redacted_thinking block needs 'data'")
+        else:
+            raise ValueError(f"unexpected block type {kind!r} in an assistant message")
+    return MockMessage("assistant", "".join(texts), tool_calls=calls)
+
+
+class AnthropicFormat(WireFormat):
+    name = "anthropic"
+    route = "/v1/messages"
+
+    def parse(self, body: Any, path: Mapping[str, str]) -> MockRequest:
+        if not isinstance(body, dict) or not isinstance(body.get("model"), str):
+            raise ValueError("model: Field required")
+        max_tokens = body.get("max_tokens")
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+            raise ValueError("max_tokens: Field required (a positive integer)")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise ValueError("messages: Field required (a non-empty list)")
+        request = MockRequest(format=self.name, model=body["model"], max_tokens=max_tokens)
+        system = _text_of(body.get("system"))
+        request.system = system or None
+        pending: set[str] = set()
+        for message in messages:
+            role = message.get("role")
+            if role == "user":
+                request.messages.extend(_user(message, pending))
+            elif role == "assistant":
+                if pending:
+                    raise ValueError(f"tool_use ids without a tool_result: {sorted(pending)}")
+                said = _assistant(message)
+                pending = {call.id for call in said.tool_calls}
+                request.messages.append(said)
+            else:
+                raise ValueError(f"messages: role must be 'user' or 'assistant', not {role!r}")
+        for tool in body.get("tools") or []:
+            if not isinstance(tool.get("input_schema"), dict):
+                raise ValueError(f"tools: {tool.get('name')!r} needs an 'input_schema'")
+            request.tools.append(
+                {
+                    "name": tool["name"],
+                    "description": tool.get("description", ""),
+                    "parameters": tool["input_schema"],
+                }
+            )
+        choice = body.get("tool_choice") or {}
+        if choice.get("type") == "tool":
+            forced = next((t for t in request.tools if t["name"] == choice.get("name")), None)
+            if forced is None:
+                raise ValueError(f"tool_choice names an unknown tool {choice.get('name')!r}")
+            request.schema = forced["parameters"]
+        return request
+
+    @staticmethod
+    def _forced_tool(request: MockRequest) -> str | None:
+        if request.schema is None:
+            return None
+        for tool in request.tools:
+            if tool["parameters"] is request.schema:
+                return tool["name"]
+        return None
+
+    def render(self, request: MockRequest, reply: MockReply) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        if reply.reasoning:
+            content.append(
+                {
+                    "type": "thinking",
+                    "thinking": reply.reasoning,
+                    "signature": signature_of(reply.reasoning),
+                }
+            )
+        stop = _STOP[reply.finish]
+        forced = self._forced_tool(request)
+        value: Any = None
+        if forced is not None and not reply.tool_calls and reply.text:
+            try:
+                value = msgspec.json.decode(reply.text)
+            except msgspec.DecodeError:
+                value = None
+        if isinstance(value, dict):
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{uuid.uuid4().hex[:24]}",
+                    "name": forced,
+                    "input": value,
+                }
+            )
+            stop = "tool_use"
+        elif reply.text:
+            content.append({"type": "text", "text": reply.text})
+        for call in reply.tool_calls:
+            content.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+            )
+        cached = min(reply.cached_tokens, reply.input_tokens)
+        return {
+            "id": f"msg_{uuid.uuid4().hex[:24]}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.model,
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": reply.input_tokens - cached,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": cached,
+                "output_tokens": reply.output_tokens,
+            },
+        }
+
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        kind = _ERROR_TYPES.get(status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}
+
+    def rate_limit_headers(self, retry_after: float) -> dict[str, str]:
+        reset = datetime.fromtimestamp(time.time() + retry_after, UTC)
+        return {
+            "anthropic-ratelimit-requests-limit": "50",
+            "anthropic-ratelimit-requests-remaining": "0",
+            "anthropic-ratelimit-requests-reset": reset.isoformat(timespec="milliseconds").replace(
+                "+00:00", "Z"
+            ),
+        }
+
+    def incomplete_body(self) -> dict[str, Any]:
+        return {"id": "msg_incomplete", "type": "message", "role": "assistant", "model": "x"}

@@ -1,0 +1,312 @@
+"""Google Gemini `generateContent`, as the mock server speaks it.
+
+Like the real API it refuses (400) a request without `contents`, with an
+unknown top-level or `generationConfig` field, with a part it cannot read,
+or with a schema key outside Gemini's OpenAPI subset (`additionalProperties`,
+`$defs`, `$ref` ...), so a provider that sends what Gemini would refuse
+fails against the mock too.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from ..brain import MockMessage, MockReply, MockRequest, MockToolCall
+from . import WireFormat
+
+__all__ = ["GoogleFormat"]
+
+_FINISH = {
+    "stop": "STOP",
+    "max_tokens": "MAX_TOKENS",
+    "tool_calls": "STOP",
+    "content_filter": "SAFETY",
+}
+_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+_REQUEST_KEYS = frozenset(
+    {
+        "contents",
+        "systemInstruction",
+        "tools",
+        "toolConfig",
+        "safetySettings",
+        "generationConfig",
+        "cachedContent",
+        "labels",
+    }
+)
+_CONFIG_KEYS = frozenset(
+    {
+        "stopSequences",
+        "responseMimeType",
+        "responseSchema",
+        "responseJsonSchema",
+        "responseModalities",
+        "candidateCount",
+        "maxOutputTokens",
+        "temperature",
+        "topP",
+        "topK",
+        "seed",
+        "presencePenalty",
+        "frequencyPenalty",
+        "responseLogprobs",
+        "logprobs",
+        "enableEnhancedCivicAnswers",
+        "speechConfig",
+        "thinkingConfig",
+        "mediaResolution",
+    }
+)
+_SCHEMA_KEYS = frozenset(
+    {
+        "type",
+        "format",
+        "title",
+        "description",
+        "nullable",
+        "enum",
+        "maxItems",
+        "minItems",
+        "properties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "example",
+        "anyOf",
+        "propertyOrdering",
+        "default",
+        "items",
+        "minimum",
+        "maximum",
+    }
+)
+_DATA_FIELDS = ("text", "inlineData", "fileData", "functionCall", "functionResponse")
+
+
+def _camel(name: str) -> str:
+    """Proto JSON accepts snake_case field names too: `max_output_tokens` -> `maxOutputTokens`."""
+    return re.sub(r"_([a-z])", lambda m: m[1].upper(), name)
+
+
+def _check_fields(obj: Any, known: frozenset[str], where: str) -> None:
+    if not isinstance(obj, dict):
+        raise ValueError(f"Invalid JSON payload received. '{where}' must be an object.")
+    for key in obj:
+        if _camel(key) not in known:
+            raise ValueError(
+                f"Invalid JSON payload received. Unknown name \"{key}\" at '{where}': "
+                "Cannot find field."
+            )
+
+
+def _check_schema(schema: Any, where: str) -> None:
+    """Refuse what Gemini's `Schema` (an OpenAPI subset) has no field for."""
+    _check_fields(schema, _SCHEMA_KEYS, where)
+    if "type" in schema and not isinstance(schema["type"], str):
+        raise ValueError(f"Invalid value at '{where}.type': a schema type is one string.")
+    for name, sub in (schema.get("properties") or {}).items():
+        _check_schema(sub, f"{where}.properties[{name}]")
+    if "items" in schema:
+        _check_schema(schema["items"], f"{where}.items")
+    for i, sub in enumerate(schema.get("anyOf") or []):
+        _check_schema(sub, f"{where}.anyOf[{i}]")
+
+
+def _check_signature(part: dict[str, Any], where: str) -> None:
+    signature = part.get("thoughtSignature")
+    if signature is None:
+        return
+    try:
+        base64.b64decode(signature, validate=True)
+    except (binascii.Error, TypeError) as exc:
+        raise ValueError(f"Invalid value at '{where}.thought_signature': not base64.") from exc
+
+
+def _result_text(response: dict[str, Any]) -> tuple[str, bool]:
+    """A functionResponse's `response` as the tool text the brain sees, and if it is an error."""
+    failed = "error" in response
+    value = response["error"] if failed else response.get("result", response)
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    return text, failed
+
+
+def _signature(text: str) -> str:
+    return base64.b64encode(f"mock-thought:{len(text)}".encode()).decode()
+
+
+class GoogleFormat(WireFormat):
+    name = "google"
+    route = "/v1beta/models/{model_action}"
+
+    def parse(self, body: Any, path: Mapping[str, str]) -> MockRequest:
+        model, _, action = path["model_action"].partition(":")
+        if action != "generateContent":
+            raise ValueError(f"unknown method '{action}': this mock serves generateContent")
+        _check_fields(body, _REQUEST_KEYS, "request")
+        body = {_camel(k): v for k, v in body.items()}
+        contents = body.get("contents")
+        if not isinstance(contents, list) or not contents:
+            raise ValueError("* GenerateContentRequest.contents: contents is not specified")
+        request = MockRequest(format=self.name, model=model)
+        system = body.get("systemInstruction")
+        if system:
+            request.system = "\n".join(p.get("text", "") for p in system.get("parts") or [])
+        for i, content in enumerate(contents):
+            self._content(request, content, f"contents[{i}]")
+        for tool in body.get("tools") or []:
+            for j, fn in enumerate(tool.get("functionDeclarations") or []):
+                if not isinstance(fn.get("name"), str):
+                    raise ValueError(f"function declaration {j} has no name")
+                if "parameters" in fn:
+                    _check_schema(fn["parameters"], f"tools.function_declarations[{j}].parameters")
+                request.tools.append(
+                    {
+                        "name": fn["name"],
+                        "description": fn.get("description", ""),
+                        "parameters": fn.get("parameters") or {},
+                    }
+                )
+        config = body.get("generationConfig") or {}
+        _check_fields(config, _CONFIG_KEYS, "generation_config")
+        config = {_camel(k): v for k, v in config.items()}
+        if "responseSchema" in config:
+            _check_schema(config["responseSchema"], "generation_config.response_schema")
+            request.schema = config["responseSchema"]
+        elif "responseJsonSchema" in config:
+            request.schema = config["responseJsonSchema"]
+        elif config.get("responseMimeType") == "application/json":
+            request.schema = {"type": "object"}
+        request.max_tokens = config.get("maxOutputTokens")
+        return request
+
+    def _content(self, request: MockRequest, content: Any, where: str) -> None:
+        if not isinstance(content, dict):
+            raise ValueError(f"* {where}: a content must be an object")
+        role = content.get("role") or "user"
+        parts = content.get("parts")
+        if not isinstance(parts, list) or not parts:
+            raise ValueError(f"* {where}.parts: contents.parts must not be empty")
+        if role not in ("user", "model", "function"):
+            raise ValueError(f"Please use a valid role: user, model. Got {role!r} at {where}.")
+        texts: list[str] = []
+        calls: list[MockToolCall] = []
+        images = 0
+        for k, part in enumerate(parts):
+            at = f"{where}.parts[{k}]"
+            if not isinstance(part, dict):
+                raise ValueError(f"* {at}: a part must be an object")
+            present = [f for f in _DATA_FIELDS if f in part]
+            if len(present) != 1:
+                raise ValueError(f"* {at}: a part needs exactly one of {', '.join(_DATA_FIELDS)}")
+            _check_signature(part, at)
+            if "text" in part:
+                if not part.get("thought"):
+                    texts.append(part["text"])
+            elif "inlineData" in part:
+                blob = part["inlineData"]
+                if not blob.get("mimeType") or not blob.get("data"):
+                    raise ValueError(f"* {at}.inline_data: mimeType and data are required")
+                images += 1
+            elif "fileData" in part:
+                if not part["fileData"].get("fileUri"):
+                    raise ValueError(f"* {at}.file_data: fileUri is required")
+                images += 1
+            elif "functionCall" in part:
+                if role != "model":
+                    raise ValueError(f"* {at}: functionCall parts belong to model turns")
+                call = part["functionCall"]
+                calls.append(
+                    MockToolCall(
+                        call.get("id") or call["name"], call["name"], call.get("args") or {}
+                    )
+                )
+            else:
+                response = part["functionResponse"]
+                if not isinstance(response.get("name"), str) or not isinstance(
+                    response.get("response"), dict
+                ):
+                    raise ValueError(f"* {at}.function_response: name and response are required")
+                text, failed = _result_text(response["response"])
+                request.messages.append(
+                    MockMessage(
+                        "tool",
+                        text,
+                        tool_call_id=response.get("id") or response["name"],
+                        tool_error=failed,
+                    )
+                )
+        if role == "model":
+            request.messages.append(MockMessage("assistant", "".join(texts), tool_calls=calls))
+        elif texts or images:
+            request.messages.append(MockMessage("user", "\n".join(texts), images=images))
+
+    def render(self, request: MockRequest, reply: MockReply) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = []
+        if reply.reasoning:
+            parts.append(
+                {
+                    "text": reply.reasoning,
+                    "thought": True,
+                    "thoughtSignature": _signature(reply.reasoning),
+                }
+            )
+        if reply.text:
+            parts.append({"text": reply.text})
+        for call in reply.tool_calls:
+            fn: dict[str, Any] = {"name": call.name, "args": call.arguments}
+            if call.id:
+                fn["id"] = call.id
+            parts.append({"functionCall": fn})
+        candidate: dict[str, Any] = {"finishReason": _FINISH[reply.finish], "index": 0}
+        if parts:
+            candidate["content"] = {"role": "model", "parts": parts}
+        usage: dict[str, Any] = {
+            "promptTokenCount": reply.input_tokens,
+            "candidatesTokenCount": reply.output_tokens - reply.reasoning_tokens,
+            "totalTokenCount": reply.input_tokens + reply.output_tokens,
+        }
+        if reply.cached_tokens:
+            usage["cachedContentTokenCount"] = reply.cached_tokens
+        if reply.reasoning_tokens:
+            usage["thoughtsTokenCount"] = reply.reasoning_tokens
+        return {
+            "candidates": [candidate],
+            "usageMetadata": usage,
+            "modelVersion": request.model,
+            "responseId": "mock-response",
+        }
+
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        return {
+            "error": {
+                "code": status,
+                "message": message,
+                "status": _STATUS.get(status, "UNAVAILABLE" if status >= 500 else "UNKNOWN"),
+            }
+        }
+
+    def incomplete_body(self) -> dict[str, Any]:
+        return {
+            "usageMetadata": {"promptTokenCount": 1, "totalTokenCount": 1},
+            "modelVersion": "x",
+            "responseId": "incomplete",
+        }
