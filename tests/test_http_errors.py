@@ -68,11 +68,6 @@ def test_retry_after_from_headers(headers, seconds):
     assert retry_after_seconds(headers) == seconds
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: http.py _parse_duration() uses float(), which accepts 'nan'/'inf', so "
-    "retry_after_seconds() returns nan/inf instead of None for these garbage values",
-)
 @pytest.mark.parametrize(
     "headers",
     [{"retry-after": "nan"}, {"retry-after": "inf"}, {"retry-after-ms": "infinity"}],

@@ -8,7 +8,7 @@ import pytest
 
 import vitals_engine as ve
 from tests.inspect_check import assert_inspect_reads
-from vitals_engine.chat.anthropic_constructor import chat_anthropic
+from vitals_engine import chat_anthropic
 from vitals_engine.providers.anthropic import AnthropicProvider
 from vitals_engine.providers.base import ChatRequest
 from vitals_engine.providers.transport import Timeouts

@@ -10,7 +10,7 @@ import pytest
 
 import vitals_engine as ve
 from tests.inspect_check import assert_inspect_reads
-from vitals_engine.chat.google_constructor import chat_google_gemini
+from vitals_engine import chat_google_gemini
 from vitals_engine.chat.turns import (
     ContentImage,
     ContentText,
@@ -323,7 +323,7 @@ def test_gemini_schema_rewrites_json_schema():
     assert gemini_schema(schema) == {
         "type": "object",
         "properties": {
-            "kind": {"enum": ["node"]},
+            "kind": {"enum": ["node"], "type": "string"},
             "size": {"nullable": True, "anyOf": [{"type": "number"}, {"type": "string"}]},
             "url": {"type": "string"},
             "child": {"type": "object", "properties": {"next": {"type": "object"}}},
@@ -646,6 +646,26 @@ def test_mock_refuses_other_methods_and_missing_contents(server):
     assert refused.status_code == 400
     assert 'Unknown name "additionalProperties"' in refused.json()["error"]["message"]
     assert server.requests == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [],
+        {"contents": [{"role": "user", "parts": ["hi"]}]},
+        {"contents": [{"parts": [{"inlineData": "x"}]}]},
+        {"contents": [{"parts": [{"text": "x"}]}], "tools": ["x"]},
+        {"contents": [{"parts": [{"text": "x"}]}], "systemInstruction": "be brief"},
+        {"contents": [{"role": "assistant", "parts": [{"text": "x"}]}]},
+    ],
+    ids=["array", "string-part", "string-blob", "string-tool", "string-system", "bad-role"],
+)
+def test_mock_answers_wrong_shapes_with_400(server, body):
+    """JSON of the wrong shape gets a Gemini-shaped 400 from the mock, never a server crash."""
+    url = f"{server.base_url('google')}/models/gemini-test:generateContent"
+    response = httpx.post(url, json=body)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == 400
 
 
 # -- a whole evaluation -----------------------------------------------------------------------

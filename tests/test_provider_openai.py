@@ -220,12 +220,6 @@ def make_opaque() -> Opaque:
     return Opaque()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: chat/tools.py Tool.invoke() calls msgspec.to_builtins(value) outside its "
-    "try/except (line 89), so a tool returning an unserializable value raises TypeError, "
-    "which escapes Chat._run_tools' task group as an ExceptionGroup instead of a tool error",
-)
 async def test_tool_with_an_unserializable_result_becomes_a_tool_error(server):
     """A tool whose return value cannot be sent as JSON gives the model an error, not a crash."""
     chat = openai(server)

@@ -32,7 +32,9 @@ from ._errors import (
 from .chat.chat import Chat
 from .chat.constructors import (
     chat,
+    chat_anthropic,
     chat_deepseek,
+    chat_google_gemini,
     chat_groq,
     chat_mock,
     chat_ollama,
@@ -52,7 +54,10 @@ from .chat.turns import (
 )
 from .config import log_dir, log_dir_set
 from .engine.calls import batch_scorer, batch_solver
+from .engine.limits import Limits
+from .engine.retry import Retry
 from .metrics import accuracy
+from .providers.transport import Timeouts
 from .report import summary
 from .samples import Sample, Score, Solution, SolvedSample
 from .scorers import (
@@ -79,6 +84,7 @@ __all__ = [
     "DatasetError",
     "EvalFailedError",
     "ExtractionError",
+    "Limits",
     "LogFormatError",
     "MalformedResponse",
     "MetricError",
@@ -86,6 +92,7 @@ __all__ = [
     "ProviderTimeout",
     "ProviderUnavailable",
     "RateLimitError",
+    "Retry",
     "Sample",
     "Score",
     "ScorerError",
@@ -94,6 +101,7 @@ __all__ = [
     "SolverError",
     "Task",
     "TaskStateError",
+    "Timeouts",
     "TokenUsage",
     "Turn",
     "VitalsError",
@@ -101,7 +109,9 @@ __all__ = [
     "batch_scorer",
     "batch_solver",
     "chat",
+    "chat_anthropic",
     "chat_deepseek",
+    "chat_google_gemini",
     "chat_groq",
     "chat_mock",
     "chat_ollama",

@@ -160,7 +160,15 @@ class Chat:
         params: dict[str, Any],
         output_schema: dict[str, Any] | None = None,
     ) -> Turn:
+        start = len(self._turns)
         self._turns.append(user)
+        try:
+            return await self._complete(output_schema, params)
+        except BaseException:
+            del self._turns[start:]  # a failed exchange leaves the conversation as it was
+            raise
+
+    async def _complete(self, output_schema: dict[str, Any] | None, params: dict[str, Any]) -> Turn:
         for _ in range(self.max_tool_rounds + 1):
             request = ChatRequest(
                 turns=list(self._turns),

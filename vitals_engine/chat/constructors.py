@@ -1,17 +1,27 @@
 """Named constructors, one per provider, and `chat("provider/model")`.
 
-Every constructor takes `model=`, `base_url=`, `api_key=` (default: the
-provider's usual environment variable) and `system_prompt=`, plus
-`params=` (request parameters such as temperature or max_tokens),
-`client=` (your own `httpx.AsyncClient`: proxies, custom auth) and
-`timeouts=` (a `Timeouts(connect=, read=)` per attempt).
+Every constructor takes the model and these keyword options (`ChatOptions`):
+
+- `base_url`: another server speaking the same API (a proxy, a local vLLM ...);
+- `api_key`: default the provider's usual environment variable;
+- `system_prompt`;
+- `params`: request parameters such as `temperature` or `max_tokens`;
+- `client`: your own `httpx.AsyncClient` (proxies, custom auth);
+- `timeouts`: `Timeouts(connect=, read=)` per attempt;
+- `headers`: extra request headers;
+- `limits`: `Limits(max_concurrency=, rpm=, tpm=)` for this model;
+- `retry`: `Retry(max_attempts=, timeout=, ...)` for this model.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from .._errors import ConfigError
+from ..engine.limits import Limits
+from ..engine.retry import Retry
+from ..providers.anthropic import AnthropicProvider
+from ..providers.google import GeminiProvider
 from ..providers.http import HttpProvider
 from ..providers.mock import MockProvider, ReplyScript
 from ..providers.openai import (
@@ -26,8 +36,11 @@ from ..providers.transport import Timeouts
 from .chat import Chat
 
 __all__ = [
+    "ChatOptions",
     "chat",
+    "chat_anthropic",
     "chat_deepseek",
+    "chat_google_gemini",
     "chat_groq",
     "chat_mock",
     "chat_ollama",
@@ -37,12 +50,28 @@ __all__ = [
 ]
 
 
+class ChatOptions(TypedDict, total=False):
+    """Keyword options every HTTP chat constructor takes."""
+
+    base_url: str | None
+    api_key: str | None
+    system_prompt: str | None
+    params: dict[str, Any] | None
+    client: Any
+    timeouts: Timeouts | None
+    headers: dict[str, str] | None
+    limits: Limits | None
+    retry: Retry | None
+
+
 def chat_mock(
     replies: ReplyScript | None = None,
     *,
     model: str = "mock-model",
     system_prompt: str | None = None,
     latency: float = 0.0,
+    limits: Limits | None = None,
+    retry: Retry | None = None,
 ) -> Chat:
     """A deterministic offline chat: the embedded default for examples and tests.
 
@@ -57,45 +86,33 @@ def chat_mock(
         >>> chat_mock(lambda prompt: "42").chat("Anything")
         '42'
     """
-    return Chat(
-        MockProvider(model=model, replies=replies, latency=latency), system_prompt=system_prompt
-    )
-
-
-def _http_chat(
-    cls: type[HttpProvider],
-    model: str,
-    base_url: str | None,
-    api_key: str | None,
-    system_prompt: str | None,
-    params: dict[str, Any] | None,
-    client: Any,
-    timeouts: Timeouts | None,
-    headers: dict[str, str] | None = None,
-) -> Chat:
-    provider = cls(
-        model,
-        base_url=base_url,
-        api_key=api_key,
-        params=params,
-        client=client,
-        timeouts=timeouts,
-        headers=headers,
-    )
+    provider = MockProvider(model=model, replies=replies, latency=latency)
+    provider.limits, provider.retry = limits, retry
     return Chat(provider, system_prompt=system_prompt)
 
 
-def chat_openai(
-    model: str = "gpt-4.1-mini",
-    *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    system_prompt: str | None = None,
-    params: dict[str, Any] | None = None,
-    client: Any = None,
-    timeouts: Timeouts | None = None,
-    headers: dict[str, str] | None = None,
-) -> Chat:
+def _http_chat(cls: type[HttpProvider], model: str, options: ChatOptions) -> Chat:
+    unknown = set(options) - set(ChatOptions.__annotations__)
+    if unknown:
+        raise ConfigError(
+            f"Unknown option(s) {', '.join(sorted(unknown))} for a {cls.name} chat; "
+            f"known: {', '.join(ChatOptions.__annotations__)}."
+        )
+    provider = cls(
+        model,
+        base_url=options.get("base_url"),
+        api_key=options.get("api_key"),
+        params=options.get("params"),
+        client=options.get("client"),
+        timeouts=options.get("timeouts"),
+        headers=options.get("headers"),
+    )
+    provider.limits = options.get("limits")
+    provider.retry = options.get("retry")
+    return Chat(provider, system_prompt=options.get("system_prompt"))
+
+
+def chat_openai(model: str = "gpt-4.1-mini", **options: Unpack[ChatOptions]) -> Chat:
     """A chat with an OpenAI model, or any OpenAI-compatible server via `base_url`.
 
     The key defaults to `OPENAI_API_KEY`.
@@ -104,135 +121,102 @@ def chat_openai(
         >>> chat = chat_openai(model="gpt-4.1-mini", params={"temperature": 0})
         >>> local = chat_openai(model="qwen3", base_url="http://localhost:8000/v1", api_key="x")
     """
-    return _http_chat(
-        OpenAIProvider, model, base_url, api_key, system_prompt, params, client, timeouts, headers
-    )
+    return _http_chat(OpenAIProvider, model, options)
 
 
-def chat_ollama(
-    model: str,
-    *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    system_prompt: str | None = None,
-    params: dict[str, Any] | None = None,
-    client: Any = None,
-    timeouts: Timeouts | None = None,
-) -> Chat:
+def chat_anthropic(model: str = "claude-sonnet-4-5", **options: Unpack[ChatOptions]) -> Chat:
+    """A chat with an Anthropic (Claude) model over the Messages API.
+
+    The key defaults to `ANTHROPIC_API_KEY`. `max_tokens` defaults to 4096
+    (the API requires one); set it, `temperature`, `thinking` and the like in
+    `params`. `headers` adds request headers such as `anthropic-beta`.
+
+    Example:
+        >>> chat = chat_anthropic(model="claude-sonnet-4-5", params={"temperature": 0})
+        >>> thinking = {"type": "enabled", "budget_tokens": 2048}
+        >>> thinker = chat_anthropic(params={"thinking": thinking})
+    """
+    return _http_chat(AnthropicProvider, model, options)
+
+
+def chat_google_gemini(model: str = "gemini-2.5-flash", **options: Unpack[ChatOptions]) -> Chat:
+    """A chat with a Google Gemini model through the `generateContent` API.
+
+    The key defaults to `GEMINI_API_KEY`, then `GOOGLE_API_KEY`. `params` go
+    into Gemini's `generationConfig`: `max_tokens`, `temperature`, `top_p`,
+    `top_k`, `stop` and `thinking_budget` are translated, other keys pass
+    through as given; `safety_settings` and `tool_config` go to the top.
+
+    Example:
+        >>> chat = chat_google_gemini(model="gemini-2.5-flash", params={"temperature": 0})
+    """
+    return _http_chat(GeminiProvider, model, options)
+
+
+def chat_ollama(model: str, **options: Unpack[ChatOptions]) -> Chat:
     """A model served by Ollama (default http://localhost:11434/v1; no key needed).
 
     Example:
         >>> chat = chat_ollama(model="llama3.2")
     """
-    return _http_chat(
-        OllamaProvider, model, base_url, api_key, system_prompt, params, client, timeouts
-    )
+    return _http_chat(OllamaProvider, model, options)
 
 
-def chat_vllm(
-    model: str,
-    *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    system_prompt: str | None = None,
-    params: dict[str, Any] | None = None,
-    client: Any = None,
-    timeouts: Timeouts | None = None,
-) -> Chat:
+def chat_vllm(model: str, **options: Unpack[ChatOptions]) -> Chat:
     """A model served by vLLM (default http://localhost:8000/v1; key `VLLM_API_KEY` if set).
 
     Example:
         >>> chat = chat_vllm(model="Qwen/Qwen3-8B", base_url="http://gpu-box:8000/v1")
     """
-    return _http_chat(
-        VLLMProvider, model, base_url, api_key, system_prompt, params, client, timeouts
-    )
+    return _http_chat(VLLMProvider, model, options)
 
 
-def chat_openrouter(
-    model: str,
-    *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    system_prompt: str | None = None,
-    params: dict[str, Any] | None = None,
-    client: Any = None,
-    timeouts: Timeouts | None = None,
-) -> Chat:
+def chat_openrouter(model: str, **options: Unpack[ChatOptions]) -> Chat:
     """A model through OpenRouter (key `OPENROUTER_API_KEY`).
 
     Example:
         >>> chat = chat_openrouter(model="meta-llama/llama-3.3-70b-instruct")
     """
-    return _http_chat(
-        OpenRouterProvider, model, base_url, api_key, system_prompt, params, client, timeouts
-    )
+    return _http_chat(OpenRouterProvider, model, options)
 
 
-def chat_groq(
-    model: str,
-    *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    system_prompt: str | None = None,
-    params: dict[str, Any] | None = None,
-    client: Any = None,
-    timeouts: Timeouts | None = None,
-) -> Chat:
+def chat_groq(model: str, **options: Unpack[ChatOptions]) -> Chat:
     """A model on Groq (key `GROQ_API_KEY`).
 
     Example:
         >>> chat = chat_groq(model="llama-3.3-70b-versatile")
     """
-    return _http_chat(
-        GroqProvider, model, base_url, api_key, system_prompt, params, client, timeouts
-    )
+    return _http_chat(GroqProvider, model, options)
 
 
-def chat_deepseek(
-    model: str = "deepseek-chat",
-    *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    system_prompt: str | None = None,
-    params: dict[str, Any] | None = None,
-    client: Any = None,
-    timeouts: Timeouts | None = None,
-) -> Chat:
+def chat_deepseek(model: str = "deepseek-chat", **options: Unpack[ChatOptions]) -> Chat:
     """A DeepSeek model (key `DEEPSEEK_API_KEY`).
 
     Example:
         >>> chat = chat_deepseek()
     """
-    return _http_chat(
-        DeepSeekProvider, model, base_url, api_key, system_prompt, params, client, timeouts
-    )
+    return _http_chat(DeepSeekProvider, model, options)
 
 
-def _constructors() -> dict[str, Any]:
-    from . import constructors as c
-
-    table: dict[str, Any] = {
-        "openai": c.chat_openai,
-        "ollama": c.chat_ollama,
-        "vllm": c.chat_vllm,
-        "openrouter": c.chat_openrouter,
-        "groq": c.chat_groq,
-        "deepseek": c.chat_deepseek,
-        "mock": lambda model, **kw: chat_mock(model=model, system_prompt=kw.get("system_prompt")),
-    }
-    for name, attr in (
-        ("anthropic", "chat_anthropic"),
-        ("google", "chat_google_gemini"),
-        ("gemini", "chat_google_gemini"),
-    ):
-        if hasattr(c, attr):
-            table[name] = getattr(c, attr)
-    return table
+_CONSTRUCTORS: dict[str, Any] = {
+    "openai": chat_openai,
+    "anthropic": chat_anthropic,
+    "google": chat_google_gemini,
+    "gemini": chat_google_gemini,
+    "ollama": chat_ollama,
+    "vllm": chat_vllm,
+    "openrouter": chat_openrouter,
+    "groq": chat_groq,
+    "deepseek": chat_deepseek,
+    "mock": lambda model, **kw: chat_mock(model=model, **kw),
+}
 
 
-def chat(provider_model: str, **kwargs: Any) -> Chat:
+def chat(provider_model: str, **options: Any) -> Chat:
     """A chat from a `"provider/model"` string, with the named constructor's options.
+
+    Providers: openai, anthropic, google (or gemini), ollama, vllm,
+    openrouter, groq, deepseek, mock.
 
     Example:
         >>> chat("openai/gpt-4.1-mini", system_prompt="Be brief.")
@@ -240,15 +224,14 @@ def chat(provider_model: str, **kwargs: Any) -> Chat:
         >>> chat("ollama/llama3.2")
     """
     provider, sep, model = provider_model.partition("/")
-    table = _constructors()
     if not sep or not model:
         raise ConfigError(
             f"'{provider_model}' is not 'provider/model', e.g. 'openai/gpt-4.1-mini'."
         )
-    make = table.get(provider.lower())
+    make = _CONSTRUCTORS.get(provider.lower())
     if make is None:
         raise ConfigError(
             f"Unknown provider '{provider}' in '{provider_model}'. "
-            f"Known: {', '.join(sorted(table))}."
+            f"Known: {', '.join(sorted(_CONSTRUCTORS))}."
         )
-    return make(model=model, **kwargs)
+    return make(model=model, **options)

@@ -84,9 +84,10 @@ class Tool:
                 value = await self.fn(**kwargs)
             else:
                 value = await anyio.to_thread.run_sync(functools.partial(self.fn, **kwargs))
+            value = msgspec.to_builtins(value)
         except Exception as exc:  # the model gets to see what went wrong and try again
             return ContentToolResult(request.id, request.name, error=f"{type(exc).__name__}: {exc}")
-        return ContentToolResult(request.id, request.name, value=msgspec.to_builtins(value))
+        return ContentToolResult(request.id, request.name, value=value)
 
     def __repr__(self) -> str:
         return f"<Tool {self.name}>"

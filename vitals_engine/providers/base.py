@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ..chat.turns import Turn
+
+if TYPE_CHECKING:
+    from ..engine.limits import Limits
+    from ..engine.retry import Retry
 
 __all__ = ["ChatRequest", "Provider", "ToolDef"]
 
@@ -46,6 +50,9 @@ class Provider(ABC):
         self.model = model
         self.base_url = base_url
         self.params = dict(params or {})
+        #: This model's own rate limits and retry policy (None: the run's).
+        self.limits: Limits | None = None
+        self.retry: Retry | None = None
 
     @property
     def endpoint(self) -> tuple[str, str, str]:

@@ -170,6 +170,9 @@ def _clean(schema: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[str
                 out[key] = value
         elif key in _SCHEMA_KEYS:
             out[key] = value
+    enum = out.get("enum")
+    if isinstance(enum, list) and "type" not in out and all(isinstance(v, str) for v in enum):
+        out["type"] = "string"  # Gemini's enums are string enums
     return out
 
 

@@ -12,6 +12,7 @@ It is never part of `repr()`, of an error message, or of anything logged.
 from __future__ import annotations
 
 import email.utils
+import math
 import os
 import re
 import time
@@ -48,9 +49,11 @@ def _parse_duration(text: str) -> float | None:
     """'1.5', '20ms', '6m0s', '1h2m3s' -> seconds."""
     text = text.strip()
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         pass
+    else:
+        return value if math.isfinite(value) and value >= 0 else None
     match = _DURATION.match(text)
     if not match or not any(match.groups()):
         return None
@@ -74,11 +77,11 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     """The wait a provider asks for, from `retry-after-ms`, `retry-after`, or the
     rate-limit reset headers of OpenAI (`x-ratelimit-reset-*`) and Anthropic
     (`anthropic-ratelimit-*-reset`). None when no header says."""
+    headers = {k.lower(): v for k, v in headers.items()}
     if "retry-after-ms" in headers:
-        try:
-            return float(headers["retry-after-ms"]) / 1000
-        except ValueError:
-            pass
+        millis = _parse_duration(headers["retry-after-ms"])
+        if millis is not None:
+            return millis / 1000
     if "retry-after" in headers:
         value = headers["retry-after"].strip()
         seconds = _parse_duration(value)

@@ -122,6 +122,7 @@ class MockServer:
         self.host = host
         self.port = port
         self._state = _State(latency=latency, keep_log=keep_log)
+        self._initial_latency = latency
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._formats = {f.name: f for f in _formats()}
@@ -176,6 +177,8 @@ class MockServer:
         """Fail the next `times` requests (for `model`, or any) with `kind`."""
         if kind not in KINDS:
             raise ValueError(f"unknown failure kind {kind!r}; one of {sorted(KINDS)}")
+        if times is not None and times <= 0:
+            return
         with self._lock:
             self._state.plans.append(Failure(kind, times, model, retry_after, header))
 
@@ -193,8 +196,12 @@ class MockServer:
         self._minute.clear()
 
     def reset(self) -> None:
-        """Forget counters, the request log, failures, limits and scripts."""
+        """Back to how the server started: counters, request log, failures, limits,
+        scripts, latency and token knobs."""
         with self._lock:
+            self._state.latency = self._initial_latency
+            self._state.cached_tokens = 0
+            self._state.reasoning_tokens = 0
             self.requests = 0
             self.requests_by_model.clear()
             self.log.clear()
@@ -320,7 +327,7 @@ class MockServer:
         try:
             body = msgspec.json.decode(raw)
             request = fmt.parse(body, http.match_info)
-        except (msgspec.DecodeError, ValueError, KeyError, TypeError) as exc:
+        except (msgspec.DecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
             return web.json_response(fmt.error_body(400, f"invalid request: {exc}"), status=400)
         with self._lock:
             self.requests += 1

@@ -158,6 +158,12 @@ class GoogleFormat(WireFormat):
     route = "/v1beta/models/{model_action}"
 
     def parse(self, body: Any, path: Mapping[str, str]) -> MockRequest:
+        try:
+            return self._parse(body, path)
+        except AttributeError as exc:  # a list or a string where the API wants an object
+            raise ValueError(f"Invalid JSON payload received: wrong shape ({exc})") from exc
+
+    def _parse(self, body: Any, path: Mapping[str, str]) -> MockRequest:
         model, _, action = path["model_action"].partition(":")
         if action != "generateContent":
             raise ValueError(f"unknown method '{action}': this mock serves generateContent")
