@@ -4,3 +4,14 @@ import pytest
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request):
     return request.param
+
+
+@pytest.fixture
+def no_retries(monkeypatch):
+    """Model calls outside a run make one attempt: for tests of how a failure is classified."""
+    import importlib
+
+    import vitals_engine as ve
+
+    calls = importlib.import_module("vitals_engine.chat.calls")
+    monkeypatch.setattr(calls, "DEFAULT_RETRY", ve.Retry(max_attempts=1))

@@ -81,7 +81,9 @@ async def test_a_failing_sample_is_recorded_and_the_run_goes_on(tmp_path):
         return input.split()[1].rstrip("?").replace("+1", "")
 
     task = ve.Task(numbered(3), solver=solver, scorer=ve.detect_includes(), dir=tmp_path)
-    await task.eval_async()
+    with pytest.raises(ve.EvalFailedError, match="1 of 3 samples failed") as failed:
+        await task.eval_async()
+    assert failed.value.log_path == str(task.log_path)
     frame = task.get_samples()
     assert frame["error"].to_list() == [None, "ValueError while solving: the model refused", None]
     assert frame["result"].to_list()[1] is None
@@ -102,7 +104,7 @@ async def test_a_failing_scorer_is_recorded_per_sample(tmp_path):
         return "C"
 
     task = ve.Task(numbered(2), solver=ve.generate(ve.chat_mock()), scorer=scorer, dir=tmp_path)
-    await task.eval_async()
+    await task.eval_async(fail_on_error=1)
     assert task.get_samples()["error"].to_list() == [
         "RuntimeError while scoring: judge offline",
         None,

@@ -12,7 +12,7 @@ import pytest
 import vitals_engine as ve
 from vitals_engine.providers.http import retry_after_seconds
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_retries")]
 
 BASE_URL = "http://provider.test/v1"
 

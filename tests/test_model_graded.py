@@ -188,8 +188,10 @@ async def test_generate_structured_bad_reply_fails_the_sample(tmp_path):
         scorer=ve.detect_includes(),
         dir=tmp_path,
     )
-    await task.eval_async()
-    assert "ExtractionError" in task.get_samples()["error"][0]
+    await task.eval_async(fail_on_error=False)
+    error = task.get_samples()["error"][0]
+    assert error.startswith("ExtractionError while solving")
+    assert "$.answer" in error
 
 
 def test_generate_structured_needs_a_type():

@@ -15,6 +15,8 @@ from vitals_engine.providers.transport import Timeouts
 from vitals_engine.testing import MockReply, MockServer
 from vitals_engine.testing.formats.anthropic import signature_of
 
+pytestmark = pytest.mark.usefixtures("no_retries")
+
 KEY = "sk-ant-test-secret-0123456789"
 PNG = b"\x89PNG\r\n\x1a\n fake image bytes"
 

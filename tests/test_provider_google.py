@@ -21,7 +21,7 @@ from vitals_engine.providers.google import GeminiProvider, gemini_schema
 from vitals_engine.providers.transport import Timeouts
 from vitals_engine.testing import MockServer, MockToolCall, reply
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_retries")]
 
 SECRET = "test-key-s3cr3t-0042"
 

@@ -16,7 +16,7 @@ from vitals_engine.chat import pricing
 from vitals_engine.providers.transport import Timeouts
 from vitals_engine.testing import MockReply, MockServer, MockToolCall
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_retries")]
 
 KEY = "sk-test"
 

@@ -16,6 +16,7 @@ from .chat.usage import UsageLedger
 
 if TYPE_CHECKING:
     from .chat.chat import Chat
+    from .engine.scope import ModelCall
 
 __all__ = ["GRADES", "Sample", "SampleError", "SampleRecord", "Score", "Solution", "SolvedSample"]
 
@@ -119,6 +120,12 @@ class SampleRecord:
     score_started: float | None = None
     score_completed: float | None = None
     usage: UsageLedger = field(default_factory=UsageLedger)
+    calls: list[ModelCall] = field(default_factory=list)
+
+    @property
+    def retries(self) -> int:
+        """How many model calls of this sample were retried, in all."""
+        return sum(len(call.retries) for call in self.calls)
 
     @property
     def key(self) -> tuple[int | str, int]:

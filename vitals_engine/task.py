@@ -7,7 +7,9 @@ sync ones work in scripts, in notebooks and in worker threads.
 
 from __future__ import annotations
 
+import collections
 import copy
+import functools
 import hashlib
 import importlib.metadata
 import time
@@ -21,55 +23,27 @@ import anyio
 import polars as pl
 
 from . import config
-from ._errors import ConfigError, TaskStateError
+from ._errors import EvalFailedError, TaskStateError
 from ._sync import run_sync
 from .chat.chat import Chat
 from .chat.usage import UsageLedger
 from .dataset import DatasetRow, dataset_name, expand_epochs, load_dataset
 from .engine.calls import FunctionSpec, describe, route_kwargs
+from .engine.limits import Limits
+from .engine.retry import Retry
 from .engine.run import Run
 from .frames import dataset_frame, records_frame
 from .log import schema as log_schema
 from .log.compose import RunHeader, compose_header, compose_sample
 from .log.writer import clean_task_name, log_file_name, new_id, write_json_log
 from .metrics import Metric, check_metrics, compute_metrics, score_series
+from .options import DEFAULT_CONCURRENCY, RunOptions, allowed_failures, check_epochs
+from .progress import ProgressBar
 from .providers.pool import transport_scope
 from .samples import SampleRecord
+from .streaming import SampleStream, Sink, first_error
 
 __all__ = ["Task"]
-
-DEFAULT_CONCURRENCY = 10
-
-
-def _check_epochs(epochs: Any) -> int | None:
-    if epochs is None:
-        return None
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ConfigError(f"`epochs` must be a whole number of at least 1, not {epochs!r}.")
-    return epochs
-
-
-def _check_concurrency(value: Any) -> int:
-    if value is None:
-        return DEFAULT_CONCURRENCY
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"`max_concurrency` must be a whole number of at least 1, not {value!r}.")
-    return value
-
-
-def _leaf_exceptions(exc: BaseException) -> Iterator[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaf_exceptions(inner)
-    else:
-        yield exc
-
-
-def _unwrap(exc: BaseException) -> BaseException:
-    """The error a user should see from a task group's exception group."""
-    cancelled = anyio.get_cancelled_exc_class()
-    leaves = list(_leaf_exceptions(exc))
-    return next((e for e in leaves if not isinstance(e, cancelled)), leaves[0] if leaves else exc)
 
 
 class Task:
@@ -114,7 +88,7 @@ class Task:
         self._solver = solver
         self._scorer = scorer
         self._metric_fns = check_metrics(metrics)
-        self._epochs = _check_epochs(epochs)
+        self._epochs = check_epochs(epochs)
         self.name = clean_task_name(name or dataset_name(dataset) or "task")
         self.dir: Path = Path(dir or config.log_dir() or config.DEFAULT_LOG_DIR)
         self.metrics: dict[str, float] | None = None
@@ -204,20 +178,42 @@ class Task:
         epochs: int | None = None,
         view: bool = False,
         max_concurrency: int | None = None,
+        limits: Limits | None = None,
+        retry: Retry | None = None,
+        fail_on_error: bool | int | float | None = None,
+        progress: bool | None = None,
         **kwargs: Any,
     ) -> Task:
         """Solve, score, measure and log, then return the task.
 
-        Keyword arguments the solver or scorer declare are routed to them, so
-        `task.eval(solver_chat=other_chat)` re-runs on another model.
+        Args:
+            epochs: runs per sample (default: `Task(epochs=)`, else 1).
+            view: open the viewer on the log directory afterwards.
+            max_concurrency: samples in flight at once (default 32).
+            limits: `Limits(max_concurrency=, rpm=, tpm=)` for every model of
+                the run (a model's own `limits=` wins).
+            retry: `Retry(max_attempts=, timeout=, sample_timeout=)` for every
+                model call of the run (a model's own `retry=` wins).
+            fail_on_error: failed samples tolerated before the run fails:
+                None/True none, False any, a count, or a fraction below 1.
+                When exceeded, the log is written and `EvalFailedError` raised.
+            progress: draw a progress bar on stderr (default: when stderr is
+                a terminal).
+            **kwargs: routed to the solver and/or scorer by their signatures,
+                so `task.eval(solver_chat=other_chat)` re-runs on another model.
         """
-        return run_sync(self._eval_kw, epochs, view, max_concurrency, kwargs)
-
-    async def _eval_kw(
-        self, epochs: int | None, view: bool, max_concurrency: int | None, kwargs: dict[str, Any]
-    ) -> Task:
-        return await self.eval_async(
-            epochs=epochs, view=view, max_concurrency=max_concurrency, **kwargs
+        return run_sync(
+            functools.partial(
+                self.eval_async,
+                epochs=epochs,
+                view=view,
+                max_concurrency=max_concurrency,
+                limits=limits,
+                retry=retry,
+                fail_on_error=fail_on_error,
+                progress=progress,
+                **kwargs,
+            )
         )
 
     async def eval_async(
@@ -226,118 +222,200 @@ class Task:
         epochs: int | None = None,
         view: bool = False,
         max_concurrency: int | None = None,
+        limits: Limits | None = None,
+        retry: Retry | None = None,
+        fail_on_error: bool | int | float | None = None,
+        progress: bool | None = None,
         **kwargs: Any,
     ) -> Task:
         """The async form of `eval()`."""
-        if self._scorer_spec is None:
-            raise TaskStateError("This task has no scorer: pass scorer= or call set_scorer().")
-        solver_kw, scorer_kw = route_kwargs(kwargs, self._solver_spec, self._scorer_spec)
-        await self._run(
-            solve=True,
-            score=True,
+        options = RunOptions.check(
             epochs=epochs,
             max_concurrency=max_concurrency,
-            solver_kwargs=solver_kw,
-            scorer_kwargs=scorer_kw,
+            limits=limits,
+            retry=retry,
+            fail_on_error=fail_on_error,
+            progress=progress,
         )
-        self.measure()
-        self.log()
+        await self._evaluate(options, kwargs, None)
         if view:
             self.view()
         return self
 
+    def stream_async(
+        self,
+        *,
+        epochs: int | None = None,
+        max_concurrency: int | None = None,
+        limits: Limits | None = None,
+        retry: Retry | None = None,
+        fail_on_error: bool | int | float | None = None,
+        progress: bool | None = False,
+        **kwargs: Any,
+    ) -> SampleStream:
+        """Evaluate, handing each sample to the caller as soon as it is solved and scored.
+
+        A slow consumer slows the run (nothing piles up in memory); leaving
+        the block early cancels the run and logs what finished.
+
+        Example:
+            >>> async with task.stream_async(epochs=2) as samples:
+            ...     async for record in samples:
+            ...         print(record.sample.id, record.score.value if record.score else None)
+        """
+        options = RunOptions.check(
+            epochs=epochs,
+            max_concurrency=max_concurrency,
+            limits=limits,
+            retry=retry,
+            fail_on_error=fail_on_error,
+            progress=progress,
+        )
+        return SampleStream(functools.partial(self._evaluate, options, kwargs))
+
+    async def _evaluate(
+        self, options: RunOptions, kwargs: dict[str, Any], sink: Sink | None
+    ) -> None:
+        if self._scorer_spec is None:
+            raise TaskStateError("This task has no scorer: pass scorer= or call set_scorer().")
+        solver_kw, scorer_kw = route_kwargs(kwargs, self._solver_spec, self._scorer_spec)
+        await self._run(
+            options,
+            solve=True,
+            score=True,
+            solver_kwargs=solver_kw,
+            scorer_kwargs=scorer_kw,
+            sink=sink,
+        )
+        self.measure()
+        self.log()
+        self._raise_if_failed(options)
+
     def solve(
         self, *, epochs: int | None = None, max_concurrency: int | None = None, **kwargs: Any
     ) -> Task:
-        """Run the solver on every sample (and epoch); clears earlier results."""
-        return run_sync(self._solve_kw, epochs, max_concurrency, kwargs)
+        """Run the solver on every sample (and epoch); clears earlier results.
 
-    async def _solve_kw(
-        self, epochs: int | None, max_concurrency: int | None, kwargs: dict[str, Any]
-    ) -> Task:
-        return await self.solve_async(epochs=epochs, max_concurrency=max_concurrency, **kwargs)
+        Takes `epochs`, `max_concurrency` and the same `limits`, `retry` and
+        `progress` options as `eval()`; other keywords are routed to the solver.
+        """
+        return run_sync(
+            functools.partial(
+                self.solve_async, epochs=epochs, max_concurrency=max_concurrency, **kwargs
+            )
+        )
 
     async def solve_async(
-        self, *, epochs: int | None = None, max_concurrency: int | None = None, **kwargs: Any
+        self,
+        *,
+        epochs: int | None = None,
+        max_concurrency: int | None = None,
+        limits: Limits | None = None,
+        retry: Retry | None = None,
+        progress: bool | None = None,
+        **kwargs: Any,
     ) -> Task:
         """The async form of `solve()`."""
-        solver_kw, _ = route_kwargs(kwargs, self._solver_spec, None)
-        await self._run(
-            solve=True,
-            score=False,
+        options = RunOptions.check(
             epochs=epochs,
             max_concurrency=max_concurrency,
-            solver_kwargs=solver_kw,
+            limits=limits,
+            retry=retry,
+            progress=progress,
         )
+        solver_kw, _ = route_kwargs(kwargs, self._solver_spec, None)
+        await self._run(options, solve=True, score=False, solver_kwargs=solver_kw)
         return self
 
     def score(self, *, max_concurrency: int | None = None, **kwargs: Any) -> Task:
-        """Run the scorer on every solved sample; clears earlier scores."""
-        return run_sync(self._score_kw, max_concurrency, kwargs)
+        """Run the scorer on every solved sample; clears earlier scores.
 
-    async def _score_kw(self, max_concurrency: int | None, kwargs: dict[str, Any]) -> Task:
-        return await self.score_async(max_concurrency=max_concurrency, **kwargs)
+        Takes `max_concurrency`, `limits`, `retry` and `progress` like
+        `eval()`; other keywords are routed to the scorer.
+        """
+        return run_sync(
+            functools.partial(self.score_async, max_concurrency=max_concurrency, **kwargs)
+        )
 
-    async def score_async(self, *, max_concurrency: int | None = None, **kwargs: Any) -> Task:
+    async def score_async(
+        self,
+        *,
+        max_concurrency: int | None = None,
+        limits: Limits | None = None,
+        retry: Retry | None = None,
+        progress: bool | None = None,
+        **kwargs: Any,
+    ) -> Task:
         """The async form of `score()`."""
         if self._records is None:
             raise TaskStateError("Task has not been solved yet. Run task.solve() first.")
         if self._scorer_spec is None:
             raise TaskStateError("This task has no scorer: pass scorer= or call set_scorer().")
-        _, scorer_kw = route_kwargs(kwargs, None, self._scorer_spec)
-        await self._run(
-            solve=False, score=True, max_concurrency=max_concurrency, scorer_kwargs=scorer_kw
+        options = RunOptions.check(
+            max_concurrency=max_concurrency, limits=limits, retry=retry, progress=progress
         )
+        _, scorer_kw = route_kwargs(kwargs, None, self._scorer_spec)
+        await self._run(options, solve=False, score=True, scorer_kwargs=scorer_kw)
         return self
 
     async def _run(
         self,
+        options: RunOptions,
         *,
         solve: bool,
         score: bool,
-        epochs: int | None = None,
-        max_concurrency: int | None = None,
         solver_kwargs: dict[str, Any] | None = None,
         scorer_kwargs: dict[str, Any] | None = None,
+        sink: Sink | None = None,
     ) -> None:
-        epochs = _check_epochs(epochs) or self._epochs or 1
-        concurrency = _check_concurrency(max_concurrency)
+        epochs = options.epochs or self._epochs or 1
         if solve:
             self._reset_solutions()
             self._run_id, self._eval_id, self._created = new_id(), new_id(), time.time()
             self._run_epochs = epochs
             records: list[SampleRecord] = []
             source: Any = _collecting(expand_epochs(self._rows, epochs), records)
+            total = len(self._rows) * epochs
         else:
             self._reset_scores()
             records = list(self._records or [])
             source = records
-        self._concurrency = concurrency
-        scorer = self._scorer_spec if score else None
+            total = len(records)
+        self._concurrency = options.max_concurrency
+        bar = ProgressBar(self.name) if options.progress else None
         run = Run(
             solver=self._solver_spec if solve else None,
-            scorer=scorer,
+            scorer=self._scorer_spec if score else None,
             solver_kwargs=solver_kwargs,
             scorer_kwargs=scorer_kwargs,
-            concurrency=concurrency,
+            concurrency=options.max_concurrency,
             samples_frame=lambda recs: records_frame(recs, None, scored=False),
+            limits=options.limits,
+            retry=options.retry,
+            total=total,
+            on_progress=bar.update if bar is not None else None,
         )
         self._status = "started"
         self._run_error = None
         try:
-            async with transport_scope(pool_size=concurrency):
-                await run.execute(source if solve else records, _noop_sink)
+            async with transport_scope(pool_size=options.max_concurrency):
+                await run.execute(source, sink or _noop_sink)
         except BaseException as exc:
-            error = _unwrap(exc)
-            self._finish_run(run, solve, score, records, failed=error)
+            error = first_error(exc)
+            self._finish_run(run, options, solve, score, records, failed=error)
             if error is not exc:
                 raise error from None
             raise
-        self._finish_run(run, solve, score, records, failed=None)
+        finally:
+            if bar is not None:
+                bar.update(run.progress(), force=True)
+                bar.close()
+        self._finish_run(run, options, solve, score, records, failed=None)
 
     def _finish_run(
         self,
         run: Run,
+        options: RunOptions,
         solve: bool,
         score: bool,
         records: list[SampleRecord],
@@ -359,7 +437,25 @@ class Task:
                 self._write_log(self.dir)
         else:
             failures = sum(1 for r in records if r.error is not None)
-            self._status = "error" if failures else "success"
+            allowed = allowed_failures(options.fail_on_error, len(records))
+            self._status = "error" if failures > allowed else "success"
+
+    def _raise_if_failed(self, options: RunOptions) -> None:
+        records = self._records or []
+        failed = [r for r in records if r.error is not None]
+        allowed = allowed_failures(options.fail_on_error, len(records))
+        if len(failed) <= allowed:
+            return
+        reasons = collections.Counter(str(r.error) for r in failed)
+        common = "; ".join(f"{why} ({n}x)" for why, n in reasons.most_common(3))
+        allowance = "none" if allowed == 0 else f"at most {allowed:g}"
+        raise EvalFailedError(
+            f"{len(failed)} of {len(records)} samples failed (fail_on_error allows {allowance}). "
+            f"Most common: {common}. The log with every finished sample: {self.log_path}",
+            failed=len(failed),
+            total=len(records),
+            log_path=str(self.log_path) if self.log_path else None,
+        )
 
     # -- results ------------------------------------------------------------------
 

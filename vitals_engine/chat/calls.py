@@ -1,28 +1,134 @@
 """One model call: the single place every request of every chat goes through.
 
-It prices the reply and records it in the usage scope of the running sample
-stage (see `usage.py`), so cost by role and model is exact.
+`call_model` applies the endpoint's limits (pause gate, rpm/tpm buckets,
+adaptive concurrency), retries retryable failures with backoff that honours
+Retry-After, prices the reply, and records it in the current `CallScope`:
+
+- the run's usage ledger and the sample's, under the scope's role (solver
+  or scorer), so cost by role and model is exact;
+- the sample's list of model calls (with timing and retries), which the log
+  turns into model events.
+
+The engine opens a scope around each sample's solve and score stage. A chat
+used outside any run gets no shared limits but still the default retries.
+Waiting for a retry never holds a connection slot.
 """
 
 from __future__ import annotations
 
+import time
+
+import anyio
 import msgspec
 
+from .._errors import ProviderError, ProviderTimeout, RateLimitError
+from .._logging import log
+from ..engine.clock import SystemClock
+from ..engine.limits import EndpointLimiter
+from ..engine.retry import Retry, RetryNote, backoff_delay
+from ..engine.scope import ModelCall, current_scope
 from ..providers.base import ChatRequest, Provider
 from .pricing import cost_of
 from .turns import TokenUsage, Turn
-from .usage import current_scope
 
-__all__ = ["call_model"]
+__all__ = ["call_model", "estimate_tokens"]
+
+DEFAULT_RETRY = Retry()
+_SYSTEM_CLOCK = SystemClock()
+
+
+def estimate_tokens(request: ChatRequest) -> int:
+    """A cheap guess of a call's tokens before it is made (about 4 characters a token)."""
+    chars = len(request.system_prompt or "") + sum(len(t.text) for t in request.turns)
+    params = {**request.params}
+    output = params.get("max_tokens") or params.get("max_completion_tokens") or 256
+    return chars // 4 + int(output)
+
+
+def _reason(error: ProviderError) -> str:
+    status = f"HTTP {error.status}" if error.status is not None else type(error).__name__
+    return f"{status}: {error.message}"[:200]
+
+
+async def _attempt(
+    provider: Provider,
+    request: ChatRequest,
+    attempt_timeout: float | None,
+    limiter: EndpointLimiter | None,
+) -> Turn:
+    try:
+        if limiter is not None:
+            async with limiter.slot():
+                with anyio.fail_after(attempt_timeout):
+                    return await provider.generate(request)
+        with anyio.fail_after(attempt_timeout):
+            return await provider.generate(request)
+    except TimeoutError as exc:
+        raise ProviderTimeout(
+            f"no answer within {attempt_timeout:g}s", provider=provider.name, model=provider.model
+        ) from exc
 
 
 async def call_model(provider: Provider, request: ChatRequest) -> Turn:
-    """Send `request` to `provider` and return the priced assistant turn."""
-    turn = await provider.generate(request)
-    tokens = turn.tokens or TokenUsage()
-    cost = cost_of(provider.name, turn.model or provider.model, tokens)
-    turn = msgspec.structs.replace(turn, cost=cost)
+    """Send `request` to `provider` under the scope's limits and retries; return the
+    priced assistant turn."""
     scope = current_scope()
+    policy = provider.retry or (scope.retry if scope else None) or DEFAULT_RETRY
+    clock = scope.clock if scope and scope.clock else _SYSTEM_CLOCK
+    limiter = scope.limiter(provider) if scope else None
+    estimate = estimate_tokens(request) if limiter is not None and limiter.tokens else 0
+    notes: list[RetryNote] = []
+    started = time.time()
+    attempt = 0
+    while True:
+        attempt += 1
+        if limiter is not None:
+            await limiter.wait_turn(estimate)
+        try:
+            turn = await _attempt(provider, request, policy.timeout, limiter)
+            break
+        except ProviderError as exc:
+            if limiter is not None and isinstance(exc, RateLimitError):
+                limiter.on_rate_limited(exc.retry_after)
+            if not exc.retryable or attempt >= policy.max_attempts:
+                if scope is not None and scope.calls is not None:
+                    scope.calls.append(
+                        ModelCall(
+                            scope.role,
+                            provider.model_id,
+                            request,
+                            None,
+                            started,
+                            time.time(),
+                            notes,
+                            error=str(exc),
+                        )
+                    )
+                raise
+            wait = backoff_delay(attempt, exc, policy)
+            note = RetryNote(time.time(), provider.model_id, attempt, _reason(exc), wait)
+            notes.append(note)
+            log.info(
+                "retrying model call",
+                model=provider.model_id,
+                attempt=attempt,
+                reason=note.reason,
+                wait=round(wait, 3),
+            )
+            if scope is not None and scope.on_retry is not None:
+                scope.on_retry(note)
+            await clock.sleep(wait)
+    tokens = turn.tokens or TokenUsage()
+    if limiter is not None:
+        limiter.on_success()
+        limiter.reconcile(estimate, tokens.total)
+    cost = cost_of(provider.name, turn.model or provider.model, tokens)
+    turn = msgspec.structs.replace(turn, cost=cost, retries=len(notes))
     if scope is not None:
-        scope.record(provider.name, provider.model, tokens, cost)
+        for ledger in scope.ledgers:
+            ledger.record(scope.role, provider.name, provider.model, tokens, cost)
+        if scope.calls is not None:
+            scope.calls.append(
+                ModelCall(scope.role, provider.model_id, request, turn, started, time.time(), notes)
+            )
     return turn

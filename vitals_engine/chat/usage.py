@@ -1,24 +1,21 @@
 """Token and cost accounting that belongs to a run, not to the process.
 
 A `UsageLedger` sums every model call per (role, provider, model). The engine
-opens a `usage_scope(role, ledgers)` around each sample's solve and score
-stage; a `Chat` records each completed call into every ledger of the scope it
-runs in. Outside any scope (a chat used on its own) nothing is recorded
-globally: the chat's own turns still carry their tokens.
+opens a call scope (`engine/scope.py`) around each sample's solve and score
+stage; every completed call is recorded into the ledgers of the scope it
+runs in (the run's and the sample's). Outside any scope (a chat used on its
+own) nothing is recorded globally: the chat's own turns carry their tokens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import polars as pl
 
 from .turns import TokenUsage
 
-__all__ = ["UsageLedger", "UsageRow", "current_scope", "usage_scope"]
+__all__ = ["UsageLedger", "UsageRow"]
 
 
 @dataclass(slots=True)
@@ -116,32 +113,3 @@ class UsageLedger:
                 "cost": pl.Float64,
             },
         )
-
-
-@dataclass(frozen=True, slots=True)
-class UsageScope:
-    role: str
-    ledgers: tuple[UsageLedger, ...]
-
-    def record(self, provider: str, model: str, tokens: TokenUsage, cost: float | None) -> None:
-        for ledger in self.ledgers:
-            ledger.record(self.role, provider, model, tokens, cost)
-
-
-_scope: ContextVar[UsageScope | None] = ContextVar("vitals_usage_scope", default=None)
-
-
-def current_scope() -> UsageScope | None:
-    """The usage scope of the running sample stage, if any."""
-    return _scope.get()
-
-
-@contextmanager
-def usage_scope(role: str, *ledgers: UsageLedger) -> Iterator[UsageScope]:
-    """Attribute every model call made inside to `role`, in each of `ledgers`."""
-    scope = UsageScope(role, ledgers)
-    token = _scope.set(scope)
-    try:
-        yield scope
-    finally:
-        _scope.reset(token)

@@ -1,11 +1,14 @@
 """One run of a task: the stage functions the supervisor drives, and their bookkeeping.
 
 A `Run` owns what lives exactly as long as a run: the usage ledger, the
-thread limiter for sync user code, and the timestamps. Its stage functions
-attribute model usage to the role (solver or scorer) through a usage scope,
-record a sample's own failure on its record, and let contract violations
-(`ConfigError`, `SolverError`, `ScorerError`) end the run, since they would
-fail every sample alike.
+endpoint limits shared by every call of the run, the retry policy, the
+thread limiter for sync user code, progress counters and timestamps.
+
+Its stage functions open a call scope per sample stage, so model usage is
+attributed to the role (solver or scorer) and the sample; they record a
+sample's own failure (including running past its `sample_timeout`) on its
+record, and let contract violations (`ConfigError`, `SolverError`,
+`ScorerError`) end the run, since they would fail every sample alike.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import anyio
 import polars as pl
 
 from .._errors import ConfigError, ScorerError, SolverError, TaskStateError
-from ..chat.usage import UsageLedger, usage_scope
+from ..chat.usage import UsageLedger
+from ..progress import Progress
 from ..samples import SampleError, SampleRecord
 from .calls import (
     FunctionSpec,
@@ -29,6 +33,10 @@ from .calls import (
     normalise_score,
     normalise_solution,
 )
+from .clock import Clock, SystemClock
+from .limits import Limits, LimitsRegistry
+from .retry import Retry, RetryNote
+from .scope import call_scope
 from .supervisor import Supervisor
 
 __all__ = ["Run"]
@@ -36,7 +44,14 @@ __all__ = ["Run"]
 _FATAL = (ConfigError, SolverError, ScorerError, TaskStateError)
 
 
-def _sample_error(stage: str, exc: BaseException) -> SampleError:
+def _sample_error(stage: str, exc: BaseException, sample_timeout: float | None) -> SampleError:
+    if type(exc) is TimeoutError and sample_timeout is not None:
+        return SampleError(
+            stage=stage,
+            type="SampleTimeout",
+            message=f"the sample took longer than its sample_timeout of {sample_timeout:g}s",
+            traceback="".join(traceback.format_exception(exc)),
+        )
     return SampleError(
         stage=stage,
         type=type(exc).__name__,
@@ -63,6 +78,11 @@ class Run:
         concurrency: int,
         ledger: UsageLedger | None = None,
         samples_frame: Callable[[Sequence[SampleRecord]], pl.DataFrame] | None = None,
+        limits: Limits | None = None,
+        retry: Retry | None = None,
+        clock: Clock | None = None,
+        total: int = 0,
+        on_progress: Callable[[Progress], None] | None = None,
     ) -> None:
         self.solver = solver
         self.scorer = scorer
@@ -71,24 +91,73 @@ class Run:
         self.concurrency = concurrency
         self.ledger = ledger if ledger is not None else UsageLedger()
         self.samples_frame = samples_frame
+        self.clock = clock or SystemClock()
+        self.limits = LimitsRegistry(limits, concurrency, self.clock)
+        self.retry = retry or Retry()
         self.started_at: float | None = None
         self.completed_at: float | None = None
+        self.total = total
+        self.done = 0
+        self.failed = 0
+        self.retries = 0
+        self.on_progress = on_progress
         self._threads = anyio.CapacityLimiter(concurrency)
+
+    def _scope(self, role: str, record: SampleRecord | None) -> Any:
+        ledgers = (self.ledger, record.usage) if record is not None else (self.ledger,)
+        return call_scope(
+            role,
+            *ledgers,
+            calls=record.calls if record is not None else None,
+            limits=self.limits,
+            retry=self.retry,
+            clock=self.clock,
+            on_retry=self._count_retry,
+        )
+
+    def _count_retry(self, _: RetryNote) -> None:
+        self.retries += 1
+        self._emit()
+
+    def progress(self) -> Progress:
+        """A snapshot of the run so far."""
+        rows = self.ledger.rows.values()
+        costs = [row.cost for row in rows]
+        return Progress(
+            done=self.done,
+            total=self.total,
+            failed=self.failed,
+            retries=self.retries,
+            tokens=sum(row.tokens.total for row in rows),
+            cost=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
+            elapsed=time.time() - (self.started_at or time.time()),
+        )
+
+    def _emit(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress(self.progress())
+
+    def _time_left(self, record: SampleRecord) -> float | None:
+        limit = self.retry.sample_timeout
+        if limit is None:
+            return None
+        return limit - (time.time() - (record.solve_started or record.score_started or time.time()))
 
     # -- per-sample stages ----------------------------------------------------
 
     async def solve_one(self, record: SampleRecord) -> None:
         assert self.solver is not None
         record.solve_started = time.time()
-        with usage_scope("solver", self.ledger, record.usage):
+        with self._scope("solver", record):
             try:
-                solution = await call_solver(
-                    self.solver, record.sample, self.solver_kwargs, self._threads
-                )
+                with anyio.fail_after(self._time_left(record)):
+                    solution = await call_solver(
+                        self.solver, record.sample, self.solver_kwargs, self._threads
+                    )
             except _FATAL:
                 raise
             except Exception as exc:
-                record.error = _sample_error("solve", exc)
+                record.error = _sample_error("solve", exc, self.retry.sample_timeout)
             else:
                 record.result = solution.result
                 record.solver_chat = solution.chat
@@ -98,15 +167,16 @@ class Run:
     async def score_one(self, record: SampleRecord) -> None:
         assert self.scorer is not None
         record.score_started = time.time()
-        with usage_scope("scorer", self.ledger, record.usage):
+        with self._scope("scorer", record):
             try:
-                record.score = await call_scorer(
-                    self.scorer, record.solved_sample(), self.scorer_kwargs, self._threads
-                )
+                with anyio.fail_after(self._time_left(record)):
+                    record.score = await call_scorer(
+                        self.scorer, record.solved_sample(), self.scorer_kwargs, self._threads
+                    )
             except _FATAL:
                 raise
             except Exception as exc:
-                record.error = _sample_error("score", exc)
+                record.error = _sample_error("score", exc, self.retry.sample_timeout)
         record.score_completed = time.time()
 
     # -- batch stages -----------------------------------------------------------
@@ -123,7 +193,7 @@ class Run:
             return
         started = time.time()
         who = f"batch solver {self.solver.name}"
-        with usage_scope("solver", self.ledger):
+        with self._scope("solver", None):
             try:
                 out = await self._call_batch(
                     self.solver, [r.sample.input for r in todo], self.solver_kwargs
@@ -132,7 +202,7 @@ class Run:
                 raise
             except Exception as exc:
                 for record in todo:
-                    record.error = _sample_error("solve", exc)
+                    record.error = _sample_error("solve", exc, None)
                 return
         if isinstance(out, dict):
             if "result" not in out:
@@ -160,7 +230,7 @@ class Run:
             return
         started = time.time()
         who = f"batch scorer {self.scorer.name}"
-        with usage_scope("scorer", self.ledger):
+        with self._scope("scorer", None):
             try:
                 out = await self._call_batch(
                     self.scorer, self.samples_frame(todo), self.scorer_kwargs
@@ -169,7 +239,7 @@ class Run:
                 raise
             except Exception as exc:
                 for record in todo:
-                    record.error = _sample_error("score", exc)
+                    record.error = _sample_error("score", exc, None)
                 return
         keys = ("score", "answer", "explanation", "scorer_metadata", "scorer_chat")
         if isinstance(out, dict):
@@ -195,7 +265,15 @@ class Run:
         Per-sample stages take the records lazily; a batch stage needs them all.
         """
         self.started_at = time.time()
-        await self._execute(records, sink)
+
+        async def counted(record: SampleRecord) -> None:
+            self.done += 1
+            if record.error is not None:
+                self.failed += 1
+            await sink(record)
+            self._emit()
+
+        await self._execute(records, counted)
         self.completed_at = time.time()
 
     async def _execute(

@@ -1,0 +1,94 @@
+"""The options of one run, checked once: epochs, concurrency, limits, retries,
+how many failed samples are tolerated, and whether to draw progress."""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from ._errors import ConfigError
+from .engine.limits import Limits
+from .engine.retry import Retry
+
+__all__ = ["DEFAULT_CONCURRENCY", "RunOptions", "allowed_failures", "check_epochs"]
+
+#: Samples in flight at once when eval(max_concurrency=) is not given.
+DEFAULT_CONCURRENCY = 32
+
+
+def check_epochs(epochs: Any) -> int | None:
+    if epochs is None:
+        return None
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise ConfigError(f"`epochs` must be a whole number of at least 1, not {epochs!r}.")
+    return epochs
+
+
+def _check_concurrency(value: Any) -> int:
+    if value is None:
+        return DEFAULT_CONCURRENCY
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"`max_concurrency` must be a whole number of at least 1, not {value!r}.")
+    return value
+
+
+def _check_fail_on_error(value: Any) -> bool | int | float | None:
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value >= 0:
+        return value
+    if isinstance(value, float) and 0 <= value < 1:
+        return value
+    raise ConfigError(
+        f"`fail_on_error` must be None or True (no failed sample allowed), False (any number), "
+        f"a count (e.g. 5) or a fraction below 1 (e.g. 0.05), not {value!r}."
+    )
+
+
+def allowed_failures(fail_on_error: bool | int | float | None, total: int) -> float:
+    """How many failed samples a run of `total` may have and still succeed."""
+    if fail_on_error is None or fail_on_error is True:
+        return 0
+    if fail_on_error is False:
+        return math.inf
+    if isinstance(fail_on_error, float):
+        return math.floor(fail_on_error * total)
+    return fail_on_error
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """eval()'s own keyword options, never routed to the solver or scorer."""
+
+    epochs: int | None = None
+    max_concurrency: int = DEFAULT_CONCURRENCY
+    limits: Limits | None = None
+    retry: Retry | None = None
+    fail_on_error: bool | int | float | None = None
+    progress: bool = False
+
+    @classmethod
+    def check(
+        cls,
+        *,
+        epochs: Any = None,
+        max_concurrency: Any = None,
+        limits: Any = None,
+        retry: Any = None,
+        fail_on_error: Any = None,
+        progress: bool | None = None,
+    ) -> RunOptions:
+        if limits is not None and not isinstance(limits, Limits):
+            raise ConfigError(f"`limits` must be a ve.Limits(...), not {type(limits).__name__}.")
+        if retry is not None and not isinstance(retry, Retry):
+            raise ConfigError(f"`retry` must be a ve.Retry(...), not {type(retry).__name__}.")
+        return cls(
+            epochs=check_epochs(epochs),
+            max_concurrency=_check_concurrency(max_concurrency),
+            limits=limits,
+            retry=retry,
+            fail_on_error=_check_fail_on_error(fail_on_error),
+            progress=sys.stderr.isatty() if progress is None else bool(progress),
+        )
