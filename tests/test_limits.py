@@ -113,7 +113,7 @@ async def test_concurrency_halves_on_429_and_recovers_gradually():
     for _ in range(100):
         limiter.on_success()
     assert limiter.concurrency == 8
-    assert [reason for *_, reason in limiter.history][:2] == ["rate limited", "rate limited"]
+    assert [reason for *_, reason in limiter.history][:2] == ["rate_limit", "rate_limit"]
 
 
 async def test_slots_bound_requests_in_flight():

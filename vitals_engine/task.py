@@ -105,6 +105,7 @@ class Task:
         self._status: log_schema.Status = "started"
         self._run_error: log_schema.EvalError | None = None
         self._run_epochs = 1
+        self._limit_history: list[log_schema.ConnectionLimitChange] = []
         self._concurrency = DEFAULT_CONCURRENCY
 
     # -- state ---------------------------------------------------------------
@@ -423,6 +424,11 @@ class Task:
     ) -> None:
         self._solve_ledger.merge(run.ledger, role="solver")
         self._score_ledger.merge(run.ledger, role="scorer")
+        self._limit_history = [
+            log_schema.ConnectionLimitChange(when, f"{provider.lower()}/{model}", old, new, why)
+            for (provider, _, model), limiter in run.limits.items()
+            for when, old, new, why in limiter.history
+        ]
         if solve:
             self._records = records
             self._started_at = run.started_at
@@ -542,6 +548,7 @@ class Task:
             ),
             ledger=ledger,
             error=self._run_error,
+            limit_history=self._limit_history,
             max_samples=self._concurrency,
             packages={"vitals_engine": _version()},
         )

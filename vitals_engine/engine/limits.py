@@ -18,6 +18,7 @@ the number in flight never exceeds the current limit.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -118,7 +119,9 @@ class EndpointLimiter:
         rpm, tpm = limits.rpm, limits.tpm
         self.requests = TokenBucket(rpm / 60, rpm / 60, self.clock) if rpm else None
         self.tokens = TokenBucket(tpm / 60, tpm, self.clock) if tpm else None
-        self.history: list[tuple[float, int, int, str]] = []  # (time, old, new, reason)
+        #: Concurrency changes: (unix time, old limit, new limit, reason), reasons as
+        #: Inspect's logs name them ("rate_limit", "steady_state_up").
+        self.history: list[tuple[float, int, int, str]] = []
 
     @property
     def concurrency(self) -> int:
@@ -154,7 +157,7 @@ class EndpointLimiter:
         old = self.concurrency
         if new != old:
             self._slots.total_tokens = new
-            self.history.append((self.clock.now(), old, new, reason))
+            self.history.append((time.time(), old, new, reason))
 
     def on_rate_limited(self, retry_after: float | None) -> None:
         """A 429: pause the whole endpoint, and halve its concurrency."""
@@ -162,7 +165,7 @@ class EndpointLimiter:
             self.paused_until = max(self.paused_until, self.clock.now() + retry_after)
         self._successes = 0
         if self.limits.adaptive:
-            self._set_concurrency(max(1, self.concurrency // 2), "rate limited")
+            self._set_concurrency(max(1, self.concurrency // 2), "rate_limit")
 
     def on_success(self) -> None:
         """A clean success: after as many as the current limit, allow one more."""
@@ -171,7 +174,7 @@ class EndpointLimiter:
         self._successes += 1
         if self._successes >= self.concurrency:
             self._successes = 0
-            self._set_concurrency(self.concurrency + 1, "recovering")
+            self._set_concurrency(self.concurrency + 1, "steady_state_up")
 
 
 class LimitsRegistry:

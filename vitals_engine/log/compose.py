@@ -163,6 +163,7 @@ class RunHeader:
     scored_samples: int
     ledger: UsageLedger
     error: s.EvalError | None = None
+    limit_history: list[s.ConnectionLimitChange] = field(default_factory=list)
     max_samples: int | None = None
     packages: dict[str, str] = field(default_factory=dict)
 
@@ -218,6 +219,7 @@ def compose_header(run: RunHeader) -> s.EvalLog:
             completed_at=iso_time(run.completed_at) or "",
             model_usage=_usage_by_model(run.ledger),
             role_usage=_usage_by_role(run.ledger),
+            connection_limit_history=run.limit_history,
         ),
         error=run.error if run.error is not None else msgspec.UNSET,
     )

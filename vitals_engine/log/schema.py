@@ -23,6 +23,7 @@ __all__ = [
     "ChatMessageSystem",
     "ChatMessageTool",
     "ChatMessageUser",
+    "ConnectionLimitChange",
     "EvalConfig",
     "EvalDataset",
     "EvalError",
@@ -346,11 +347,22 @@ class EvalResults(_Loose):
     scores: list[EvalScore] = field(default_factory=list)
 
 
+class ConnectionLimitChange(_Loose):
+    """An endpoint's concurrency raised or lowered by the adaptive limiter."""
+
+    timestamp: float
+    model: str
+    old_limit: int
+    new_limit: int
+    reason: str
+
+
 class EvalStats(Struct):
     started_at: str = ""
     completed_at: str = ""
     model_usage: dict[str, ModelUsage] = field(default_factory=dict)
     role_usage: dict[str, ModelUsage] = field(default_factory=dict)
+    connection_limit_history: list[ConnectionLimitChange] = field(default_factory=list)
 
 
 Status = Literal["started", "success", "error", "cancelled"]

@@ -70,6 +70,7 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any
     outcome: str = "ok"
+    answered: float = 0.0  # when the answer (or failure) was sent
 
 
 def _formats() -> list[WireFormat]:
@@ -128,12 +129,16 @@ class MockServer:
         self._formats = {f.name: f for f in _formats()}
         self.requests = 0
         self.requests_by_model: collections.Counter[str] = collections.Counter()
+        #: Requests being answered now, and the most there have been at once.
+        self.in_flight = 0
+        self.peak_in_flight = 0
         self.log: list[RecordedRequest] = []
         self._minute: collections.deque[float] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._closing: asyncio.Event | None = None
+        self._hang_release: asyncio.Event | None = None
 
     # -- knobs ------------------------------------------------------------------
 
@@ -204,12 +209,22 @@ class MockServer:
             self._state.reasoning_tokens = 0
             self.requests = 0
             self.requests_by_model.clear()
+            self.peak_in_flight = 0
             self.log.clear()
             self._state.plans.clear()
             self._state.rate = None
             self._state.rpm_limit = None
             self._state.script = None
             self._minute.clear()
+        self._release_hangs()
+
+    def _release_hangs(self) -> None:
+        """End every request left hanging (they answer 503) so the next test starts clean."""
+        loop, old = self._loop, self._hang_release
+        if loop is None or old is None:
+            return
+        self._hang_release = asyncio.Event()
+        loop.call_soon_threadsafe(old.set)
 
     def base_url(self, provider: str = "openai") -> str:
         """The base URL a provider constructor takes to talk to this server."""
@@ -268,6 +283,7 @@ class MockServer:
 
     async def _open(self) -> None:
         self._closing = asyncio.Event()
+        self._hang_release = asyncio.Event()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         for fmt in self._formats.values():
             app.router.add_post(fmt.route, self._handler(fmt))
@@ -282,6 +298,8 @@ class MockServer:
     async def _close(self) -> None:
         if self._closing is not None:
             self._closing.set()
+        if self._hang_release is not None:
+            self._hang_release.set()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -323,6 +341,16 @@ class MockServer:
         return latency
 
     async def _answer(self, fmt: WireFormat, http: web.Request) -> web.StreamResponse:
+        with self._lock:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return await self._respond(fmt, http)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _respond(self, fmt: WireFormat, http: web.Request) -> web.StreamResponse:
         raw = await http.read()
         try:
             body = msgspec.json.decode(raw)
@@ -343,6 +371,7 @@ class MockServer:
         failure = self._pick_failure(request.model)
         if failure is not None:
             record.outcome = failure.kind
+            record.answered = time.time()
             return await self._fail(fmt, http, failure)
         reply = answer(request, self._state.script)
         reply.cached_tokens = reply.cached_tokens or min(
@@ -351,6 +380,7 @@ class MockServer:
         if self._state.reasoning_tokens and not reply.reasoning_tokens:
             reply.reasoning_tokens = self._state.reasoning_tokens
             reply.output_tokens += reply.reasoning_tokens
+        record.answered = time.time()
         return web.Response(
             body=msgspec.json.encode(fmt.render(request, reply)),
             content_type="application/json",
@@ -362,8 +392,14 @@ class MockServer:
     ) -> web.StreamResponse:
         kind = failure.kind
         if kind == "hang":
-            assert self._closing is not None
-            await self._closing.wait()
+            assert self._hang_release is not None
+            with self._lock:
+                self.in_flight -= 1  # a hung request is not being answered
+            try:
+                await self._hang_release.wait()
+            finally:
+                with self._lock:
+                    self.in_flight += 1
             return web.Response(status=503)
         if kind == "drop":
             if http.transport is not None:
