@@ -298,9 +298,9 @@ def test_progress_bar_renders_failures_retries_tokens_and_eta():
 
 
 async def test_endpoint_pause_with_a_virtual_clock():
-    """A 429 seen by one call pauses the others on the same endpoint (deterministic time)."""
+    """A 429 seen by one call pauses the others on the same rpm-limited endpoint."""
     clock = VirtualClock()
-    registry = LimitsRegistry(Limits(), concurrency=4, clock=clock)
+    registry = LimitsRegistry(Limits(rpm=6000), concurrency=4, clock=clock)
     calls = []
 
     def reply(prompt):

@@ -29,6 +29,7 @@ from ._errors import (
     TaskStateError,
     VitalsError,
 )
+from .analysis import bind, read_logs
 from .chat.chat import Chat
 from .chat.constructors import (
     chat,
@@ -56,10 +57,11 @@ from .config import log_dir, log_dir_set
 from .engine.calls import batch_scorer, batch_solver
 from .engine.limits import Limits
 from .engine.retry import Retry
+from .log.reader import LoggedEval, read_log
 from .metrics import accuracy
 from .providers.transport import Timeouts
 from .report import summary
-from .samples import Sample, Score, Solution, SolvedSample
+from .samples import Sample, SampleRecord, Score, Solution, SolvedSample
 from .scorers import (
     detect_answer,
     detect_exact,
@@ -86,6 +88,7 @@ __all__ = [
     "ExtractionError",
     "Limits",
     "LogFormatError",
+    "LoggedEval",
     "MalformedResponse",
     "MetricError",
     "ProviderError",
@@ -94,6 +97,7 @@ __all__ = [
     "RateLimitError",
     "Retry",
     "Sample",
+    "SampleRecord",
     "Score",
     "ScorerError",
     "Solution",
@@ -108,6 +112,7 @@ __all__ = [
     "accuracy",
     "batch_scorer",
     "batch_solver",
+    "bind",
     "chat",
     "chat_anthropic",
     "chat_deepseek",
@@ -129,6 +134,8 @@ __all__ = [
     "log_dir_set",
     "model_graded_fact",
     "model_graded_qa",
+    "read_log",
+    "read_logs",
     "set_price",
     "summary",
 ]

@@ -3,22 +3,33 @@
 An endpoint is (provider, base URL, model). All calls to it in a run, from
 solvers and judges alike, go through one `EndpointLimiter`:
 
-1. a gate: after a 429 the whole endpoint waits until the Retry-After has
-   passed, not just the request that got it;
+1. a gate: when the endpoint is rate limited, the whole endpoint waits
+   until the Retry-After has passed, not just the request that got it;
 2. a requests-per-minute bucket and a tokens-per-minute bucket (tokens are
    estimated before the call and reconciled with the real usage after);
 3. a concurrency limit, held only while a request is in flight (never while
-   waiting to retry). It adapts: a 429 halves it, and each run of clean
-   successes as long as the limit raises it by one, up to the maximum.
+   waiting to retry). It adapts: being rate limited halves it (at most once
+   per Retry-After window), and each run of clean successes as long as the
+   limit raises it by one, up to the maximum.
 
-Invariant: no request starts before the endpoint's pause has passed, and
-the number in flight never exceeds the current limit.
+When is the endpoint "rate limited" rather than one request unlucky? When
+it has a configured rpm/tpm bucket, any 429 means that rate is too high:
+the bucket pauses at once. Without one, the endpoint pauses and backs off
+when 429s are frequent: at least `STORM_SHARE` of its last `WINDOW`
+answers. A stray 429 among successes only makes its own request wait out
+the Retry-After (the retry loop does that), so a provider that sheds a few
+requests does not stall the whole run.
+
+Invariants: a request that got a 429 is not sent again before its
+Retry-After; no request starts while the endpoint is paused; the number in
+flight never exceeds the current limit.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -29,6 +40,12 @@ from .._errors import ConfigError
 from .clock import Clock, SystemClock
 
 __all__ = ["EndpointLimiter", "Limits", "LimitsRegistry", "TokenBucket"]
+
+#: Answers remembered per endpoint to tell a rate-limit storm from a stray 429.
+WINDOW = 20
+#: Share of 429s among them (with at least MIN_SEEN answers) that means a storm.
+STORM_SHARE = 0.2
+MIN_SEEN = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +131,8 @@ class EndpointLimiter:
         self.max_concurrency = limits.max_concurrency or default_concurrency
         self._slots = anyio.CapacityLimiter(self.max_concurrency)
         self._successes = 0
+        self._recent: deque[bool] = deque(maxlen=WINDOW)  # True: a 429
+        self._next_decrease = -math.inf
         self.paused_until = -math.inf
         self._gate = anyio.Lock()
         rpm, tpm = limits.rpm, limits.tpm
@@ -159,16 +178,29 @@ class EndpointLimiter:
             self._slots.total_tokens = new
             self.history.append((time.time(), old, new, reason))
 
+    @property
+    def storming(self) -> bool:
+        """Whether recent answers are 429s often enough to mean the endpoint is limited."""
+        seen = len(self._recent)
+        return seen >= MIN_SEEN and sum(self._recent) / seen >= STORM_SHARE
+
     def on_rate_limited(self, retry_after: float | None) -> None:
-        """A 429: pause the whole endpoint, and halve its concurrency."""
-        if retry_after is not None:
-            self.paused_until = max(self.paused_until, self.clock.now() + retry_after)
+        """A 429. If the endpoint is rate limited (a configured bucket, or a storm):
+        pause it until the Retry-After has passed and halve its concurrency."""
+        self._recent.append(True)
         self._successes = 0
-        if self.limits.adaptive:
+        if self.requests is None and self.tokens is None and not self.storming:
+            return
+        now = self.clock.now()
+        wait = retry_after if retry_after is not None else 1.0
+        self.paused_until = max(self.paused_until, now + wait)
+        if self.limits.adaptive and now >= self._next_decrease:
+            self._next_decrease = now + max(wait, 1.0)
             self._set_concurrency(max(1, self.concurrency // 2), "rate_limit")
 
     def on_success(self) -> None:
         """A clean success: after as many as the current limit, allow one more."""
+        self._recent.append(False)
         if not self.limits.adaptive or self.concurrency >= self.max_concurrency:
             return
         self._successes += 1

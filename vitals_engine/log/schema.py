@@ -383,7 +383,7 @@ class EvalLog(Struct):
     samples: list[EvalSample] | UnsetType | None = UNSET
 
 
-def _enc_hook(value: Any) -> Any:
+def enc_hook(value: Any) -> Any:
     """Values msgspec cannot encode natively become their `repr` (metadata can hold anything)."""
     if hasattr(value, "tolist"):  # numpy arrays and scalars
         return value.tolist()
@@ -392,6 +392,6 @@ def _enc_hook(value: Any) -> Any:
     return repr(value)
 
 
-encoder = msgspec.json.Encoder(enc_hook=_enc_hook)
+encoder = msgspec.json.Encoder(enc_hook=enc_hook)
 log_decoder = msgspec.json.Decoder(EvalLog)
 sample_decoder = msgspec.json.Decoder(EvalSample)

@@ -1,0 +1,280 @@
+"""The run journal: what a running eval appends, so a crash loses nothing finished.
+
+A journal is a JSON Lines file next to the final log, named
+`<final log stem>.journal` (the log `2026-..._task_abc.json` journals into
+`2026-..._task_abc.journal`). Each line is one JSON object ending in `\\n`:
+
+```
+{"journal": 1, "kind": "start", "log": "<final log file name>", "header": <EvalLog>}
+{"kind": "sample", "sample": <EvalSample>}
+{"kind": "sample", "sample": <EvalSample>}
+{"kind": "header", "header": <EvalLog>}
+```
+
+- Line 1 is the start record: the format version (`journal`, now 1), the
+  final log's file name, and the run's header (an `EvalLog` without samples,
+  status "started"). A file whose first line is anything else is not a
+  journal.
+- A `sample` record is appended per finished (sample, epoch). A later record
+  for the same (id, epoch) replaces an earlier one (a re-scored sample).
+- A `header` record replaces the header; the latest one wins. The writer
+  appends one when the run ends, just before it composes the final log, so a
+  journal whose last header says "success" holds a whole run.
+- Records of an unknown `kind` are skipped, so later versions may add kinds;
+  a start record with a `journal` version above 1 is refused.
+
+Reading stops at the first line that is incomplete (a crash mid-write) or
+not a valid record: every complete record before it counts, and the damage
+(line number, byte offset where the bad line starts, why) is reported. A
+writer resuming a damaged journal truncates it at `damage.offset` first.
+"""
+
+from __future__ import annotations
+
+import gc
+import mmap
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+import msgspec
+
+from .._errors import LogFormatError
+from . import schema as s
+
+__all__ = [
+    "JOURNAL_SUFFIX",
+    "JOURNAL_VERSION",
+    "JournalContents",
+    "JournalDamage",
+    "JournalHeader",
+    "JournalSample",
+    "JournalStart",
+    "encode_header",
+    "encode_sample",
+    "encode_start",
+    "encoder",
+    "journal_path",
+    "read_journal",
+    "read_journal_header",
+]
+
+JOURNAL_VERSION = 1
+JOURNAL_SUFFIX = ".journal"
+
+
+class JournalStart(msgspec.Struct, kw_only=True):
+    """Line 1: the format version, the final log's file name and the run's header."""
+
+    journal: int = JOURNAL_VERSION
+    kind: Literal["start"] = "start"
+    log: str
+    header: s.EvalLog
+
+
+class JournalSample(msgspec.Struct, kw_only=True):
+    """One finished (sample, epoch)."""
+
+    kind: Literal["sample"] = "sample"
+    sample: s.EvalSample
+
+
+class JournalHeader(msgspec.Struct, kw_only=True):
+    """A newer header (status, results, stats); the latest one wins."""
+
+    kind: Literal["header"] = "header"
+    header: s.EvalLog
+
+
+class _Line(msgspec.Struct):
+    """Any record, as read: which fields are set depends on `kind`."""
+
+    kind: str
+    journal: int | None = None
+    log: str | None = None
+    header: s.EvalLog | None = None
+    sample: s.EvalSample | None = None
+
+
+encoder = msgspec.json.Encoder(enc_hook=s.enc_hook)
+
+
+@contextmanager
+def bulk_objects() -> Iterator[None]:
+    """No cyclic GC while building many small objects (each pass would rescan them all)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+_line_decoder = msgspec.json.Decoder(_Line)
+
+
+def _no_samples(header: s.EvalLog) -> s.EvalLog:
+    if header.samples is msgspec.UNSET:
+        return header
+    return msgspec.structs.replace(header, samples=msgspec.UNSET)
+
+
+def encode_start(header: s.EvalLog, log_name: str) -> bytes:
+    """The journal's first line, for the final log named `log_name` (samples are left out)."""
+    return encoder.encode(JournalStart(log=log_name, header=_no_samples(header))) + b"\n"
+
+
+def encode_sample(sample: s.EvalSample) -> bytes:
+    """The line of one finished (sample, epoch)."""
+    events = bytes(sample.events)
+    if b"\n" in events:  # raw events read from a pretty-printed log: one line, please
+        compact = msgspec.Raw(msgspec.json.format(events, indent=0))
+        sample = msgspec.structs.replace(sample, events=compact)
+    return encoder.encode(JournalSample(sample=sample)) + b"\n"
+
+
+def encode_header(header: s.EvalLog) -> bytes:
+    """A header line (samples are left out); the latest one read wins."""
+    return encoder.encode(JournalHeader(header=_no_samples(header))) + b"\n"
+
+
+def journal_path(log_path: str | Path) -> Path:
+    """Where the journal of the final log `log_path` lies: same stem, `.journal`."""
+    path = Path(log_path)
+    return path.with_name(path.stem + JOURNAL_SUFFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class JournalDamage:
+    """Where a journal stops being readable: 1-based line, byte offset of its start, why."""
+
+    line: int
+    offset: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.line} (byte {self.offset}): {self.reason}"
+
+
+class JournalContents(NamedTuple):
+    """What a journal holds: the latest header, the samples, and any damage."""
+
+    header: s.EvalLog
+    samples: list[s.EvalSample]
+    damage: JournalDamage | None
+
+
+def _reason(exc: Exception, complete: bool) -> str:
+    if not complete:
+        return f"incomplete line ({exc})"
+    return str(exc)
+
+
+def read_journal(path: str | Path) -> JournalContents:
+    """Read a journal: the latest header, one sample per (id, epoch), and where it broke.
+
+    Raises `LogFormatError` if the file is missing or its first line is not a
+    start record.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise LogFormatError(f"{path}: the journal does not exist.") from None
+    except OSError as exc:
+        raise LogFormatError(f"{path}: cannot read the journal: {exc}") from None
+
+    end = data.find(b"\n")
+    first = data if end < 0 else data[:end]
+    try:
+        start = _line_decoder.decode(first)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise LogFormatError(
+            f"{path}: not a journal: line 1 (byte 0) is not a start record ({exc})."
+        ) from None
+    if start.kind != "start" or start.header is None or start.log is None:
+        raise LogFormatError(
+            f"{path}: not a journal: line 1 (byte 0) is a {start.kind!r} record, "
+            "not the start record."
+        )
+    if start.journal is None or start.journal > JOURNAL_VERSION:
+        raise LogFormatError(
+            f"{path}: journal format version {start.journal} is not supported "
+            f"(this version of vitals-engine reads version {JOURNAL_VERSION})."
+        )
+
+    with bulk_objects():
+        header, samples, damage = _read_records(data, len(first) + 1, start.header)
+    return JournalContents(_no_samples(header), samples, damage)
+
+
+def _read_records(
+    data: bytes, offset: int, header: s.EvalLog
+) -> tuple[s.EvalLog, list[s.EvalSample], JournalDamage | None]:
+    """The records after the start line: the latest header, the samples, the damage."""
+    samples: dict[tuple[int | str, int], s.EvalSample] = {}
+    damage: JournalDamage | None = None
+    view = memoryview(data)
+    line_no = 1
+    size = len(data)
+    while offset < size:
+        line_no += 1
+        end = data.find(b"\n", offset)
+        complete = end >= 0
+        line = view[offset:] if end < 0 else view[offset:end]
+        if len(line) > 1 or (len(line) == 1 and not bytes(line).isspace()):
+            try:
+                record = _line_decoder.decode(line)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                damage = JournalDamage(line_no, offset, _reason(exc, complete))
+                break
+            if record.kind == "sample" and record.sample is not None:
+                sample = record.sample
+                samples[(sample.id, sample.epoch)] = sample
+            elif record.kind == "header" and record.header is not None:
+                header = record.header
+            elif record.kind == "start":
+                damage = JournalDamage(line_no, offset, "a second start record")
+                break
+            elif record.kind in ("sample", "header"):
+                damage = JournalDamage(line_no, offset, f"a {record.kind!r} record lacks its body")
+                break
+        offset = size if end < 0 else end + 1
+    return header, list(samples.values()), damage
+
+
+_HEADER_LINE = b'\n{"kind":"header"'
+
+
+def read_journal_header(path: str | Path) -> s.EvalLog:
+    """The latest header of a journal, found from its end without decoding samples.
+
+    Raises `LogFormatError` like `read_journal` for a missing file or a bad start line.
+    """
+    path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline()
+            size = fh.seek(0, 2)
+            latest: bytes | None = None
+            if first.endswith(b"\n") and size > len(first):
+                with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                    at = view.rfind(_HEADER_LINE, len(first) - 1)
+                    if at >= 0:
+                        end = view.find(b"\n", at + 1)
+                        latest = view[at + 1 : end if end >= 0 else size]
+    except FileNotFoundError:
+        raise LogFormatError(f"{path}: the journal does not exist.") from None
+    except OSError as exc:
+        raise LogFormatError(f"{path}: cannot read the journal: {exc}") from None
+    try:
+        start = _line_decoder.decode(first)
+        record = _line_decoder.decode(latest) if latest is not None else start
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return read_journal(path).header  # a bad line: the full reader says where, or recovers
+    if start.kind != "start" or start.header is None or record.header is None:
+        return read_journal(path).header
+    return _no_samples(record.header)
