@@ -5,10 +5,12 @@
     .venv/bin/python bench/transport.py --concurrency 10,100,1000 --latency 0.1
 
 The mock server (`python -m vitals_engine.testing`) runs in a subprocess, so
-its CPU is not counted against the clients; its own CPU per request is shown
-apart. Each client POSTs an OpenAI chat-completions body to
-`/v1/chat/completions` with C concurrent workers, over a pool of C keep-alive
-connections, after a warm-up of one request per worker that opens the pool.
+its CPU is not counted against the clients (its own CPU per request is shown
+apart). Each client run is a fresh child process that POSTs an OpenAI
+chat-completions body to `/v1/chat/completions` from C concurrent workers
+over C keep-alive connections: first a warm-up of one request per worker
+(which opens the pool), then max(2000, 5*C) requests, timed with
+`time.perf_counter()` and `time.process_time()`.
 
 Clients, side by side:
 
@@ -17,36 +19,40 @@ Clients, side by side:
 2. AiohttpTransport on asyncio (what runs use on asyncio).
 3. HttpxTransport on trio (sharded: one AsyncClient per 10 connections).
 4. HttpxTransport on asyncio (sharded the same way).
-5. plain httpx.AsyncClient with one pool of C connections on asyncio, for reference.
+5. plain httpx.AsyncClient, one pool of C connections, on asyncio, for reference.
 
-asyncio runs use uvloop when it is installed, as `vitals_engine` does
-(`--no-uvloop` for the standard loop). See bench/README.md for the columns.
+A run's warm-up and its timed part may each take the larger of
+--max-seconds and 1.5 x the ideal time; a run that hits that limit is
+measured up to it and marked `*` (`w`: its warm-up hit it too). asyncio runs
+use uvloop when it is installed, as `vitals_engine` does (--no-uvloop: the
+standard loop). bench/README.md explains the columns.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import collections
 import contextlib
 import gc
 import importlib.util
 import json
-import math
+import multiprocessing
 import os
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = "gpt-4.1-mini"
 BODY = json.dumps(
     {
-        "model": MODEL,
+        "model": "gpt-4.1-mini",
         "messages": [
             {"role": "system", "content": "Answer with a number only."},
             {"role": "user", "content": "What's 2+2?"},
@@ -62,18 +68,21 @@ Send = Callable[[], Awaitable[bool]]
 
 @dataclass
 class Result:
-    """One client at one concurrency: how long it took and what it cost."""
+    """One client at one concurrency: what its timed part did, took and cost."""
 
     client: str
     concurrency: int
-    requests: int  # completed in the measured part
+    requests: int = 0  # completed in the timed part
     wall: float = 0.0
     cpu: float = 0.0
+    warm_up: float = 0.0  # seconds from the first warm-up request to the timed part
+    setup: float = 0.0  # seconds to make the client (its pool, sessions, shards)
     server_cpu: float | None = None
     errors: int = 0
     kinds: dict[str, int] = field(default_factory=dict)
+    capped: bool = False  # the timed part stopped at --max-seconds
+    warm_up_cut: bool = False  # the warm-up did not finish within --max-seconds
     failure: str = ""
-    capped: bool = False  # stopped at --max-seconds before all planned requests
 
 
 # -- the mock server, in a subprocess ---------------------------------------------------------
@@ -91,27 +100,31 @@ def mock_server(latency: float) -> Iterator[tuple[int, int]]:
     port = _free_port()
     command = [sys.executable, "-m", "vitals_engine.testing", "--port", str(port)]
     command += ["--latency", str(latency)]
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"mock server exited with code {proc.returncode}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("mock server did not open its port in 20 s") from None
-                time.sleep(0.05)
-        yield port, proc.pid
-    finally:
-        proc.terminate()
+    # The server logs a traceback for each request a capped run abandons: keep them aside.
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            deadline = time.monotonic() + 20
+            while True:
+                if proc.poll() is not None:
+                    log.seek(0)
+                    tail = log.read().decode(errors="replace")[-2000:]
+                    raise RuntimeError(f"mock server exited ({proc.returncode}):\n{tail}")
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("mock server did not open its port in 20 s") from None
+                    time.sleep(0.05)
+            yield port, proc.pid
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def _process_cpu(pid: int) -> float | None:
@@ -123,128 +136,131 @@ def _process_cpu(pid: int) -> float | None:
         return None
 
 
-# -- driving the workers ----------------------------------------------------------------------
-
-#: After the time cap, how long in-flight requests may take before they are cancelled.
-GRACE = 2.0
+# -- one run, in a child process --------------------------------------------------------------
 
 
 class Meter:
-    """Hands out the work, counts completions and errors, times the measured part of a run.
+    """Runs the workers: a warm-up request each, then the timed requests; reports and exits.
 
-    Workers take no new request once `max_seconds` have passed; requests still in
-    flight `GRACE` seconds later are cancelled and not counted.
+    The timed part starts when every warm-up request is done, or `cap` seconds
+    after the first one if they are not. It ends when the requests are done,
+    or `cap` seconds after it began; then the result goes to the parent and
+    the process ends at once, abandoning whatever is still in flight. A
+    watchdog thread enforces both limits, so a client that hogs its event
+    loop cannot stretch them much.
     """
 
-    def __init__(self, server_pid: int, max_seconds: float) -> None:
-        self.server_pid = server_pid
-        self.max_seconds = max_seconds or math.inf
-        self.deadline = math.inf
-        self.remaining = self.done = self.errors = 0
-        self.kinds: collections.Counter[str] = collections.Counter()
-        self.cut = False
-        self.wall = self.cpu = 0.0
-        self.server_cpu: float | None = None
+    def __init__(
+        self,
+        result: Result,
+        requests: int,
+        server_pid: int,
+        cap: float,
+        emit: Callable[[dict[str, Any]], None],
+    ) -> None:
+        import anyio
 
-    @property
-    def hard_limit(self) -> float | None:
-        return None if math.isinf(self.max_seconds) else self.max_seconds + GRACE
+        self.created = time.perf_counter()
+        self.emit = emit
+        self.result = result
+        self.remaining = requests
+        self.server_pid = server_pid
+        self.cap = cap or None
+        self.kinds: collections.Counter[str] = collections.Counter()
+        self.warm = 0
+        self.started = anyio.Event()  # wakes the workers that finished their warm-up
+        self.begun = threading.Event()  # tells the watchdog that the timed part began
+        self.lock = threading.Lock()
+        self.timing = False
+
+    async def _one(self, send: Send) -> None:
+        try:
+            ok = await send()
+        except Exception as exc:
+            ok = False
+            self.kinds[type(exc).__name__] += 1
+        else:
+            if not ok:
+                self.kinds["status not 200"] += 1
+        if self.timing:
+            self.result.requests += 1
+            self.result.errors += not ok
 
     async def work(self, send: Send) -> None:
-        while self.remaining > 0 and time.perf_counter() < self.deadline:
+        await self._one(send)  # warm-up
+        self.warm += 1
+        if self.warm == self.result.concurrency:
+            self._begin()
+            self.started.set()
+        await self.started.wait()
+        while self.remaining > 0:
             self.remaining -= 1
-            try:
-                ok = await send()
-            except Exception as exc:
-                self.kinds[type(exc).__name__] += 1
-                ok = False
-            else:
-                if not ok:
-                    self.kinds["status != 200"] += 1
-            self.done += 1
-            self.errors += not ok
+            await self._one(send)
 
-    def start(self, requests: int) -> None:
-        self.remaining, self.done, self.errors, self.cut = requests, 0, 0, False
-        self.kinds.clear()
-        gc.collect()
-        self._server0 = _process_cpu(self.server_pid)
-        self._wall0, self._cpu0 = time.perf_counter(), time.process_time()
-        self.deadline = self._wall0 + self.max_seconds
+    def _begin(self, cut: bool = False) -> None:
+        with self.lock:
+            if self.timing:
+                return
+            self.kinds.clear()
+            gc.collect()
+            self.result.warm_up = time.perf_counter() - self._launched
+            self.result.warm_up_cut = cut
+            self._server0 = _process_cpu(self.server_pid)
+            self._wall0, self._cpu0 = time.perf_counter(), time.process_time()
+            self.timing = True
+            self.begun.set()
 
-    def stop(self) -> None:
-        self.wall = time.perf_counter() - self._wall0
-        self.cpu = time.process_time() - self._cpu0
+    def _report(self, capped: bool = False) -> None:
+        """Send the result to the parent, then end the process on the spot."""
+        self.lock.acquire()  # never released: the process ends holding it
+        result = self.result
+        result.wall = time.perf_counter() - self._wall0
+        result.cpu = time.process_time() - self._cpu0
         server1 = _process_cpu(self.server_pid)
         if self._server0 is not None and server1 is not None:
-            self.server_cpu = server1 - self._server0
+            result.server_cpu = server1 - self._server0
+        result.kinds = dict(self.kinds)
+        result.capped = capped
+        self.emit(asdict(result))
+        os._exit(0)
 
-    def check_warm_up(self) -> None:
-        if self.done and self.errors == self.done:
-            raise RuntimeError(f"every warm-up request failed: {dict(self.kinds)}")
+    def _watchdog(self) -> None:
+        if self.cap is None:
+            return
+        if not self.begun.wait(self.cap):
+            self._begin(cut=True)
+        time.sleep(max(0.0, self._wall0 + self.cap - time.perf_counter()))
+        self._report(capped=True)
 
-    def result(self, client: str, concurrency: int, planned: int) -> Result:
-        return Result(
-            client,
-            concurrency,
-            self.done,
-            self.wall,
-            self.cpu,
-            self.server_cpu,
-            self.errors,
-            kinds=dict(self.kinds),
-            capped=self.done < planned,
-        )
+    async def drive(self, senders: list[Send]) -> None:
+        import anyio
 
-
-async def drive_asyncio(meter: Meter, senders: list[Send], requests: int) -> None:
-    """Warm up (one request per worker), then time `requests` requests over the workers."""
-    for count in (len(senders), requests):
-        meter.start(count)
-        tasks = [asyncio.ensure_future(meter.work(send)) for send in senders]
-        _, pending = await asyncio.wait(tasks, timeout=meter.hard_limit)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        meter.cut = bool(pending)
-        if count == len(senders):
-            meter.check_warm_up()
-    meter.stop()
+        self._launched = time.perf_counter()
+        self.result.setup = self._launched - self.created
+        threading.Thread(target=self._watchdog, daemon=True).start()
+        async with anyio.create_task_group() as workers:
+            for send in senders:
+                workers.start_soon(self.work, send)
+        self._report()
 
 
-async def drive_trio(meter: Meter, senders: list[Send], requests: int) -> None:
-    """`drive_asyncio` for trio."""
-    import trio
-
-    for count in (len(senders), requests):
-        meter.start(count)
-        limit = meter.hard_limit
-        with trio.move_on_after(math.inf if limit is None else limit) as scope:
-            async with trio.open_nursery() as nursery:
-                for send in senders:
-                    nursery.start_soon(meter.work, send)
-        meter.cut = scope.cancelled_caught
-        if count == len(senders):
-            meter.check_warm_up()
-    meter.stop()
-
-
-# -- the clients ------------------------------------------------------------------------------
-
-
-async def bare_client(url: str, port: int, concurrency: int, requests: int, meter: Meter) -> None:
+async def bare_client(url: str, port: int, meter: Meter) -> None:
     """Raw asyncio streams: a minimal HTTP/1.1 POST over one keep-alive connection per worker."""
+    import asyncio
+
     raw = (
         f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
         f"Content-Type: application/json\r\nAuthorization: Bearer sk-bench\r\n"
         f"Content-Length: {len(BODY)}\r\n\r\n"
     ).encode() + BODY
-    connections = await asyncio.gather(
-        *(asyncio.open_connection("127.0.0.1", port) for _ in range(concurrency))
-    )
 
-    def sender(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Send:
+    def sender() -> Send:
+        streams: list[Any] = []
+
         async def send() -> bool:
+            if not streams:  # the warm-up request opens the connection
+                streams.extend(await asyncio.open_connection("127.0.0.1", port))
+            reader, writer = streams
             writer.write(raw)
             head = await reader.readuntil(b"\r\n\r\n")
             start = head.lower().index(b"\r\ncontent-length:") + 17
@@ -253,17 +269,10 @@ async def bare_client(url: str, port: int, concurrency: int, requests: int, mete
 
         return send
 
-    try:
-        await drive_asyncio(meter, [sender(r, w) for r, w in connections], requests)
-    finally:
-        for _, writer in connections:
-            writer.close()
-        for _, writer in connections:
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
+    await meter.drive([sender() for _ in range(meter.result.concurrency)])
 
 
-def transport_sender(transport, url: str) -> Send:
+def _transport_sender(transport: Any, url: str) -> Send:
     from vitals_engine.providers.transport import Timeouts
 
     timeouts = Timeouts()
@@ -275,89 +284,97 @@ def transport_sender(transport, url: str) -> Send:
     return send
 
 
-async def aiohttp_client(url: str, port: int, concurrency: int, requests: int, meter: Meter):
-    """Our AiohttpTransport, pool sized to the concurrency."""
+async def aiohttp_transport(url: str, port: int, meter: Meter) -> None:
+    """Our AiohttpTransport, its pool sized to the concurrency."""
     from vitals_engine.providers.transport import AiohttpTransport
 
-    transport = AiohttpTransport(pool_size=concurrency)
-    try:
-        await drive_asyncio(meter, [transport_sender(transport, url)] * concurrency, requests)
-    finally:
-        await transport.aclose()
+    transport = AiohttpTransport(pool_size=meter.result.concurrency)
+    await meter.drive([_transport_sender(transport, url)] * meter.result.concurrency)
 
 
-async def httpx_sharded_asyncio(url: str, port: int, concurrency: int, requests: int, meter):
-    """Our HttpxTransport (sharded) on asyncio."""
+async def httpx_transport(url: str, port: int, meter: Meter) -> None:
+    """Our HttpxTransport, sharded, on whichever backend runs it."""
     from vitals_engine.providers.transport import HttpxTransport
 
-    transport = HttpxTransport(pool_size=concurrency)
-    try:
-        await drive_asyncio(meter, [transport_sender(transport, url)] * concurrency, requests)
-    finally:
-        await transport.aclose()
+    transport = HttpxTransport(pool_size=meter.result.concurrency)
+    await meter.drive([_transport_sender(transport, url)] * meter.result.concurrency)
 
 
-async def httpx_sharded_trio(url: str, port: int, concurrency: int, requests: int, meter):
-    """Our HttpxTransport (sharded) on trio."""
-    from vitals_engine.providers.transport import HttpxTransport
-
-    transport = HttpxTransport(pool_size=concurrency)
-    try:
-        await drive_trio(meter, [transport_sender(transport, url)] * concurrency, requests)
-    finally:
-        await transport.aclose()
-
-
-async def httpx_plain(url: str, port: int, concurrency: int, requests: int, meter: Meter):
+async def httpx_plain(url: str, port: int, meter: Meter) -> None:
     """One httpx.AsyncClient whose single pool holds C connections."""
     import httpx
 
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    timeout = httpx.Timeout(600.0, connect=10.0, pool=None)
-    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+    c = meter.result.concurrency
+    limits = httpx.Limits(max_connections=c, max_keepalive_connections=c)
+    client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(600.0, connect=10.0, pool=None))
 
-        async def send() -> bool:
-            response = await client.post(url, content=BODY, headers=HEADERS)
-            return response.status_code == 200
+    async def send() -> bool:
+        response = await client.post(url, content=BODY, headers=HEADERS)
+        return response.status_code == 200
 
-        await drive_asyncio(meter, [send] * concurrency, requests)
+    await meter.drive([send] * c)
 
 
 #: key: (label, backend, client)
-CLIENTS = {
+CLIENTS: dict[str, tuple[str, str, Callable[[str, int, Meter], Awaitable[None]]]] = {
     "bare": ("bare asyncio streams (floor)", "asyncio", bare_client),
-    "aiohttp": ("AiohttpTransport, asyncio", "asyncio", aiohttp_client),
-    "httpx-trio": ("HttpxTransport sharded, trio", "trio", httpx_sharded_trio),
-    "httpx-asyncio": ("HttpxTransport sharded, asyncio", "asyncio", httpx_sharded_asyncio),
+    "aiohttp": ("AiohttpTransport, asyncio", "asyncio", aiohttp_transport),
+    "httpx-trio": ("HttpxTransport sharded, trio", "trio", httpx_transport),
+    "httpx-asyncio": ("HttpxTransport sharded, asyncio", "asyncio", httpx_transport),
     "httpx-plain": ("httpx.AsyncClient 1 pool, asyncio", "asyncio", httpx_plain),
 }
 
 
-def run_one(
-    key: str, port: int, pid: int, concurrency: int, requests: int, uvloop: bool, cap: float
-) -> Result:
-    """Run one client at one concurrency in a fresh event loop; never raises."""
+def child(spec: tuple[Any, ...], conn: Any) -> None:
+    """In the child process: run one client at one concurrency and send back its Result."""
+    import anyio
+
+    key, c, n, port, pid, cap, uvloop = spec
     label, backend, client = CLIENTS[key]
-    url = f"http://127.0.0.1:{port}/v1/chat/completions"
-    meter = Meter(pid, cap)
     try:
-        if backend == "trio":
-            import trio
+        meter = Meter(Result(label, c), n, pid, cap, conn.send)
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        options = {"use_uvloop": True} if backend == "asyncio" and uvloop else {}
+        anyio.run(client, url, port, meter, backend=backend, backend_options=options)
+        raise RuntimeError("the run ended without reporting")
+    except BaseException as exc:
+        conn.send(asdict(Result(label, c, failure=f"{type(exc).__name__}: {exc}"[:90])))
+        os._exit(1)
 
-            trio.run(client, url, port, concurrency, requests, meter)
-        else:
-            factory = None
-            if uvloop:
-                import uvloop as uv
 
-                factory = uv.new_event_loop
-            with asyncio.Runner(loop_factory=factory) as runner:
-                runner.run(client(url, port, concurrency, requests, meter))
-    except Exception as exc:
-        result = Result(label, concurrency, requests, errors=meter.errors)
-        result.failure = f"{type(exc).__name__}: {exc}"[:80]
-        return result
-    return meter.result(label, concurrency, requests)
+def _preload(keys: list[str], uvloop: bool) -> None:
+    """Import what the children need once, so each forked child starts at once."""
+    import anyio  # noqa: F401
+
+    modules = {"vitals_engine.providers.transport", "httpx", "aiohttp"}
+    modules |= {"trio"} if "httpx-trio" in keys else set()
+    modules |= {"uvloop"} if uvloop else set()
+    for name in modules:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    gc.freeze()  # the children's collections then skip everything imported here
+
+
+def run_one(key: str, c: int, n: int, port: int, pid: int, cap: float, uvloop: bool) -> Result:
+    """Run one client at one concurrency in a child process; never raises."""
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=child, args=((key, c, n, port, pid, cap, uvloop), sender))
+    process.start()
+    sender.close()
+    limit = 2 * cap + 60 if cap else None
+    try:
+        if receiver.poll(limit):
+            return Result(**receiver.recv())
+        return Result(CLIENTS[key][0], c, failure=f"no result in {limit:g} s")
+    except EOFError:
+        return Result(CLIENTS[key][0], c, failure=f"child exited ({process.exitcode})")
+    finally:
+        process.join(5)
+        if process.is_alive():
+            process.kill()
+            process.join()
 
 
 # -- the table --------------------------------------------------------------------------------
@@ -365,17 +382,20 @@ def run_one(
 
 def header() -> str:
     return (
-        f"{'C':>5}  {'client':<34} {'requests':>8} {'wall s':>7} {'ideal s':>7} "
-        f"{'req/s':>7} {'CPU ms/req':>10} {'CPU %':>6} {'srv ms/req':>10} {'errors':>6}"
+        f"{'C':>5}  {'client':<34} {'requests':>9} {'wall s':>7} {'ideal s':>7} "
+        f"{'req/s':>7} {'CPU ms/req':>10} {'CPU %':>6} {'srv ms/req':>10} {'errors':>6} "
+        f"{'warm-up s':>9} {'setup s':>7}"
     )
 
 
 def row(result: Result, latency: float) -> str:
-    ideal = result.requests / result.concurrency * latency
-    mark = "*" if result.capped else " "
-    start = f"{result.concurrency:>5}  {result.client:<34} {result.requests:>7}{mark}"
+    mark = ("*" if result.capped else "") + ("w" if result.warm_up_cut else "")
+    start = f"{result.concurrency:>5}  {result.client:<34} {result.requests:>7}{mark:<2}"
     if result.failure:
         return f"{start}  FAILED: {result.failure}"
+    if not result.requests:
+        return f"{start}  no request completed in {result.wall:.1f} s"
+    ideal = result.requests / result.concurrency * latency
     per_request = result.cpu / result.requests * 1000
     server = (
         f"{result.server_cpu / result.requests * 1000:>10.2f}"
@@ -384,7 +404,8 @@ def row(result: Result, latency: float) -> str:
     )
     return (
         f"{start} {result.wall:>7.2f} {ideal:>7.2f} {result.requests / result.wall:>7.0f} "
-        f"{per_request:>10.3f} {result.cpu / result.wall * 100:>6.0f} {server} {result.errors:>6}"
+        f"{per_request:>10.3f} {result.cpu / result.wall * 100:>6.0f} {server} {result.errors:>6} "
+        f"{result.warm_up:>9.2f} {result.setup:>7.2f}"
     )
 
 
@@ -400,8 +421,9 @@ def main() -> None:
     parser.add_argument(
         "--max-seconds",
         type=float,
-        default=10.0,
-        help="stop a run's measured part after this long (0: never); default 10",
+        default=4.0,
+        help="limit on a run's warm-up and on its timed part, at least 1.5 x the ideal "
+        "time (0: none); default 4",
     )
     parser.add_argument("--no-uvloop", action="store_true", help="standard asyncio loop")
     args = parser.parse_args()
@@ -413,38 +435,41 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown clients {unknown}; choose from {list(CLIENTS)}")
     uvloop = not args.no_uvloop and importlib.util.find_spec("uvloop") is not None
+    _preload(keys, uvloop)
 
     def count(c: int) -> int:
         if args.requests:
             return args.requests
         return max(500, 5 * c) if args.quick else max(2000, 5 * c)
 
-    loop = "uvloop" if uvloop else "asyncio stdlib loop"
+    loop = "uvloop" if uvloop else "the standard asyncio loop"
     print(
-        f"Transport benchmark: mock server at {args.latency * 1000:g} ms latency "
-        f"(subprocess), OpenAI chat-completions POST; asyncio runs on {loop}; "
-        f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}",
+        f"Mock server (subprocess) at {args.latency * 1000:g} ms latency; OpenAI "
+        f"chat-completions POSTs; asyncio runs on {loop}; {os.cpu_count()} CPUs; "
+        f"Python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.2f}",
         flush=True,
     )
     print(header(), flush=True)
     started = time.perf_counter()
-    capped = False
+    marks: set[str] = set()
     with mock_server(args.latency) as (port, pid):
         for c in levels:
             for key in keys:
-                result = run_one(key, port, pid, c, count(c), uvloop, args.max_seconds)
-                capped = capped or result.capped
+                limit = max(args.max_seconds, 1.5 * count(c) / c * args.latency)
+                limit = limit if args.max_seconds else 0.0
+                result = run_one(key, c, count(c), port, pid, limit, uvloop)
+                marks |= {"*"} if result.capped else set()
+                marks |= {"w"} if result.warm_up_cut else set()
                 print(row(result, args.latency), flush=True)
                 if result.kinds:
                     kinds = ", ".join(f"{k} x{n}" for k, n in result.kinds.items())
                     print(f"{'':7}errors: {kinds}", flush=True)
             print(flush=True)
-    if capped:
-        print(
-            f"* hit the {args.max_seconds:g} s cap before all its requests: it took no new "
-            f"request after {args.max_seconds:g} s, cancelled any still in flight "
-            f"{GRACE:g} s later, and counts only completed ones (--max-seconds 0: no cap)"
-        )
+    cap = f"{args.max_seconds:g} s or 1.5 x ideal, whichever is longer"
+    if "*" in marks:
+        print(f"*  timed part stopped at {cap}: counts only the requests done by then")
+    if "w" in marks:
+        print("w  warm-up unfinished at that limit too: timing began with it still running")
     print(f"total {time.perf_counter() - started:.0f} s", flush=True)
 
 

@@ -38,8 +38,9 @@ def _table() -> _Table:
 
 @pytest.fixture(autouse=True)
 def _no_user_prices(monkeypatch):
-    """Each test starts, and leaves, without user-set prices."""
+    """Each test starts without user-set prices or remembered lookups, and leaves none behind."""
     monkeypatch.setattr(pricing, "_user_prices", {})
+    monkeypatch.setattr(pricing, "_found", {}, raising=False)
 
 
 def test_price_file_parses_into_schema():

@@ -57,16 +57,21 @@ async def _attempt(
     limiter: EndpointLimiter | None,
 ) -> Turn:
     try:
-        if limiter is not None:
-            async with limiter.slot():
-                with anyio.fail_after(attempt_timeout):
-                    return await provider.generate(request)
-        with anyio.fail_after(attempt_timeout):
-            return await provider.generate(request)
+        if limiter is None:
+            return await _send(provider, request, attempt_timeout)
+        async with limiter.slot():
+            return await _send(provider, request, attempt_timeout)
     except TimeoutError as exc:
         raise ProviderTimeout(
             f"no answer within {attempt_timeout:g}s", provider=provider.name, model=provider.model
         ) from exc
+
+
+async def _send(provider: Provider, request: ChatRequest, attempt_timeout: float | None) -> Turn:
+    if attempt_timeout is None:
+        return await provider.generate(request)
+    with anyio.fail_after(attempt_timeout):
+        return await provider.generate(request)
 
 
 async def call_model(provider: Provider, request: ChatRequest) -> Turn:

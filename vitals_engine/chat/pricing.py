@@ -61,11 +61,24 @@ def set_price(
         _user_prices[(provider.lower(), model)] = Price(
             provider, model, input, output, cached_input
         )
+        _found.clear()
+
+
+_found: dict[tuple[str, str], Price | None] = {}
 
 
 def find_price(provider: str, model: str) -> Price | None:
     """The price of `model`, trying the exact name, then its longest known prefix
-    (so dated snapshots such as `gpt-4.1-2025-04-14` find `gpt-4.1`), then `*`."""
+    (so dated snapshots such as `gpt-4.1-2025-04-14` find `gpt-4.1`), then `*`.
+    Answers are remembered until `set_price` changes the table."""
+    try:
+        return _found[(provider, model)]
+    except KeyError:
+        price = _found[(provider, model)] = _lookup(provider, model)
+        return price
+
+
+def _lookup(provider: str, model: str) -> Price | None:
     key = provider.lower()
     for table in (_user_prices, _builtin()):
         if (key, model) in table:

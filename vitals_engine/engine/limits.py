@@ -153,9 +153,10 @@ class EndpointLimiter:
 
     async def wait_turn(self, estimated_tokens: int = 0) -> None:
         """Wait until the endpoint is not paused and the buckets allow one more request."""
-        async with self._gate:
-            while (wait := self.paused_until - self.clock.now()) > 0:
-                await self.clock.sleep(wait)
+        if self.paused_until > self.clock.now():
+            async with self._gate:
+                while (wait := self.paused_until - self.clock.now()) > 0:
+                    await self.clock.sleep(wait)
         if self.requests is not None:
             await self.requests.take(1)
         if self.tokens is not None and estimated_tokens:

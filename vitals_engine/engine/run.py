@@ -13,9 +13,11 @@ record, and let contract violations (`ConfigError`, `SolverError`,
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import anyio
@@ -34,14 +36,20 @@ from .calls import (
     normalise_solution,
 )
 from .clock import Clock, SystemClock
+from .gc_tuning import relaxed_gc
 from .limits import Limits, LimitsRegistry
 from .retry import Retry, RetryNote
-from .scope import call_scope
+from .scope import CallScope
 from .supervisor import Supervisor
 
 __all__ = ["Run"]
 
 _FATAL = (ConfigError, SolverError, ScorerError, TaskStateError)
+
+
+def _deadline(seconds: float | None) -> AbstractContextManager[Any]:
+    """A timeout scope, or nothing at all when there is no limit (a cancel scope costs)."""
+    return anyio.fail_after(seconds) if seconds is not None else contextlib.nullcontext()
 
 
 def _sample_error(stage: str, exc: BaseException, sample_timeout: float | None) -> SampleError:
@@ -103,16 +111,15 @@ class Run:
         self.on_progress = on_progress
         self._threads = anyio.CapacityLimiter(concurrency)
 
-    def _scope(self, role: str, record: SampleRecord | None) -> Any:
-        ledgers = (self.ledger, record.usage) if record is not None else (self.ledger,)
-        return call_scope(
+    def _scope(self, role: str, record: SampleRecord | None) -> CallScope:
+        return CallScope(
             role,
-            *ledgers,
-            calls=record.calls if record is not None else None,
-            limits=self.limits,
-            retry=self.retry,
-            clock=self.clock,
-            on_retry=self._count_retry,
+            (self.ledger, record.usage) if record is not None else (self.ledger,),
+            record.calls if record is not None else None,
+            self.limits,
+            self.retry,
+            self.clock,
+            self._count_retry,
         )
 
     def _count_retry(self, _: RetryNote) -> None:
@@ -150,7 +157,7 @@ class Run:
         record.solve_started = time.time()
         with self._scope("solver", record):
             try:
-                with anyio.fail_after(self._time_left(record)):
+                with _deadline(self._time_left(record)):
                     solution = await call_solver(
                         self.solver, record.sample, self.solver_kwargs, self._threads
                     )
@@ -169,7 +176,7 @@ class Run:
         record.score_started = time.time()
         with self._scope("scorer", record):
             try:
-                with anyio.fail_after(self._time_left(record)):
+                with _deadline(self._time_left(record)):
                     record.score = await call_scorer(
                         self.scorer, record.solved_sample(), self.scorer_kwargs, self._threads
                     )
@@ -273,7 +280,8 @@ class Run:
             await sink(record)
             self._emit()
 
-        await self._execute(records, counted)
+        with relaxed_gc():
+            await self._execute(records, counted)
         self.completed_at = time.time()
 
     async def _execute(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -53,8 +53,19 @@ class CallScope:
     clock: Clock | None = None
     on_retry: Callable[[RetryNote], None] | None = None
 
+    _token: Token[CallScope | None] | None = None
+
     def limiter(self, provider: Provider) -> EndpointLimiter | None:
         return self.limits.get(provider.endpoint, provider.limits) if self.limits else None
+
+    def __enter__(self) -> CallScope:
+        self._token = _scope.set(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _scope.reset(self._token)
+            self._token = None
 
 
 _scope: ContextVar[CallScope | None] = ContextVar("vitals_call_scope", default=None)
@@ -68,9 +79,5 @@ def current_scope() -> CallScope | None:
 @contextmanager
 def call_scope(role: str, *ledgers: UsageLedger, **options: object) -> Iterator[CallScope]:
     """Attribute, limit and record every model call made inside (see `CallScope`)."""
-    scope = CallScope(role, ledgers, **options)  # type: ignore[arg-type]
-    token = _scope.set(scope)
-    try:
+    with CallScope(role, ledgers, **options) as scope:  # type: ignore[arg-type]
         yield scope
-    finally:
-        _scope.reset(token)

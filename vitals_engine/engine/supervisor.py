@@ -1,33 +1,39 @@
 """The supervisor: one task group that runs samples through the stages of a run.
 
 ```
-source ──solve_q──> solver workers (N) ──score_q──> scorer workers (M) ──done_q──> sink
+records (lazy) ──> solver workers (N) ──score stream──> scorer workers (M) ──> sink
 ```
 
 Invariants:
 - Every actor is a child of the supervisor's task group: cancelling the run
   cancels them all, and none outlives `run()`.
-- Queues are bounded memory streams, so a slow stage pushes back on the
-  ones before it instead of buffering the dataset; the source is lazy, so
-  memory grows with concurrency, not with the number of samples.
-- Each worker holds its own clone of its streams; a stage's output closes
-  exactly when its last worker is done, which ends the next stage.
+- The records come from a lazy iterator that the first stage's workers pull
+  from directly (a `next()` never awaits, so in one event loop it needs no
+  lock): a record is made only when a worker is free to take it, so memory
+  grows with concurrency, not with the number of samples.
+- Between the stages is one bounded memory stream: a slow scorer stage
+  pushes back on the solvers instead of buffering the dataset. Each worker
+  holds its own clone of its stream end; the stream closes exactly when
+  the last solver worker is done, which ends the scorer stage.
+- The last stage hands each finished record to the sink itself; the sink
+  may await (a slow consumer of `stream_async()` slows the run).
 - A stage function records a sample's failure on the record and returns;
   an exception that escapes it is fatal and ends the whole run.
 - Scoring starts as soon as a sample is solved (pipelined). A run with only
-  one stage (`task.solve()` or `task.score()`) wires the source to it.
+  one stage (`task.solve()` or `task.score()`) has no stream at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from ..samples import SampleRecord
 
-__all__ = ["Stage", "Supervisor"]
+__all__ = ["Sink", "Stage", "Supervisor"]
 
 Stage = Callable[[SampleRecord], Awaitable[None]]
 Sink = Callable[[SampleRecord], Awaitable[None]]
@@ -57,46 +63,43 @@ class Supervisor:
         self.score_concurrency = max(1, score_concurrency or concurrency)
 
     async def run(self, records: Iterable[SampleRecord]) -> None:
-        stages = [
-            (fn, workers)
-            for fn, workers in (
-                (self.solve, self.concurrency),
-                (self.score, self.score_concurrency),
-            )
-            if fn is not None
-        ]
+        source = iter(records)
         async with anyio.create_task_group() as tg:
-            send, receive = anyio.create_memory_object_stream[SampleRecord](self.concurrency)
-            tg.start_soon(self._source, records, send)
-            for fn, workers in stages:
-                out_send, out_receive = anyio.create_memory_object_stream[SampleRecord](workers)
-                async with receive, out_send:
-                    for _ in range(workers):
-                        tg.start_soon(self._worker, fn, receive.clone(), out_send.clone())
-                receive = out_receive
-            tg.start_soon(self._drain, receive)
+            if self.solve is not None and self.score is not None:
+                send, receive = anyio.create_memory_object_stream[SampleRecord](
+                    self.score_concurrency
+                )
+                async with send, receive:
+                    for _ in range(self.concurrency):
+                        tg.start_soon(self._first_stage, source, self.solve, send.clone())
+                    for _ in range(self.score_concurrency):
+                        tg.start_soon(self._second_stage, receive.clone(), self.score)
+            else:
+                stage = self.solve or self.score
+                workers = self.concurrency if self.solve is not None else self.score_concurrency
+                for _ in range(workers):
+                    tg.start_soon(self._only_stage, source, stage)
 
-    @staticmethod
-    async def _source(
-        records: Iterable[SampleRecord], send: ObjectSendStream[SampleRecord]
+    async def _first_stage(
+        self, source: Iterator[SampleRecord], fn: Stage, send: ObjectSendStream[SampleRecord]
     ) -> None:
         async with send:
-            for record in records:
-                await send.send(record)
-
-    @staticmethod
-    async def _worker(
-        fn: Stage,
-        receive: ObjectReceiveStream[SampleRecord],
-        send: ObjectSendStream[SampleRecord],
-    ) -> None:
-        async with receive, send:
-            async for record in receive:
+            for record in source:
                 if record.error is None:
                     await fn(record)
                 await send.send(record)
 
-    async def _drain(self, receive: ObjectReceiveStream[SampleRecord]) -> None:
+    async def _second_stage(self, receive: ObjectReceiveStream[SampleRecord], fn: Stage) -> None:
         async with receive:
             async for record in receive:
+                if record.error is None:
+                    await fn(record)
                 await self.sink(record)
+
+    async def _only_stage(self, source: Iterator[SampleRecord], fn: Stage | None) -> None:
+        for record in source:
+            if fn is not None and record.error is None:
+                await fn(record)
+            await self.sink(record)
+            # A stage that never awaits must still let the other workers run.
+            await anyio.lowlevel.checkpoint()

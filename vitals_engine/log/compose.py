@@ -18,11 +18,14 @@ from .messages import chat_messages, model_usage, stop_reason, to_builtins
 __all__ = ["RunHeader", "compose_header", "compose_sample", "iso_time"]
 
 
+_LOCAL = datetime.now().astimezone().tzinfo
+
+
 def iso_time(unix: float | None) -> str | None:
     """Local time with its UTC offset, as Inspect writes it."""
     if unix is None:
         return None
-    return datetime.fromtimestamp(unix).astimezone().isoformat()
+    return datetime.fromtimestamp(unix, _LOCAL).isoformat()
 
 
 def _model_id(chat: Chat | None) -> str | None:
@@ -98,7 +101,7 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
         output = s.ModelOutput(
             choices=[s.ChatCompletionChoice(reply, "stop")], completion=record.result
         )
-    metadata: dict[str, Any] = dict(to_builtins(sample.metadata) or {})
+    metadata: dict[str, Any] = dict(to_builtins(sample.metadata)) if sample.metadata else {}
     if record.solver_metadata is not None:
         metadata["solver_metadata"] = to_builtins(record.solver_metadata)
     score = _score(record)

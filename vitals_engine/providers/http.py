@@ -138,6 +138,7 @@ class HttpProvider(Provider):
         self.client = client
         self.timeouts = timeouts or Timeouts()
         self.extra_headers = dict(headers or {})
+        self._all_headers: dict[str, str] | None = None
 
     # -- what a wire format implements -------------------------------------------
 
@@ -195,8 +196,11 @@ class HttpProvider(Provider):
     async def _send(self, pool: TransportPool, request: ChatRequest) -> Turn:
         url = self.url()
         body = _encoder.encode(self.body(request))
-        headers = {"content-type": "application/json", **self.headers(self._api_key)}
-        headers.update(self.extra_headers)
+        headers = self._all_headers
+        if headers is None:  # built once: the key and extra headers do not change
+            headers = {"content-type": "application/json", **self.headers(self._api_key)}
+            headers.update(self.extra_headers)
+            self._all_headers = headers
         started = time.time()
         try:
             response = await pool.get(self.base_url, self.client).post(

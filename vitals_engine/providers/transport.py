@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
+
 from .._errors import ProviderTimeout, ProviderUnavailable
 
 __all__ = [
@@ -76,8 +78,6 @@ class AiohttpTransport(Transport):
     """aiohttp's client on asyncio: the fast path."""
 
     def __init__(self, pool_size: int = 100) -> None:
-        import aiohttp
-
         self._aiohttp = aiohttp
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(
@@ -85,18 +85,22 @@ class AiohttpTransport(Transport):
             ),
             auto_decompress=True,
             skip_auto_headers=("User-Agent",),
+            cookie_jar=aiohttp.DummyCookieJar(),  # APIs set no cookies we should keep
         )
+        self._timeouts: dict[Timeouts, Any] = {}
 
     async def post(
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
     ) -> HttpResponse:
         aiohttp = self._aiohttp
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=timeouts.connect, sock_read=timeouts.read
-        )
+        timeout = self._timeouts.get(timeouts)
+        if timeout is None:
+            timeout = self._timeouts[timeouts] = aiohttp.ClientTimeout(
+                total=None, sock_connect=timeouts.connect, sock_read=timeouts.read
+            )
         try:
             async with self._session.post(
-                url, data=body, headers=dict(headers), timeout=timeout
+                url, data=body, headers=headers, timeout=timeout
             ) as response:
                 payload = await response.read()
                 return HttpResponse(response.status, _lower(response.headers), payload)

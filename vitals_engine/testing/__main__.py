@@ -6,8 +6,36 @@ import argparse
 import asyncio
 import contextlib
 import importlib.util
+import signal
+from pathlib import Path
+
+import msgspec
 
 from .server import MockServer
+
+
+async def _serve(server: MockServer) -> None:
+    """Serve until SIGTERM or Ctrl-C."""
+    loop = asyncio.get_running_loop()
+    serving = asyncio.ensure_future(server.serve_forever())
+    with contextlib.suppress(NotImplementedError):
+        loop.add_signal_handler(signal.SIGTERM, serving.cancel)
+    with contextlib.suppress(asyncio.CancelledError):
+        await serving
+
+
+def _write_record(server: MockServer, path: Path) -> None:
+    rows = [
+        {
+            "at": r.at,
+            "answered": r.answered,
+            "model": r.model,
+            "prompt": r.request.prompt,
+            "outcome": r.outcome,
+        }
+        for r in server.log
+    ]
+    path.write_bytes(msgspec.json.encode(rows))
 
 
 def main() -> None:
@@ -26,15 +54,24 @@ def main() -> None:
     )
     parser.add_argument("--retry-after", type=float, default=1.0)
     parser.add_argument("--rpm", type=int, default=None, help="requests per minute before 429")
+    parser.add_argument(
+        "--record",
+        type=Path,
+        default=None,
+        help="on exit, write every request (arrival, answer time, model, prompt, outcome) "
+        "to this JSON file",
+    )
     args = parser.parse_args()
-    server = MockServer(args.port, host=args.host, latency=args.latency, keep_log=False)
+    server = MockServer(
+        args.port, host=args.host, latency=args.latency, keep_log=args.record is not None
+    )
     if args.failure_rate:
         server.failure_rate(args.failure_rate, "429", retry_after=args.retry_after)
     if args.rpm:
         server.rpm(args.rpm)
     print(
         f"Mock models at http://{args.host}:{args.port}/v1 (OpenAI, Anthropic) "
-        f"and /v1beta (Gemini). Ctrl-C stops.",
+        f"and /v1beta (Gemini). Ctrl-C or SIGTERM stops.",
         flush=True,
     )
     if importlib.util.find_spec("uvloop") is not None:
@@ -44,7 +81,9 @@ def main() -> None:
     else:
         runner = asyncio.run
     with contextlib.suppress(KeyboardInterrupt):
-        runner(server.serve_forever())
+        runner(_serve(server))
+    if args.record is not None:
+        _write_record(server, args.record)
 
 
 if __name__ == "__main__":
