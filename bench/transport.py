@@ -20,6 +20,8 @@ Clients, side by side:
 3. HttpxTransport on trio (sharded: one AsyncClient per 10 connections).
 4. HttpxTransport on asyncio (sharded the same way).
 5. plain httpx.AsyncClient, one pool of C connections, on asyncio, for reference.
+6. Http11Transport (our own HTTP/1.1 client on anyio streams) on asyncio.
+7. Http11Transport on trio.
 
 A run's warm-up and its timed part may each take the larger of
 --max-seconds and 1.5 x the ideal time; a run that hits that limit is
@@ -300,6 +302,14 @@ async def httpx_transport(url: str, port: int, meter: Meter) -> None:
     await meter.drive([_transport_sender(transport, url)] * meter.result.concurrency)
 
 
+async def http11_transport(url: str, port: int, meter: Meter) -> None:
+    """Our Http11Transport, its pool sized to the concurrency, on whichever backend runs it."""
+    from vitals_engine.providers.http11 import Http11Transport
+
+    transport = Http11Transport(pool_size=meter.result.concurrency)
+    await meter.drive([_transport_sender(transport, url)] * meter.result.concurrency)
+
+
 async def httpx_plain(url: str, port: int, meter: Meter) -> None:
     """One httpx.AsyncClient whose single pool holds C connections."""
     import httpx
@@ -322,6 +332,8 @@ CLIENTS: dict[str, tuple[str, str, Callable[[str, int, Meter], Awaitable[None]]]
     "httpx-trio": ("HttpxTransport sharded, trio", "trio", httpx_transport),
     "httpx-asyncio": ("HttpxTransport sharded, asyncio", "asyncio", httpx_transport),
     "httpx-plain": ("httpx.AsyncClient 1 pool, asyncio", "asyncio", httpx_plain),
+    "http11-asyncio": ("Http11Transport, asyncio", "asyncio", http11_transport),
+    "http11-trio": ("Http11Transport, trio", "trio", http11_transport),
 }
 
 
@@ -346,8 +358,9 @@ def _preload(keys: list[str], uvloop: bool) -> None:
     """Import what the children need once, so each forked child starts at once."""
     import anyio  # noqa: F401
 
-    modules = {"vitals_engine.providers.transport", "httpx", "aiohttp"}
-    modules |= {"trio"} if "httpx-trio" in keys else set()
+    modules = {"vitals_engine.providers.transport", "vitals_engine.providers.http11"}
+    modules |= {"httpx", "aiohttp"}
+    modules |= {"trio"} if {"httpx-trio", "http11-trio"} & set(keys) else set()
     modules |= {"uvloop"} if uvloop else set()
     for name in modules:
         with contextlib.suppress(ImportError):

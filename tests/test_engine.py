@@ -42,11 +42,14 @@ async def test_max_concurrency_bounds_samples_in_flight(tmp_path):
     active = 0
     peak = 0
     release = anyio.Event()
+    three_in = anyio.Event()
 
     async def solver(input):
         nonlocal active, peak
         active += 1
         peak = max(peak, active)
+        if active == 3:
+            three_in.set()
         await release.wait()
         active -= 1
         return "x"
@@ -54,6 +57,7 @@ async def test_max_concurrency_bounds_samples_in_flight(tmp_path):
     task = ve.Task(numbered(10), solver=solver, scorer=ve.detect_includes(), dir=tmp_path)
 
     async def release_when_blocked():
+        await three_in.wait()
         await anyio.wait_all_tasks_blocked()
         assert active == 3
         release.set()

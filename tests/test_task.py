@@ -329,14 +329,23 @@ def test_log_dir_reads_and_sets_the_environment(monkeypatch, tmp_path):
 
 
 async def test_log_to_another_dir_writes_only_there(tmp_path):
-    """log(dir=x) writes exactly one file, in x."""
+    """log(dir=x) writes exactly one log, in x (listed in x's listing.json); none stays
+    in the default dir, not even the run's journal."""
     task = make_task(tmp_path / "default")
     await task.solve_async()
     await task.score_async()
     task.measure()
     path = task.log(tmp_path / "other")
-    assert list((tmp_path / "other").iterdir()) == [path]
-    assert not (tmp_path / "default").exists()
+    logs = [p for p in (tmp_path / "other").glob("*.json") if p.name != "listing.json"]
+    assert logs == [path]
+    assert path.name in ve_listing(tmp_path / "other")
+    assert not [p for p in (tmp_path / "default").glob("*") if not p.name.startswith(".")]
+
+
+def ve_listing(directory):
+    import json
+
+    return json.loads((directory / "listing.json").read_text())
 
 
 async def test_log_file_name_follows_inspect(tmp_path):

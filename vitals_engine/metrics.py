@@ -16,7 +16,15 @@ import polars as pl
 from ._errors import ConfigError, MetricError
 from .samples import GRADES
 
-__all__ = ["GRADE_DTYPE", "Metric", "accuracy", "check_metrics", "compute_metrics", "score_series"]
+__all__ = [
+    "GRADE_DTYPE",
+    "Metric",
+    "accuracy",
+    "check_metrics",
+    "compute_metrics",
+    "numeric_value",
+    "score_series",
+]
 
 GRADE_DTYPE = pl.Enum(list(GRADES))
 _GRADE_VALUE = {"I": 0.0, "P": 0.5, "C": 1.0}
@@ -39,6 +47,15 @@ def score_series(values: Sequence[Any], name: str = "score") -> pl.Series:
     if present and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in present):
         return pl.Series(name, [None if v is None else float(v) for v in values], dtype=pl.Float64)
     return pl.Series(name, [None if v is None else str(v) for v in values], dtype=pl.String)
+
+
+def numeric_value(value: Any) -> float | None:
+    """A score as a number: C=1, P=0.5, I=0, numbers and booleans as they are; else None."""
+    if isinstance(value, str):
+        return _GRADE_VALUE.get(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return None
 
 
 def accuracy(scores: pl.Series) -> float | None:

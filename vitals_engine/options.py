@@ -68,6 +68,7 @@ class RunOptions:
     retry: Retry | None = None
     fail_on_error: bool | int | float | None = None
     progress: bool = False
+    log_format: str = "json"
 
     @classmethod
     def check(
@@ -79,11 +80,14 @@ class RunOptions:
         retry: Any = None,
         fail_on_error: Any = None,
         progress: bool | None = None,
+        log_format: str | None = None,
     ) -> RunOptions:
         if limits is not None and not isinstance(limits, Limits):
             raise ConfigError(f"`limits` must be a ve.Limits(...), not {type(limits).__name__}.")
         if retry is not None and not isinstance(retry, Retry):
             raise ConfigError(f"`retry` must be a ve.Retry(...), not {type(retry).__name__}.")
+        if log_format not in (None, "json", "eval"):
+            raise ConfigError(f"`log_format` must be 'json' or 'eval', not {log_format!r}.")
         return cls(
             epochs=check_epochs(epochs),
             max_concurrency=_check_concurrency(max_concurrency),
@@ -91,4 +95,5 @@ class RunOptions:
             retry=retry,
             fail_on_error=_check_fail_on_error(fail_on_error),
             progress=sys.stderr.isatty() if progress is None else bool(progress),
+            log_format=log_format or "json",
         )

@@ -23,7 +23,7 @@ import anyio
 import polars as pl
 
 from . import config
-from ._errors import EvalFailedError, TaskStateError
+from ._errors import ConfigError, EvalFailedError, TaskStateError
 from ._sync import run_sync
 from .chat.chat import Chat
 from .chat.usage import UsageLedger
@@ -35,11 +35,12 @@ from .engine.run import Run
 from .frames import dataset_frame, records_frame
 from .log import schema as log_schema
 from .log.compose import RunHeader, compose_header, compose_sample
-from .log.writer import clean_task_name, log_file_name, new_id, write_json_log
+from .log.writer import LogWriter, clean_task_name, log_file_name, new_id, write_json_log
 from .metrics import Metric, check_metrics, compute_metrics, score_series
 from .options import DEFAULT_CONCURRENCY, RunOptions, allowed_failures, check_epochs
 from .progress import ProgressBar
 from .providers.pool import transport_scope
+from .resume import Resumed, find_resumable, load_resume
 from .samples import SampleRecord
 from .streaming import SampleStream, Sink, first_error
 
@@ -61,6 +62,7 @@ class Task:
         epochs: how many times to run each sample (default 1).
         name: the task's name in logs (default: the dataset file's name, or "task").
         dir: where logs are written (default: VITALS_LOG_DIR, else ./logs).
+        log_format: "json" (one JSON file) or "eval" (Inspect's zip format).
 
     Example:
         >>> task = Task(
@@ -81,7 +83,11 @@ class Task:
         epochs: int | None = None,
         name: str | None = None,
         dir: str | Path | None = None,
+        log_format: str = "json",
     ) -> None:
+        if log_format not in ("json", "eval"):
+            raise ConfigError(f"`log_format` must be 'json' or 'eval', not {log_format!r}.")
+        self.log_format = log_format
         self._rows: list[DatasetRow] = load_dataset(dataset)
         self._solver_spec = describe(solver, "solver")
         self._scorer_spec = describe(scorer, "scorer") if scorer is not None else None
@@ -106,6 +112,9 @@ class Task:
         self._run_error: log_schema.EvalError | None = None
         self._run_epochs = 1
         self._limit_history: list[log_schema.ConnectionLimitChange] = []
+        self._writer: LogWriter | None = None
+        self._log_name: str | None = None
+        self._positions = {row.id: i for i, row in enumerate(self._rows)}
         self._concurrency = DEFAULT_CONCURRENCY
 
     # -- state ---------------------------------------------------------------
@@ -183,6 +192,8 @@ class Task:
         retry: Retry | None = None,
         fail_on_error: bool | int | float | None = None,
         progress: bool | None = None,
+        log_format: str | None = None,
+        resume: bool | str | Path | None = None,
         **kwargs: Any,
     ) -> Task:
         """Solve, score, measure and log, then return the task.
@@ -200,6 +211,10 @@ class Task:
                 When exceeded, the log is written and `EvalFailedError` raised.
             progress: draw a progress bar on stderr (default: when stderr is
                 a terminal).
+            log_format: "json" or "eval" for this run (default: `Task(log_format=)`).
+            resume: continue a run that did not finish: True finds the newest
+                journal of this task in `task.dir`; or the path of a journal or
+                unfinished log. Finished samples are kept and not run again.
             **kwargs: routed to the solver and/or scorer by their signatures,
                 so `task.eval(solver_chat=other_chat)` re-runs on another model.
         """
@@ -213,6 +228,8 @@ class Task:
                 retry=retry,
                 fail_on_error=fail_on_error,
                 progress=progress,
+                log_format=log_format,
+                resume=resume,
                 **kwargs,
             )
         )
@@ -227,6 +244,8 @@ class Task:
         retry: Retry | None = None,
         fail_on_error: bool | int | float | None = None,
         progress: bool | None = None,
+        log_format: str | None = None,
+        resume: bool | str | Path | None = None,
         **kwargs: Any,
     ) -> Task:
         """The async form of `eval()`."""
@@ -237,8 +256,9 @@ class Task:
             retry=retry,
             fail_on_error=fail_on_error,
             progress=progress,
+            log_format=log_format or self.log_format,
         )
-        await self._evaluate(options, kwargs, None)
+        await self._evaluate(options, kwargs, None, self._resumable(resume))
         if view:
             self.view()
         return self
@@ -275,7 +295,11 @@ class Task:
         return SampleStream(functools.partial(self._evaluate, options, kwargs))
 
     async def _evaluate(
-        self, options: RunOptions, kwargs: dict[str, Any], sink: Sink | None
+        self,
+        options: RunOptions,
+        kwargs: dict[str, Any],
+        sink: Sink | None,
+        resume: Resumed | None = None,
     ) -> None:
         if self._scorer_spec is None:
             raise TaskStateError("This task has no scorer: pass scorer= or call set_scorer().")
@@ -287,6 +311,7 @@ class Task:
             solver_kwargs=solver_kw,
             scorer_kwargs=scorer_kw,
             sink=sink,
+            resume=resume,
         )
         self.measure()
         self.log()
@@ -368,15 +393,24 @@ class Task:
         solver_kwargs: dict[str, Any] | None = None,
         scorer_kwargs: dict[str, Any] | None = None,
         sink: Sink | None = None,
+        resume: Resumed | None = None,
     ) -> None:
-        epochs = options.epochs or self._epochs or 1
+        epochs = options.epochs or (resume.epochs if resume else None) or self._epochs or 1
         if solve:
             self._reset_solutions()
-            self._run_id, self._eval_id, self._created = new_id(), new_id(), time.time()
+            self._run_id = new_id()
+            if resume is not None:
+                self._eval_id, self._created = resume.eval_id, resume.created
+                self._log_name = resume.log_name
+            else:
+                self._eval_id, self._created = new_id(), time.time()
+                ext = "eval" if options.log_format == "eval" else "json"
+                self._log_name = log_file_name(self._created, self.name, self._eval_id, ext)
             self._run_epochs = epochs
             records: list[SampleRecord] = []
-            source: Any = _collecting(expand_epochs(self._rows, epochs), records)
-            total = len(self._rows) * epochs
+            done = resume.finished if resume is not None else {}
+            source: Any = _collecting(expand_epochs(self._rows, epochs), records, done)
+            total = len(self._rows) * epochs - len(done)
         else:
             self._reset_scores()
             records = list(self._records or [])
@@ -398,12 +432,43 @@ class Task:
         )
         self._status = "started"
         self._run_error = None
+        writer = self._open_writer(fresh=solve and resume is None)
+        if resume is not None:
+            self._solve_ledger.merge(resume.ledger, role="solver")
+            self._score_ledger.merge(resume.ledger, role="scorer")
+        scorer = self._scorer_label
+
+        logged_keys: set[tuple[Any, int]] = set()
+
+        async def logged(record: SampleRecord) -> None:
+            writer.add(compose_sample(record, scorer))
+            logged_keys.add(record.key)
+            if sink is not None:
+                await sink(record)
+
         try:
-            async with transport_scope(pool_size=options.max_concurrency):
-                await run.execute(source, sink or _noop_sink)
+            async with (
+                transport_scope(pool_size=options.max_concurrency),
+                anyio.create_task_group() as tg,
+            ):
+                await tg.start(writer.run)
+                try:
+                    if resume is not None and resume.source != writer.journal:
+                        for record in resume.finished.values():
+                            writer.add(compose_sample(record, scorer))
+                    await run.execute(source, logged)
+                finally:
+                    writer.stop()
         except BaseException as exc:
             error = first_error(exc)
             self._finish_run(run, options, solve, score, records, failed=error)
+            for record in records:  # solved when the run stopped, but not through the pipeline
+                started = record.result is not None or record.error is not None
+                if started and record.key not in logged_keys:
+                    writer.add(compose_sample(record, scorer))
+            await writer.close()
+            if records:
+                self._finalize_log(writer)
             if error is not exc:
                 raise error from None
             raise
@@ -412,6 +477,50 @@ class Task:
                 bar.update(run.progress(), force=True)
                 bar.close()
         self._finish_run(run, options, solve, score, records, failed=None)
+        await writer.close(compose_header(self._header(records)))
+
+    def _resumable(self, resume: bool | str | Path | None) -> Resumed | None:
+        """What `eval(resume=...)` continues from, or None for a fresh run."""
+        if resume is None or resume is False:
+            return None
+        if resume is True:
+            found = find_resumable(self.dir, self.name)
+            if found is None:
+                raise ConfigError(
+                    f"Nothing to resume: no journal of task '{self.name}' in '{self.dir}'. "
+                    "Pass the path of a journal or unfinished log, or run without resume."
+                )
+            path = found
+        else:
+            path = Path(resume)
+        live = [
+            c
+            for c in (
+                getattr(self._solver, "solver_chat", None),
+                getattr(self._scorer, "scorer_chat", None),
+            )
+            if isinstance(c, Chat)
+        ]
+        return load_resume(path, self.name, live)
+
+    def _open_writer(self, *, fresh: bool) -> LogWriter:
+        """The journal of this task's current run: a new one when solving afresh, else the
+        one left open (or, after its log was written, a new one under the same name)."""
+        if not fresh and self._writer is not None and not self._writer.finalized:
+            self._writer = LogWriter(
+                self._writer.path,
+                compose_header(self._header(self._records or [])),
+                order=self._order,
+                resume=True,
+            )
+            return self._writer
+        path = self.dir / (self._log_name or "log.json")
+        header = compose_header(self._header(self._records or []))
+        self._writer = LogWriter(path, header, order=self._order, resume=not fresh)
+        return self._writer
+
+    def _order(self, key: tuple[Any, int]) -> tuple[int, int]:
+        return (self._positions.get(key[0], len(self._positions)), key[1])
 
     def _finish_run(
         self,
@@ -439,8 +548,6 @@ class Task:
             cancelled = isinstance(failed, anyio.get_cancelled_exc_class() | KeyboardInterrupt)
             self._status = "cancelled" if cancelled else "error"
             self._run_error = _eval_error(failed)
-            if records:
-                self._write_log(self.dir)
         else:
             failures = sum(1 for r in records if r.error is not None)
             allowed = allowed_failures(options.fail_on_error, len(records))
@@ -497,17 +604,28 @@ class Task:
     # -- logging --------------------------------------------------------------------
 
     def log(self, dir: str | Path | None = None) -> Path:
-        """Write the log of the last run into `dir` (default `task.dir`); return its path."""
+        """Write the log of the last run into `dir` (default `task.dir`); return its path.
+
+        `eval()` calls it. After `solve()` / `score()` the samples are already in
+        the run's journal; this composes the final log from it.
+        """
         if self._records is None:
             raise TaskStateError("Task has not been solved yet. Run task.eval() first.")
-        return self._write_log(Path(dir) if dir is not None else self.dir)
+        target = Path(dir) if dir is not None else self.dir
+        writer = self._writer
+        if writer is not None and not writer.finalized and writer.journal.exists():
+            return self._finalize_log(writer, target / writer.path.name)
+        header = compose_header(self._header(self._records))
+        header.samples = [compose_sample(r, self._scorer_label) for r in self._records]
+        name = self._log_name or log_file_name(
+            self._created or time.time(), self.name, self._eval_id or new_id()
+        )
+        self.log_path = write_json_log(target / Path(name).with_suffix(".json").name, header)
+        return self.log_path
 
-    def _write_log(self, dir: Path) -> Path:
-        records = self._records or []
-        log = compose_header(self._header(records))
-        log.samples = [compose_sample(r, self._scorer_label) for r in records]
-        name = log_file_name(self._created or time.time(), self.name, self._eval_id or new_id())
-        self.log_path = write_json_log(dir / name, log)
+    def _finalize_log(self, writer: LogWriter, path: Path | None = None) -> Path:
+        header = compose_header(self._header(self._records or []))
+        self.log_path = writer.finalize(header, path)
         return self.log_path
 
     def _solver_model(self) -> str:
@@ -569,9 +687,18 @@ class Task:
         )
 
 
-def _collecting(source: Iterator[Any], into: list[SampleRecord]) -> Iterator[SampleRecord]:
-    """Records made lazily from samples, remembered in run order as they are made."""
+def _collecting(
+    source: Iterator[Any],
+    into: list[SampleRecord],
+    done: dict[tuple[Any, int], SampleRecord] | None = None,
+) -> Iterator[SampleRecord]:
+    """Records made lazily from samples, remembered in run order as they are made.
+    Samples in `done` (finished in a run being resumed) are remembered, not run."""
     for sample in source:
+        finished = done.get((sample.id, sample.epoch)) if done else None
+        if finished is not None:
+            into.append(finished)
+            continue
         record = SampleRecord(sample)
         into.append(record)
         yield record
