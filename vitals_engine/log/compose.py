@@ -13,6 +13,7 @@ from ..chat.turns import Turn
 from ..chat.usage import UsageLedger
 from ..samples import SampleRecord
 from . import schema as s
+from .events import sample_events
 from .messages import chat_messages, model_usage, stop_reason, to_builtins
 
 __all__ = ["RunHeader", "compose_header", "compose_sample", "iso_time"]
@@ -105,6 +106,7 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
     if record.solver_metadata is not None:
         metadata["solver_metadata"] = to_builtins(record.solver_metadata)
     score = _score(record)
+    events, events_data = sample_events(record, score)
     started = record.solve_started or record.score_started
     completed = record.score_completed or record.solve_completed
     error = None
@@ -127,6 +129,8 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
         working_time=_working_time(record),
         uuid=f"{prefix}",
         error=error,
+        events=events,
+        events_data=events_data,
     )
 
 

@@ -238,6 +238,7 @@ class EvalSample(_Loose):
     error: EvalError | None = None
     error_retries: list[Any] | None = None
     attachments: dict[str, str] = field(default_factory=dict)
+    events_data: dict[str, Any] | None = None
 
 
 class EvalSampleSummary(_Loose):

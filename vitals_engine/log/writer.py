@@ -173,7 +173,19 @@ def _compose_json(
     return _replace_atomically(out, write, ".json")
 
 
-_summary_decoder = msgspec.json.Decoder(s.EvalSampleSummary)
+class _SummaryIn(s.EvalSampleSummary, kw_only=True):
+    error: s.EvalError | None = None  # type: ignore[assignment]
+
+
+_summary_decoder = msgspec.json.Decoder(_SummaryIn)
+
+
+def _summary(sample: bytes) -> s.EvalSampleSummary:
+    """A sample's summary line: what a viewer lists without opening the sample."""
+    got = _summary_decoder.decode(sample)
+    fields = msgspec.structs.asdict(got)
+    fields["error"] = got.error.message if got.error is not None else None
+    return s.EvalSampleSummary(**fields)
 
 
 def _reductions(summaries: list[s.EvalSampleSummary]) -> list[dict[str, Any]]:
@@ -219,7 +231,7 @@ def _compose_eval(
                 keyed, _samples(journal, ranges), strict=True
             ):
                 zf.writestr(f"samples/{sample_id}_epoch_{epoch}.json", sample)
-                summaries.append(_summary_decoder.decode(sample))
+                summaries.append(_summary(sample))
             zf.writestr("summaries.json", s.encoder.encode(summaries))
             if any(summary.scores for summary in summaries):
                 zf.writestr("reductions.json", s.encoder.encode(_reductions(summaries)))

@@ -125,36 +125,36 @@ def _describe(exc: BaseException, depth: int = 0) -> str:
 def _parse_head(text: str) -> tuple[int, dict[str, str], bool]:
     """Status, headers (lower-case names, repeats joined) and whether to keep the connection."""
     lines = text.split("\r\n")
-    line = lines[0]
-    code = line[9:12]
+    status = lines[0]
+    code = status[9:12]
     if (
-        not line.startswith("HTTP/1.")
-        or line[8:9] != " "
-        or not code.isdecimal()
+        not status.startswith("HTTP/1.")
+        or status[8:9] != " "
         or len(code) != 3
-        or line[12:13] not in ("", " ")
+        or not code.isdecimal()
+        or status[12:13] not in ("", " ")
     ):
-        raise _ProtocolError(f"malformed status line {line[:100]!r}")
+        raise _ProtocolError(f"malformed status line {status[:100]!r}")
     headers: dict[str, str] = {}
-    name = ""
+    previous = ""  # the last header's name, for folded lines
     for line in lines[1:]:
-        if line[:1] in (" ", "\t"):  # obsolete line folding: continues the previous value
-            if not name:
-                raise _ProtocolError(f"malformed header line {line[:100]!r}")
-            headers[name] = (headers[name] + " " + line.strip(" \t")).strip(" ")
-            continue
         name, sep, value = line.partition(":")
-        name = name.strip(" \t").lower()
-        if not sep or not name:
+        if not sep or not name or line[0] in " \t":
+            if previous and line[:1] in (" ", "\t"):  # obsolete line folding continues it
+                headers[previous] = headers[previous] + " " + line.strip(" \t")
+                continue
             raise _ProtocolError(f"malformed header line {line[:100]!r}")
+        previous = name = name.lower()
         value = value.strip(" \t")
-        previous = headers.get(name)
-        headers[name] = value if previous is None else f"{previous}, {value}"
+        if name in headers:
+            headers[name] += ", " + value
+        else:
+            headers[name] = value
     connection = headers.get("connection")
     if connection is None:
-        return int(code), headers, text[7] == "1"  # HTTP/1.1 keeps it, HTTP/1.0 closes it
+        return int(code), headers, status[7] == "1"  # HTTP/1.1 keeps it, HTTP/1.0 closes it
     tokens = connection.lower()
-    if text[7] == "1":
+    if status[7] == "1":
         keep = "close" not in tokens
     else:  # HTTP/1.0 closes unless asked to keep the connection
         keep = "keep-alive" in tokens and "close" not in tokens
@@ -163,13 +163,14 @@ def _parse_head(text: str) -> tuple[int, dict[str, str], bool]:
 
 def _content_length(value: str) -> int:
     """The body's length from a Content-Length value (repeats must agree)."""
-    lengths = {v.strip() for v in value.split(",")}
-    if len(lengths) != 1:
-        raise _ProtocolError(f"conflicting Content-Length {value!r}")
-    (length,) = lengths
-    if not length.isdecimal() or not length.isascii():
-        raise _ProtocolError(f"malformed Content-Length {value!r}")
-    n = int(length)
+    if not (value.isdecimal() and value.isascii()):
+        lengths = {v.strip(" \t") for v in value.split(",")}
+        if len(lengths) != 1:
+            raise _ProtocolError(f"conflicting Content-Length {value!r}")
+        value = lengths.pop()
+        if not (value.isdecimal() and value.isascii()):
+            raise _ProtocolError(f"malformed Content-Length {value!r}")
+    n = int(value)
     if n > MAX_BODY_BYTES:
         raise _ProtocolError(
             f"the response body ({n} bytes) is larger than the {MAX_BODY_BYTES >> 20} MiB limit"

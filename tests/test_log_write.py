@@ -1,0 +1,300 @@
+"""The log on disk: journal while running, final .json or .eval, listing, secrets, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import zipfile
+from pathlib import Path
+
+import anyio
+import pytest
+
+import vitals_engine as ve
+from tests.inspect_check import assert_inspect_reads, read_eval_log
+from vitals_engine.log.journal_format import read_journal
+from vitals_engine.testing import MockServer
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sums(n):
+    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def server():
+    with MockServer() as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def fresh(server):
+    server.reset()
+
+
+async def test_samples_reach_the_journal_while_the_run_goes_on(tmp_path):
+    """A finished sample is in the journal (readable with read_log) before the run ends."""
+    release = anyio.Event()
+    seen = {}
+
+    async def solver(input, sample):
+        if sample.id == 3:
+            await release.wait()
+        return input
+
+    task = ve.Task(sums(3), solver=solver, scorer=ve.detect_includes(), dir=tmp_path)
+
+    async def watch():
+        with anyio.fail_after(10):
+            while True:
+                journals = list(tmp_path.glob("*.journal"))
+                if journals:
+                    logged = ve.read_log(journals[0])
+                    if len(logged.samples) >= 2:
+                        seen["status"] = logged.status
+                        seen["ids"] = sorted(s.id for s in logged.samples)
+                        release.set()
+                        return
+                await anyio.sleep(0.05)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch)
+        await task.eval_async(max_concurrency=3, fail_on_error=False)
+    assert seen == {"status": "started", "ids": [1, 2]}
+    assert not list(tmp_path.glob("*.journal")), "the journal is removed once the log is written"
+    assert assert_inspect_reads(task.log_path, task).status == "success"
+
+
+async def test_eval_format_log_reads_in_inspect(tmp_path):
+    """log_format="eval" writes a zip with header, samples, summaries and reductions that
+    Inspect reads in full and header-only."""
+    task = ve.Task(
+        sums(3),
+        solver=ve.generate(ve.chat_mock()),
+        scorer=ve.detect_includes(),
+        dir=tmp_path,
+        epochs=2,
+    )
+    await task.eval_async(log_format="eval")
+    assert task.log_path.suffix == ".eval"
+    names = zipfile.ZipFile(task.log_path).namelist()
+    assert {"header.json", "summaries.json", "reductions.json"} <= set(names)
+    assert sum(n.startswith("samples/") for n in names) == 6
+    full = assert_inspect_reads(task.log_path, task)
+    assert full.results.scores[0].metrics["accuracy"].value == 1.0
+    logged = ve.read_log(task.log_path)
+    assert logged.get_samples()["score"].to_list() == ["C"] * 6
+
+
+async def test_task_log_format_default(tmp_path):
+    """Task(log_format="eval") makes .eval the task's default."""
+    task = ve.Task(
+        sums(1),
+        solver=ve.generate(ve.chat_mock()),
+        scorer=ve.detect_includes(),
+        dir=tmp_path,
+        log_format="eval",
+    )
+    await task.eval_async()
+    assert task.log_path.suffix == ".eval"
+    with pytest.raises(ve.ConfigError, match="log_format"):
+        ve.Task(sums(1), solver=ve.generate(ve.chat_mock()), log_format="yaml")
+
+
+async def test_listing_lists_every_log(tmp_path):
+    """listing.json names each log with its task, model, status and primary metric."""
+    for name in ("first", "second"):
+        task = ve.Task(
+            sums(2),
+            solver=ve.generate(ve.chat_mock()),
+            scorer=ve.detect_includes(),
+            dir=tmp_path,
+            name=name,
+        )
+        await task.eval_async()
+    listing = json.loads((tmp_path / "listing.json").read_text())
+    assert len(listing) == 2
+    entry = listing[task.log_path.name]
+    assert entry["task"] == "second"
+    assert entry["status"] == "success"
+    assert entry["model"] == "mock/mock-model"
+    assert entry["primary_metric"] == {"name": "accuracy", "value": 1.0, "params": {}}
+
+
+async def test_model_and_score_events_are_logged(server, tmp_path):
+    """Each model call is a model event (with its retries); the score is a score event."""
+    server.fail("503", times=1)
+    chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test")
+    task = ve.Task(
+        sums(1),
+        solver=ve.generate(chat),
+        scorer=ve.model_graded_qa(scorer_chat=ve.chat_mock()),
+        dir=tmp_path,
+    )
+    await task.eval_async(retry=ve.Retry(backoff=0.01))
+    full = assert_inspect_reads(task.log_path, task)
+    events = full.samples[0].events
+    kinds = [e.event for e in events]
+    assert kinds == ["span_begin", "model", "span_end", "span_begin", "model", "score", "span_end"]
+    solver_call, judge_call = (e for e in events if e.event == "model")
+    assert solver_call.model == "openai/gpt-test"
+    assert solver_call.retries == 1
+    assert [m.role for m in solver_call.input] == ["user"]
+    assert solver_call.output.usage.output_tokens > 0
+    assert judge_call.role == "grader"
+    assert "[Submission]" in judge_call.input[0].text
+
+
+async def test_api_keys_never_reach_the_disk(server, tmp_path):
+    """A run with a recognisable key, including failed requests, leaves it in no file."""
+    secret = "sk-VITALS-CANARY-0123456789abcdef"
+    server.fail("401", times=1)
+    server.fail("503", times=1)
+    chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key=secret)
+    task = ve.Task(
+        sums(4), solver=ve.generate(chat), scorer=ve.model_graded_qa(scorer_chat=chat), dir=tmp_path
+    )
+    await task.eval_async(fail_on_error=False, log_format="eval", retry=ve.Retry(backoff=0.01))
+    assert any(r.headers.get("Authorization", "").endswith(secret) for r in server.log)
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        data = path.read_bytes()
+        if path.suffix == ".eval":
+            data = b"".join(zipfile.ZipFile(path).read(n) for n in zipfile.ZipFile(path).namelist())
+        assert secret.encode() not in data, path
+
+
+async def test_resume_after_cancel_runs_only_what_did_not_finish(server, tmp_path):
+    """A cancelled run's log resumes: finished samples are not sent again, the final log
+    holds every sample once."""
+    chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test")
+    task = ve.Task(sums(10), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
+    server.latency = 0.01
+    async with task.stream_async(max_concurrency=2) as samples:
+        seen = 0
+        async for _ in samples:
+            seen += 1
+            if seen == 4:
+                break
+    first = assert_inspect_reads(task.log_path)
+    assert first.status == "cancelled"
+    finished = {s.id for s in first.samples if s.scores}
+    server.reset()
+    twin = ve.Task(sums(10), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
+    await twin.eval_async(resume=task.log_path)
+    assert server.requests == 10 - len(finished)
+    final = assert_inspect_reads(twin.log_path, twin)
+    assert final.status == "success"
+    assert sorted(s.id for s in final.samples) == list(range(1, 11))
+    assert twin.metrics == {"accuracy": 1.0}
+    assert twin.get_cost()["requests"].to_list() == [10]
+
+
+async def test_resume_retries_errored_samples(server, tmp_path):
+    """Samples that failed in the first run are run again on resume."""
+    server.fail("400", times=2)
+    chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test")
+    task = ve.Task(sums(5), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
+    with pytest.raises(ve.EvalFailedError):
+        await task.eval_async(max_concurrency=1)
+    server.reset()
+    await task.eval_async(resume=task.log_path)
+    assert server.requests == 2
+    assert "error" not in task.get_samples().columns
+
+
+async def test_resume_without_a_journal_says_so(tmp_path):
+    """resume=True with nothing to resume is a clear error."""
+    task = ve.Task(
+        sums(1), solver=ve.generate(ve.chat_mock()), scorer=ve.detect_includes(), dir=tmp_path
+    )
+    with pytest.raises(ve.ConfigError, match="Nothing to resume"):
+        await task.eval_async(resume=True)
+
+
+async def test_resume_refuses_another_tasks_log(tmp_path):
+    """A log of another task cannot be resumed by this one."""
+    other = ve.Task(
+        sums(1),
+        solver=ve.generate(ve.chat_mock()),
+        scorer=ve.detect_includes(),
+        dir=tmp_path,
+        name="other",
+    )
+    await other.eval_async()
+    task = ve.Task(
+        sums(1),
+        solver=ve.generate(ve.chat_mock()),
+        scorer=ve.detect_includes(),
+        dir=tmp_path,
+        name="mine",
+    )
+    with pytest.raises(ve.ConfigError, match="finished successfully|log of task 'other'"):
+        await task.eval_async(resume=other.log_path)
+
+
+KILLED_RUN = textwrap.dedent(
+    """
+    import sys
+    import vitals_engine as ve
+
+    base_url, log_dir = sys.argv[1], sys.argv[2]
+    data = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(60)]
+    chat = ve.chat_openai("gpt-test", base_url=base_url, api_key="sk-test")
+    task = ve.Task(data, solver=ve.generate(chat), scorer=ve.detect_includes(), dir=log_dir,
+                   name="killed")
+    task.eval(max_concurrency=3)
+    """
+)
+
+
+def test_kill_9_then_resume_sends_only_unfinished_samples(server, tmp_path):
+    """A run killed with SIGKILL mid-way resumes from its journal: requests go only to the
+    samples the journal does not hold, and the final log has each sample exactly once."""
+    server.latency = 0.05
+    script = tmp_path / "run.py"
+    script.write_text(KILLED_RUN)
+    logs = tmp_path / "logs"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), server.base_url(), str(logs)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    deadline = time.monotonic() + 60
+    journal = None
+    while time.monotonic() < deadline:
+        journals = list(logs.glob("*.journal"))
+        if journals and len(read_journal(journals[0]).samples) >= 10:
+            journal = journals[0]
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert journal is not None, "the run never journaled 10 samples"
+    done = {s.id for s in read_journal(journal).samples if s.error is None}
+    assert 10 <= len(done) < 60
+    assert ve.read_log(journal).status == "started"
+
+    server.reset()
+    server.latency = 0.0
+    chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test")
+    task = ve.Task(
+        sums(60), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=logs, name="killed"
+    )
+    task.eval(resume=True)
+    assert server.requests == 60 - len(done)
+    prompts = {r.request.prompt for r in server.log}
+    assert not prompts & {f"What's {i - 1}+{i - 1}?" for i in done}
+    final = read_eval_log(str(task.log_path))
+    assert sorted(s.id for s in final.samples) == list(range(1, 61))
+    assert final.status == "success"
+    assert not list(logs.glob("*.journal"))
