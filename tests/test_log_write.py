@@ -212,6 +212,16 @@ async def test_resume_retries_errored_samples(server, tmp_path):
     assert "error" not in task.get_samples().columns
 
 
+async def test_resume_refuses_a_finished_log(tmp_path):
+    """A log whose run finished successfully is not resumed."""
+    task = ve.Task(
+        sums(1), solver=ve.generate(ve.chat_mock()), scorer=ve.detect_includes(), dir=tmp_path
+    )
+    await task.eval_async()
+    with pytest.raises(ve.ConfigError, match="finished successfully"):
+        await task.eval_async(resume=task.log_path)
+
+
 async def test_resume_without_a_journal_says_so(tmp_path):
     """resume=True with nothing to resume is a clear error."""
     task = ve.Task(
@@ -238,7 +248,7 @@ async def test_resume_refuses_another_tasks_log(tmp_path):
         dir=tmp_path,
         name="mine",
     )
-    with pytest.raises(ve.ConfigError, match="finished successfully|log of task 'other'"):
+    with pytest.raises(ve.ConfigError, match="it is a log of task 'other'"):
         await task.eval_async(resume=other.log_path)
 
 

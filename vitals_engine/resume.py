@@ -84,16 +84,16 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
         header, samples, log_name = contents.header, contents.samples, start.log
     else:
         logged = read_log(path)
-        if logged.status == "success":
-            raise ConfigError(
-                f"Cannot resume from '{path}': that run finished successfully. "
-                "Run task.eval() for a new run."
-            )
         header, samples, log_name = logged.header, logged.samples, path.name
     if header.eval.task != task_name:
         raise ConfigError(
             f"Cannot resume task '{task_name}' from '{path}': it is a log of task "
             f"'{header.eval.task}'."
+        )
+    if header.status == "success":
+        raise ConfigError(
+            f"Cannot resume from '{path}': that run finished successfully. "
+            "Run task.eval() for a new run."
         )
     default_model = normalize_model(header.eval.model)
     by_model = {chat.provider.model_id: chat for chat in live}
