@@ -103,14 +103,15 @@ def child_engine(port: int, n: int, c: int) -> dict[str, Any]:
             max_concurrency=c, progress=False, retry=ve.Retry(max_attempts=20), fail_on_error=False
         )
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        frame = task.get_samples()
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        records = task._records or []
         size = task.log_path.stat().st_size if task.log_path else 0
     return {
         "wall": wall,
         "cpu": cpu,
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "finished": int(frame["score"].is_not_null().sum()),
-        "failed": int(frame["error"].is_not_null().sum()) if "error" in frame.columns else 0,
+        "rss_mb": rss,
+        "finished": sum(1 for r in records if r.score is not None and r.error is None),
+        "failed": sum(1 for r in records if r.error is not None),
         "accuracy": (task.metrics or {}).get("accuracy"),
         "retries": sum(r.retries for r in task._records or []),
         "log_mb": size / 1e6,

@@ -17,8 +17,6 @@ import pytest
 from anyio.abc import SocketAttribute
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.tls import TLSListener
-from anyio.lowlevel import checkpoint  # noqa: F401
-from anyio.pytest_plugin import wait_all_tasks_blocked
 
 import vitals_engine as ve
 from vitals_engine import ProviderTimeout, ProviderUnavailable
@@ -182,11 +180,11 @@ async def counting_proxy(port: int) -> AsyncIterator[RawServer]:
                 await sink.send(chunk)
 
     async def relay(conn: RawConnection, server: RawServer) -> None:
-        async with await anyio.connect_tcp("127.0.0.1", port) as upstream:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(pump, upstream, conn.stream)
-                await pump(conn.stream, upstream)
-                tg.cancel_scope.cancel()
+        upstream = await anyio.connect_tcp("127.0.0.1", port)
+        async with upstream, anyio.create_task_group() as tg:
+            tg.start_soon(pump, upstream, conn.stream)
+            await pump(conn.stream, upstream)
+            tg.cancel_scope.cancel()
 
     async with raw_server(relay) as proxy:
         yield proxy
@@ -196,15 +194,22 @@ async def counting_proxy(port: int) -> AsyncIterator[RawServer]:
 
 
 async def test_chat_round_trip_through_http11(server, monkeypatch):
-    """A chat whose run pool hands out Http11Transport gets the mock server's answer."""
-    monkeypatch.setattr(
-        TransportPool, "get", lambda self, base_url, client=None: self._transports.setdefault(
-            (base_url, 0), Http11Transport(self.pool_size)
-        )
-    )
+    """A chat whose run pool hands out Http11Transport gets the mock server's answers."""
+    made: list[Http11Transport] = []
+
+    def get(self: TransportPool, base_url: str, client=None) -> Http11Transport:
+        key = (base_url, 0)
+        if key not in self._transports:
+            made.append(Http11Transport(self.pool_size))
+            self._transports[key] = made[-1]
+        return made[-1]
+
+    monkeypatch.setattr(TransportPool, "get", get)
     chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="k")
     assert await chat.chat_async("What's 2+2?") == "2 + 2 = 4"
     assert await chat.chat_async("What's 1+3?") == "1 + 3 = 4"
+    assert len(made) == 2  # a chat outside a run opens a pool per call
+    assert all(t.open_connections == 0 for t in made)  # ... and closes it afterwards
     assert server.log[-1].headers["Authorization"] == "Bearer k"
 
 
@@ -271,7 +276,9 @@ async def test_hang_hits_the_read_timeout(server):
     """A server that never answers raises ProviderTimeout after the read timeout."""
     server.fail("hang")
     async with transport() as client:
-        with pytest.raises(ProviderTimeout, match=r"no answer from .* within 0\.2 s"):
+        with pytest.raises(
+            ProviderTimeout, match=r"no answer from .* in time \(read timeout of 0\.2 s\)"
+        ):
             await post(client, chat_url(server), Timeouts(connect=5.0, read=0.2))
         assert client.open_connections == 0
 
@@ -300,7 +307,9 @@ async def test_connection_refused_is_unavailable():
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     async with transport() as client:
-        with pytest.raises(ProviderUnavailable, match=rf"cannot connect to http://127\.0\.0\.1:{port}"):
+        with pytest.raises(
+            ProviderUnavailable, match=rf"cannot connect to http://127\.0\.0\.1:{port}"
+        ):
             await post(client, f"http://127.0.0.1:{port}/v1/chat/completions")
 
 
@@ -366,7 +375,9 @@ async def test_http10_response_closes_unless_keep_alive():
 
 async def test_interim_100_continue_is_skipped():
     """1xx interim responses before the final one are read past."""
-    data = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n" + response()
+    data = (
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n" + response()
+    )
     async with raw_server(answer_each(data, piece=7)) as raw, transport() as client:
         reply = await post(client, raw.url())
         assert (reply.status, reply.body, "link" in reply.headers) == (200, b'{"ok":true}', False)
@@ -532,9 +543,9 @@ async def test_cancelled_request_closes_its_connection():
     async with raw_server(wait_for_eof) as raw, transport() as client:
         async with anyio.create_task_group() as tg:
             tg.start_soon(post, client, raw.url())
-            await wait_all_tasks_blocked()
+            await anyio.wait_all_tasks_blocked()
             while not raw.requests:  # the request reached the server (tasks all blocked again)
-                await wait_all_tasks_blocked()
+                await anyio.wait_all_tasks_blocked()
             tg.cancel_scope.cancel()
         assert client.open_connections == 0
         with anyio.fail_after(5):
@@ -543,13 +554,6 @@ async def test_cancelled_request_closes_its_connection():
 
 async def test_aclose_closes_idle_and_busy_connections():
     """aclose() closes every connection, idle or in use; a request in flight then fails."""
-
-    async def respond(conn: RawConnection, server: RawServer) -> None:
-        if server.connections == 1:
-            await answer_each(response())(conn, server)
-        else:
-            await wait_for_eof(conn, server)
-
     errors: list[BaseException] = []
 
     async def stuck(client: Http11Transport, url: str) -> None:
@@ -558,24 +562,24 @@ async def test_aclose_closes_idle_and_busy_connections():
         except ProviderUnavailable as exc:
             errors.append(exc)
 
-    async with raw_server(respond) as raw:
+    async with raw_server(answer_each(response())) as answering, raw_server(wait_for_eof) as silent:
         client = Http11Transport()
-        await post(client, raw.url())  # one idle connection
+        await post(client, answering.url())  # one idle connection
         async with anyio.create_task_group() as tg:
-            tg.start_soon(stuck, client, raw.url())
-            tg.start_soon(stuck, client, raw.url())
-            while len(raw.requests) < 3:
-                await wait_all_tasks_blocked()
+            tg.start_soon(stuck, client, silent.url())
+            tg.start_soon(stuck, client, silent.url())
+            while len(silent.requests) < 2:
+                await anyio.wait_all_tasks_blocked()
             assert client.open_connections == 3
             await client.aclose()
         assert client.open_connections == 0
         assert len(errors) == 2
-        assert all("transport was closed" in str(e) for e in errors)
+        assert all("the transport was closed" in str(e) for e in errors)
         with anyio.fail_after(5):
-            for ended in raw.ended:
-                await ended.wait()
+            for ended in answering.ended + silent.ended:
+                await ended.wait()  # each server saw its connections close
         with pytest.raises(RuntimeError, match="closed"):
-            await post(client, raw.url())
+            await post(client, answering.url())
 
 
 # -- TLS --------------------------------------------------------------------------------------
@@ -621,5 +625,5 @@ async def test_https_with_untrusted_certificate_cannot_connect(tls):
         raw_server(answer_each(response()), tls=server_context) as raw,
         transport() as client,
     ):
-        with pytest.raises(ProviderUnavailable, match="cannot connect to .*CERTIFICATE_VERIFY"):
+        with pytest.raises(ProviderUnavailable, match=r"cannot connect to .*CERTIFICATE_VERIFY"):
             await post(client, raw.url(host="localhost"))

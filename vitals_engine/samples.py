@@ -121,6 +121,8 @@ class SampleRecord:
     score_completed: float | None = None
     usage: UsageLedger = field(default_factory=UsageLedger)
     calls: list[ModelCall] = field(default_factory=list)
+    #: Its chats were dropped from memory; the log holds them (see spill.py).
+    spilled: bool = False
 
     @property
     def retries(self) -> int:

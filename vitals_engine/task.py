@@ -42,6 +42,7 @@ from .progress import ProgressBar
 from .providers.pool import transport_scope
 from .resume import Resumed, find_resumable, load_resume
 from .samples import SampleRecord
+from .spill import SPILL_AFTER, is_spilled, rehydrate, spill
 from .streaming import SampleStream, Sink, first_error
 
 __all__ = ["Task"]
@@ -414,6 +415,7 @@ class Task:
         else:
             self._reset_scores()
             records = list(self._records or [])
+            self._rehydrate(records)
             source = records
             total = len(records)
         self._concurrency = options.max_concurrency
@@ -445,6 +447,8 @@ class Task:
             logged_keys.add(record.key)
             if sink is not None:
                 await sink(record)
+            if len(logged_keys) > SPILL_AFTER:
+                spill(record)
 
         try:
             async with (
@@ -582,12 +586,31 @@ class Task:
         self.metrics = compute_metrics(scores, self._metric_fns)
         return self.metrics
 
+    def _live_chats(self) -> list[Chat]:
+        candidates = (
+            getattr(self._solver, "solver_chat", None),
+            getattr(self._scorer, "scorer_chat", None),
+        )
+        return [c for c in candidates if isinstance(c, Chat)]
+
+    def _rehydrate(self, records: list[SampleRecord]) -> None:
+        """Chats of spilled records, read back from the journal or the final log."""
+        if not is_spilled(records):
+            return
+        writer = self._writer
+        source = writer.journal if writer is not None and writer.journal.exists() else None
+        source = source or self.log_path
+        if source is None:
+            return
+        rehydrate(records, source, self._live_chats())
+
     def get_samples(self) -> pl.DataFrame:
         """One row per (sample, epoch): id, epoch, input, target, metadata columns,
         result, score, scorer, answer, explanation, and the chats where present.
         Before solving, the dataset itself."""
         if self._records is None:
             return dataset_frame(self._rows)
+        self._rehydrate(self._records)
         return records_frame(self._records, self._scorer_label, scored=self._scored)
 
     def get_cost(self) -> pl.DataFrame:

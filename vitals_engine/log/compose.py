@@ -13,7 +13,7 @@ from ..chat.turns import Turn
 from ..chat.usage import UsageLedger
 from ..samples import SampleRecord
 from . import schema as s
-from .events import sample_events
+from .events import ChatLog, sample_events
 from .messages import chat_messages, model_usage, stop_reason, to_builtins
 
 __all__ = ["RunHeader", "compose_header", "compose_sample", "iso_time"]
@@ -52,7 +52,7 @@ def _usage_by_role(ledger: UsageLedger) -> dict[str, s.ModelUsage]:
     return {role: model_usage(row.tokens, row.cost) for role, row in ledger.by_role().items()}
 
 
-def _score(record: SampleRecord) -> s.LogScore | None:
+def _score(record: SampleRecord, judge: ChatLog | None) -> s.LogScore | None:
     score = record.score
     if score is None:
         return None
@@ -60,14 +60,8 @@ def _score(record: SampleRecord) -> s.LogScore | None:
     if score.metadata is not None:
         meta = to_builtins(score.metadata)
         metadata.update(meta if isinstance(meta, dict) else {"scorer_metadata": meta})
-    if score.chat is not None:
-        metadata["grading"] = msgspec.to_builtins(
-            chat_messages(
-                score.chat.system_prompt,
-                score.chat.turns,
-                f"{record.sample.id}-{record.sample.epoch}-g",
-            )
-        )
+    if judge is not None:
+        metadata["grading"] = judge.messages
     return s.LogScore(
         value=score.value if score.value is not None else s.NO_GRADE,
         reason=None if score.value is not None else s.NO_GRADE_REASON,
@@ -77,20 +71,35 @@ def _score(record: SampleRecord) -> s.LogScore | None:
     )
 
 
+class _Times:
+    """ISO times of one sample's few distinct instants, each formatted once."""
+
+    def __init__(self) -> None:
+        self._seen: dict[float, str] = {}
+
+    def __call__(self, unix: float) -> str:
+        text = self._seen.get(unix)
+        if text is None:
+            text = self._seen[unix] = datetime.fromtimestamp(unix, _LOCAL).isoformat()
+        return text
+
+
 def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSample:
     """The log record of one finished (sample, epoch)."""
     sample = record.sample
     chat = record.solver_chat
     prefix = f"{sample.id}-{sample.epoch}"
-    model_id = _model_id(chat)
-    messages = chat_messages(chat.system_prompt, chat.turns, prefix, model_id) if chat else []
+    solver = ChatLog(chat, prefix) if chat is not None else None
+    judge_chat = record.score.chat if record.score is not None else None
+    judge = ChatLog(judge_chat, f"{prefix}-g") if judge_chat is not None else None
+    messages: list[s.ChatMessage] = solver.messages if solver is not None else []
     output = s.ModelOutput()
     last = chat.last_turn() if chat else None
-    if last is not None:
-        reply = chat_messages(None, [last], f"{prefix}-out", model_id)[0]
-        assert isinstance(reply, s.ChatMessageAssistant)
+    if solver is not None and last is not None:
+        reply = solver.reply(last)
+        assert reply is not None
         output = s.ModelOutput(
-            model=model_id or "",
+            model=solver.model_id,
             choices=[s.ChatCompletionChoice(reply, stop_reason(last))],
             completion=record.result if record.result is not None else last.text,
             usage=model_usage(last.tokens) if last.tokens else None,
@@ -105,8 +114,10 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
     metadata: dict[str, Any] = dict(to_builtins(sample.metadata)) if sample.metadata else {}
     if record.solver_metadata is not None:
         metadata["solver_metadata"] = to_builtins(record.solver_metadata)
-    score = _score(record)
-    events, events_data = sample_events(record, score)
+    score = _score(record, judge)
+    times = _Times()
+    chats = [c for c in (solver, judge) if c is not None]
+    events, events_data = sample_events(record, score, chats, times)
     started = record.solve_started or record.score_started
     completed = record.score_completed or record.solve_completed
     error = None
@@ -123,8 +134,8 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
         metadata=metadata,
         model_usage=_usage_by_model(record.usage),
         role_usage=_usage_by_role(record.usage),
-        started_at=iso_time(started),
-        completed_at=iso_time(completed),
+        started_at=times(started) if started is not None else None,
+        completed_at=times(completed) if completed is not None else None,
         total_time=round(completed - started, 6) if started and completed else None,
         working_time=_working_time(record),
         uuid=f"{prefix}",

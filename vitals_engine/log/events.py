@@ -1,8 +1,7 @@
 """A sample's transcript as Inspect events: one model event per model call, the score.
 
 ```
-span_begin solvers   model (solver call) ...   span_end
-span_begin scorers   model (judge call) ...    score   span_end
+model (solver call) ...  model (judge call, role "grader") ...  score
 ```
 
 Inputs are not repeated per event: each model event's `input_refs` points
@@ -14,18 +13,20 @@ conversations (a solver juggling several chats) carries its input in full.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import msgspec
 
 from ..chat.chat import Chat
+from ..chat.turns import Turn
 from ..engine.scope import ModelCall
 from ..samples import SampleRecord
 from . import schema as s
 from .messages import chat_messages, model_usage, stop_reason, turn_message
 
-__all__ = ["sample_events"]
+__all__ = ["ChatLog", "sample_events"]
 
 _LOCAL = datetime.now().astimezone().tzinfo
 
@@ -34,44 +35,63 @@ def _iso(unix: float) -> str:
     return datetime.fromtimestamp(unix, _LOCAL).isoformat()
 
 
-def _boundaries(chat: Chat, offset: int, prefix: str) -> tuple[list[s.ChatMessage], list[int]]:
-    """The chat's messages, and after how many messages each turn ends (plus the start)."""
-    messages = chat_messages(chat.system_prompt, [], prefix)
-    ends = [offset + len(messages)]
-    for i, turn in enumerate(chat.turns):
-        messages.extend(turn_message(turn, f"{prefix}-{i}", chat.provider.model_id))
-        ends.append(offset + len(messages))
-    return messages, ends
+class ChatLog:
+    """One chat as log messages, converted once per sample and shared by the sample's
+    messages, its score's grading, the events' message pool and their outputs."""
+
+    def __init__(self, chat: Chat, prefix: str) -> None:
+        self.chat = chat
+        self.model_id = chat.provider.model_id
+        self.messages: list[s.ChatMessage] = []
+        if chat.system_prompt:
+            self.messages.append(s.ChatMessageSystem(chat.system_prompt, id=f"{prefix}-s"))
+        self.ends = [len(self.messages)]  # messages before turn i
+        self.replies: dict[int, s.ChatMessageAssistant] = {}
+        for i, turn in enumerate(chat.turns):
+            converted = turn_message(turn, f"{prefix}-{i}", self.model_id)
+            if turn.role == "assistant":
+                self.replies[id(turn)] = converted[0]  # type: ignore[assignment]
+            self.messages.extend(converted)
+            self.ends.append(len(self.messages))
+
+    def reply(self, turn: Turn) -> s.ChatMessageAssistant | None:
+        """The message of one of this chat's assistant turns."""
+        return self.replies.get(id(turn))
 
 
 class _Pool:
     """`events_data.messages` and where each call's input lies in it."""
 
-    def __init__(self) -> None:
+    def __init__(self, chats: list[ChatLog]) -> None:
         self.messages: list[s.ChatMessage] = []
-        self._chats: list[tuple[Chat, list[int]]] = []
-
-    def add(self, chat: Chat | None, prefix: str) -> None:
-        if chat is None:
-            return
-        messages, ends = _boundaries(chat, len(self.messages), prefix)
-        self.messages.extend(messages)
-        self._chats.append((chat, ends))
+        self._chats: list[tuple[ChatLog, int]] = []
+        for log in chats:
+            self._chats.append((log, len(self.messages)))
+            self.messages.extend(log.messages)
 
     def refs(self, call: ModelCall) -> list[tuple[int, int]] | None:
         turns = call.request.turns
-        for chat, ends in self._chats:
-            own = chat.turns
+        for log, offset in self._chats:
+            own = log.chat.turns
             if len(turns) <= len(own) and all(a is b for a, b in zip(turns, own, strict=False)):
-                return [(ends[0] - (1 if chat.system_prompt else 0), ends[len(turns)])]
+                return [(offset, offset + log.ends[len(turns)])]
+        return None
+
+    def reply(self, turn: Turn) -> s.ChatMessageAssistant | None:
+        for log, _ in self._chats:
+            message = log.reply(turn)
+            if message is not None:
+                return message
         return None
 
 
-def _model_event(call: ModelCall, pool: _Pool, sample_start: float) -> dict[str, Any]:
+def _model_event(
+    call: ModelCall, pool: _Pool, sample_start: float, iso: Callable[[float], str]
+) -> dict[str, Any]:
     reply = call.reply
     output = s.ModelOutput(model=call.model_id)
     if reply is not None:
-        message = turn_message(reply, f"out-{call.started}", call.model_id)[0]
+        message = pool.reply(reply) or turn_message(reply, f"out-{call.started}", call.model_id)[0]
         output = s.ModelOutput(
             model=call.model_id,
             choices=[s.ChatCompletionChoice(message, stop_reason(reply))],  # type: ignore[arg-type]
@@ -82,7 +102,7 @@ def _model_event(call: ModelCall, pool: _Pool, sample_start: float) -> dict[str,
     refs = pool.refs(call)
     event: dict[str, Any] = {
         "event": "model",
-        "timestamp": _iso(call.started),
+        "timestamp": iso(call.started),
         "working_start": round(call.started - sample_start, 6),
         "model": call.model_id,
         "input": [],
@@ -93,7 +113,7 @@ def _model_event(call: ModelCall, pool: _Pool, sample_start: float) -> dict[str,
         "tool_choice": "auto" if call.request.tools else "none",
         "config": dict(call.request.params),
         "output": output,
-        "completed": _iso(call.completed),
+        "completed": iso(call.completed),
         "working_time": round(call.completed - call.started, 6),
     }
     if call.role == "scorer":
@@ -111,51 +131,32 @@ def _model_event(call: ModelCall, pool: _Pool, sample_start: float) -> dict[str,
     return event
 
 
-def _span(kind: str, begin: bool, when: float, sample_start: float) -> dict[str, Any]:
-    event: dict[str, Any] = {
-        "event": "span_begin" if begin else "span_end",
-        "timestamp": _iso(when),
-        "working_start": round(when - sample_start, 6),
-        "id": kind,
-    }
-    if begin:
-        event["name"] = kind
-        event["type"] = kind
-    return event
-
-
 def sample_events(
-    record: SampleRecord, score: s.LogScore | None
+    record: SampleRecord,
+    score: s.LogScore | None,
+    chats: list[ChatLog],
+    iso: Callable[[float], str] = _iso,
 ) -> tuple[msgspec.Raw, dict[str, Any] | None]:
-    """The sample's events (raw JSON) and its `events_data` (None when there are no calls)."""
+    """The sample's events (raw JSON) and its `events_data` (None when there are no calls).
+
+    `chats` are the sample's conversations already converted (solver's, then judge's).
+    """
     start = record.solve_started or record.score_started
     if start is None:
         return s.EMPTY_EVENTS, None
-    pool = _Pool()
-    pool.add(record.solver_chat, f"{record.sample.id}-{record.sample.epoch}")
-    judge = record.score.chat if record.score is not None else None
-    pool.add(judge, f"{record.sample.id}-{record.sample.epoch}-g")
-    events: list[dict[str, Any]] = []
-    solver_calls = [c for c in record.calls if c.role == "solver"]
-    scorer_calls = [c for c in record.calls if c.role != "solver"]
-    if record.solve_started is not None:
-        events.append(_span("solvers", True, record.solve_started, start))
-        events += [_model_event(c, pool, start) for c in solver_calls]
-        events.append(_span("solvers", False, record.solve_completed or start, start))
-    if record.score_started is not None:
-        events.append(_span("scorers", True, record.score_started, start))
-        events += [_model_event(c, pool, start) for c in scorer_calls]
-        if score is not None:
-            events.append(
-                {
-                    "event": "score",
-                    "timestamp": _iso(record.score_completed or record.score_started),
-                    "working_start": round((record.score_completed or start) - start, 6),
-                    "score": score,
-                    "target": record.sample.target,
-                    "intermediate": False,
-                }
-            )
-        events.append(_span("scorers", False, record.score_completed or start, start))
+    pool = _Pool(chats)
+    events = [_model_event(c, pool, start, iso) for c in record.calls]
+    if score is not None:
+        when = record.score_completed or record.score_started or start
+        events.append(
+            {
+                "event": "score",
+                "timestamp": iso(when),
+                "working_start": round(when - start, 6),
+                "score": score,
+                "target": record.sample.target,
+                "intermediate": False,
+            }
+        )
     data = {"messages": pool.messages, "calls": []} if pool.messages else None
     return msgspec.Raw(s.encoder.encode(events)), data

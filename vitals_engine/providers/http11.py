@@ -22,6 +22,9 @@ Invariants:
   Any other failure is final.
 - Response limits: a header block of at most 64 KiB and a body (after
   decompression) of at most 256 MiB; beyond them the request fails.
+- Timeouts: `Timeouts.connect` bounds the TCP connect and the TLS handshake;
+  `Timeouts.read` bounds sending the request and then each wait for more
+  bytes of the response (one cancel scope per request whose deadline moves).
 
 Responses: `Content-Length`, `Transfer-Encoding: chunked` (trailers are read
 and dropped) or, with neither, read to EOF (that connection is then not
@@ -318,7 +321,7 @@ class Http11Transport(Transport):
                     stream = await anyio.connect_tcp(target.host, target.port)
         except TimeoutError:
             raise ProviderTimeout(
-                f"no connection to {url} within {seconds:g} s (connect timeout)"
+                f"no connection to {url} in time (connect timeout of {seconds:g} s)"
             ) from None
         except (OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
             raise ProviderUnavailable(f"cannot connect to {url}: {_describe(exc)}") from exc
@@ -332,6 +335,11 @@ class Http11Transport(Transport):
     def _tls(self) -> ssl.SSLContext:
         if self._ssl_context is None:
             context = ssl.create_default_context()
+            if not context.cert_store_stats().get("x509_ca"):
+                # No system certificates (a slim container): use certifi's, as httpx does.
+                import certifi
+
+                context.load_verify_locations(certifi.where())
             context.set_alpn_protocols(["http/1.1"])
             self._ssl_context = context
         return self._ssl_context
@@ -377,7 +385,7 @@ class Http11Transport(Transport):
         except OSError as exc:  # e.g. ssl.SSLError from a TLS stream
             raise ProviderUnavailable(f"connection to {url} failed: {_describe(exc)}") from exc
         # Only the scope's deadline ends up here.
-        raise ProviderTimeout(f"no answer from {url} within {read:g} s (read timeout)")
+        raise ProviderTimeout(f"no answer from {url} in time (read timeout of {read:g} s)")
 
     async def _read_response(
         self, conn: _Connection, scope: anyio.CancelScope, read: float

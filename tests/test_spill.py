@@ -1,0 +1,59 @@
+"""Big runs keep only results in memory; chats come back from the log when asked."""
+
+from __future__ import annotations
+
+import pytest
+
+import vitals_engine as ve
+import vitals_engine.task as task_module
+
+pytestmark = pytest.mark.anyio
+
+
+def sums(n):
+    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
+
+
+@pytest.fixture
+def spill_after_three(monkeypatch):
+    monkeypatch.setattr(task_module, "SPILL_AFTER", 3)
+
+
+@pytest.mark.usefixtures("spill_after_three")
+async def test_samples_past_the_threshold_drop_their_chats(tmp_path):
+    """Past the threshold a finished sample keeps its result and score but not its chats."""
+    task = ve.Task(sums(8), solver=ve.generate(ve.chat_mock()), scorer=ve.model_graded_qa(),
+                   dir=tmp_path)
+    await task.eval_async(max_concurrency=1)
+    records = task._records
+    assert sum(r.spilled for r in records) == 5
+    assert all(r.result is not None and r.score is not None for r in records)
+    assert all(r.solver_chat is None for r in records if r.spilled)
+
+
+@pytest.mark.usefixtures("spill_after_three")
+async def test_get_samples_reads_spilled_chats_back(tmp_path):
+    """get_samples() returns every sample's chats, spilled or not, with the same turns."""
+    chat = ve.chat_mock()
+    task = ve.Task(sums(8), solver=ve.generate(chat), scorer=ve.model_graded_qa(), dir=tmp_path)
+    await task.eval_async(max_concurrency=1)
+    frame = task.get_samples()
+    chats = frame["solver_chat"].to_list()
+    assert all(c is not None for c in chats)
+    assert [c.last_turn().text for c in chats] == [f"{i} + {i} = {2 * i}" for i in range(8)]
+    judges = frame["scorer_chat"].to_list()
+    assert all(j.last_turn().text.endswith("GRADE: C") for j in judges)
+    assert chats[-1].provider is chat.provider  # reattached to the live model
+    assert frame["score"].to_list() == ["C"] * 8
+
+
+@pytest.mark.usefixtures("spill_after_three")
+async def test_rescoring_a_spilled_run_uses_the_logged_chats(tmp_path):
+    """score() after a spilled run reads the solver chats back so a judge can use them."""
+    task = ve.Task(sums(6), solver=ve.generate(ve.chat_mock()), scorer=ve.detect_includes(),
+                   dir=tmp_path)
+    await task.eval_async(max_concurrency=1)
+    task.set_scorer(ve.model_graded_qa())
+    await task.score_async()
+    assert task.measure() == {"accuracy": 1.0}
+    assert task.get_cost()["role"].to_list() == ["solver", "scorer"]
