@@ -27,7 +27,6 @@ import msgspec
 
 import vitals_engine as ve
 from vitals_engine.log.compose import compose_sample
-from vitals_engine.log.journal_format import encode_sample
 from vitals_engine.log.writer import LogWriter
 
 
@@ -36,7 +35,7 @@ def run_eval(n: int, directory: Path) -> ve.Task:
     task = ve.Task(
         data,
         solver=ve.generate(ve.chat_mock()),
-        scorer=ve.model_graded_qa(scorer_chat=ve.chat_mock()),
+        scorer=ve.detect_includes(),
         dir=directory,
     )
     task.eval(max_concurrency=500, progress=False)
@@ -50,13 +49,13 @@ def write_cost(task: ve.Task, directory: Path) -> tuple[float, float]:
     writer = LogWriter(directory / "bench.json", header)
     gc.collect()
     cpu0 = time.process_time()
-    lines = [encode_sample(compose_sample(r, "model_graded_qa")) for r in records]
+    samples = [compose_sample(r, "detect_includes") for r in records]
     compose = time.process_time() - cpu0
 
     async def write() -> None:
         writer._open()
-        for line in lines:
-            writer.add(line)
+        for sample in samples:
+            writer.add(sample)  # encodes it
         await writer.close()
 
     cpu1 = time.process_time()
@@ -78,7 +77,7 @@ def big_log(task: ve.Task, n: int, directory: Path, suffix: str) -> Path:
         writer._open()
         for i in range(n):
             sample = msgspec.structs.replace(base[i % len(base)], id=i + 1)
-            writer.add(encode_sample(sample))
+            writer.add(sample)
         await writer.close()
 
     asyncio.run(write())
@@ -94,7 +93,7 @@ def running_journal(task: ve.Task, n: int, directory: Path) -> Path:
     async def write() -> None:
         writer._open()
         for i in range(n):
-            writer.add(encode_sample(msgspec.structs.replace(logged.samples[i % 5000], id=i + 1)))
+            writer.add(msgspec.structs.replace(logged.samples[i % 5000], id=i + 1))
         await writer.close()
 
     asyncio.run(write())
@@ -122,8 +121,8 @@ def main() -> None:
         task = run_eval(5000, directory / "run")
         compose_ms, io_ms = write_cost(task, directory / "write")
         total = compose_ms + io_ms
-        print("\nwriting, per sample (5,000 samples, solver + judge chats, events):")
-        print(f"  compose + encode {compose_ms:.3f} ms CPU; journal + final log {io_ms:.3f} ms CPU")
+        print("\nwriting, per sample (5,000 samples, generate() + detect_includes(), with events):")
+        print(f"  compose {compose_ms:.3f} ms CPU; encode, journal, final log {io_ms:.3f} ms CPU")
         print(
             f"  [{'ok' if total <= 0.05 else 'MISS'}] {total:.3f} ms CPU per sample "
             "(target <= 0.05)"

@@ -217,3 +217,35 @@ def test_backoff_honours_retry_after_and_grows_exponentially():
     for attempt, wait in enumerate(waits, 1):
         cap = min(8.0, 2 ** (attempt - 1))
         assert cap / 2 <= wait <= cap
+
+
+async def test_a_cancelled_waiter_passes_its_slot_on():
+    """A caller cancelled while waiting for a slot does not leak it: the next waiter gets it."""
+    from vitals_engine.engine.limits import Slots
+
+    slots = Slots(1)
+    await slots.acquire()
+    got = []
+    scopes = []
+
+    async def first():
+        with anyio.CancelScope() as scope:
+            scopes.append(scope)
+            await slots.acquire()
+            got.append("first")
+
+    async def second():
+        await slots.acquire()
+        got.append("second")
+        slots.release()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(first)
+        await anyio.wait_all_tasks_blocked()
+        tg.start_soon(second)
+        await anyio.wait_all_tasks_blocked()
+        scopes[0].cancel()
+        await anyio.wait_all_tasks_blocked()
+        slots.release()
+    assert got == ["second"]
+    assert slots.taken == 0

@@ -59,8 +59,12 @@ async def _attempt(
     try:
         if limiter is None:
             return await _send(provider, request, attempt_timeout)
-        async with limiter.slot():
+        slots = limiter.slots
+        await slots.acquire()
+        try:
             return await _send(provider, request, attempt_timeout)
+        finally:
+            slots.release()
     except TimeoutError as exc:
         raise ProviderTimeout(
             f"no answer within {attempt_timeout:g}s", provider=provider.name, model=provider.model

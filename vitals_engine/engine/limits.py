@@ -122,6 +122,48 @@ class TokenBucket:
         self.level = min(self.capacity, self.level + amount)
 
 
+class Slots:
+    """A counting semaphore whose size can change while it is held.
+
+    Taking a free slot costs no await (the hot path of every model call);
+    when all are taken, callers wait in order. Lowering the size never
+    interrupts holders: new callers wait until enough slots come back.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.taken = 0
+        self._waiting: deque[anyio.Event] = deque()
+
+    async def acquire(self) -> None:
+        if self.taken < self.size and not self._waiting:
+            self.taken += 1
+            return
+        turn = anyio.Event()
+        self._waiting.append(turn)
+        try:
+            await turn.wait()
+        except BaseException:
+            if turn in self._waiting:
+                self._waiting.remove(turn)
+            elif turn.is_set():
+                self.release()  # we were handed a slot as we were cancelled: pass it on
+            raise
+
+    def release(self) -> None:
+        self.taken -= 1
+        self._wake()
+
+    def resize(self, size: int) -> None:
+        self.size = size
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiting and self.taken < self.size:
+            self.taken += 1
+            self._waiting.popleft().set()
+
+
 class EndpointLimiter:
     """The limits of one endpoint: pause gate, buckets and adaptive concurrency."""
 
@@ -129,7 +171,7 @@ class EndpointLimiter:
         self.clock = clock or SystemClock()
         self.limits = limits
         self.max_concurrency = limits.max_concurrency or default_concurrency
-        self._slots = anyio.CapacityLimiter(self.max_concurrency)
+        self.slots = Slots(self.max_concurrency)
         self._successes = 0
         self._recent: deque[bool] = deque(maxlen=WINDOW)  # True: a 429
         self._next_decrease = -math.inf
@@ -145,11 +187,11 @@ class EndpointLimiter:
     @property
     def concurrency(self) -> int:
         """The current concurrency limit."""
-        return int(self._slots.total_tokens)
+        return self.slots.size
 
     @property
     def in_flight(self) -> int:
-        return self._slots.borrowed_tokens
+        return self.slots.taken
 
     async def wait_turn(self, estimated_tokens: int = 0) -> None:
         """Wait until the endpoint is not paused and the buckets allow one more request."""
@@ -165,8 +207,11 @@ class EndpointLimiter:
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one of the endpoint's concurrent-request slots for the request's duration."""
-        async with self._slots:
+        await self.slots.acquire()
+        try:
             yield
+        finally:
+            self.slots.release()
 
     def reconcile(self, estimated_tokens: int, actual_tokens: int) -> None:
         """Correct the token bucket once the real usage is known."""
@@ -176,7 +221,7 @@ class EndpointLimiter:
     def _set_concurrency(self, new: int, reason: str) -> None:
         old = self.concurrency
         if new != old:
-            self._slots.total_tokens = new
+            self.slots.resize(new)
             self.history.append((time.time(), old, new, reason))
 
     @property

@@ -41,14 +41,24 @@ def _input(value: Any) -> str | list[s.ChatMessage]:
     return s.encoder.encode(value).decode()
 
 
-def _usage_by_model(ledger: UsageLedger) -> dict[str, s.ModelUsage]:
+def _usage(ledger: UsageLedger) -> tuple[dict[str, s.ModelUsage], dict[str, s.ModelUsage]]:
+    """A sample's usage by model and by role (one row each, the common case, costs one)."""
+    rows = ledger.rows
+    if len(rows) == 1:
+        (role, provider, model), row = next(iter(rows.items()))
+        usage = model_usage(row.tokens, row.cost)
+        return {f"{provider.lower()}/{model}": usage}, {role: usage}
+    return _by_model(ledger), _by_role(ledger)
+
+
+def _by_model(ledger: UsageLedger) -> dict[str, s.ModelUsage]:
     return {
         f"{provider.lower()}/{model}": model_usage(row.tokens, row.cost)
         for (provider, model), row in ledger.by_model().items()
     }
 
 
-def _usage_by_role(ledger: UsageLedger) -> dict[str, s.ModelUsage]:
+def _by_role(ledger: UsageLedger) -> dict[str, s.ModelUsage]:
     return {role: model_usage(row.tokens, row.cost) for role, row in ledger.by_role().items()}
 
 
@@ -71,17 +81,25 @@ def _score(record: SampleRecord, judge: ChatLog | None) -> s.LogScore | None:
     )
 
 
-class _Times:
-    """ISO times of one sample's few distinct instants, each formatted once."""
+_SECONDS: dict[int, str] = {}
 
-    def __init__(self) -> None:
-        self._seen: dict[float, str] = {}
 
-    def __call__(self, unix: float) -> str:
-        text = self._seen.get(unix)
-        if text is None:
-            text = self._seen[unix] = datetime.fromtimestamp(unix, _LOCAL).isoformat()
-        return text
+def _times(unix: float) -> str:
+    """Local ISO time with microseconds, as `datetime.isoformat` writes it, built from a
+    per-second prefix (a run's samples share their seconds; this runs several times a
+    sample)."""
+    second = int(unix)
+    head = _SECONDS.get(second)
+    if head is None:
+        if len(_SECONDS) > 4096:
+            _SECONDS.clear()
+        stamp = datetime.fromtimestamp(second, _LOCAL).isoformat()
+        head = _SECONDS[second] = stamp[:19] + "|" + stamp[19:]
+    micros = round((unix - second) * 1_000_000)
+    if micros >= 1_000_000:
+        return _times(second + 1)
+    date, offset = head.split("|")
+    return f"{date}.{micros:06d}{offset}" if micros else date + offset
 
 
 def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSample:
@@ -115,11 +133,12 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
     if record.solver_metadata is not None:
         metadata["solver_metadata"] = to_builtins(record.solver_metadata)
     score = _score(record, judge)
-    times = _Times()
+    times = _times
     chats = [c for c in (solver, judge) if c is not None]
-    events, events_data = sample_events(record, score, chats, times)
+    events, events_data = sample_events(record, score, chats, times, output)
     started = record.solve_started or record.score_started
     completed = record.score_completed or record.solve_completed
+    by_model, by_role = _usage(record.usage)
     error = None
     if record.error is not None:
         error = s.EvalError(str(record.error), record.error.traceback, record.error.traceback)
@@ -132,8 +151,8 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
         output=output,
         scores={scorer_name: score} if score is not None and scorer_name else None,
         metadata=metadata,
-        model_usage=_usage_by_model(record.usage),
-        role_usage=_usage_by_role(record.usage),
+        model_usage=by_model,
+        role_usage=by_role,
         started_at=times(started) if started is not None else None,
         completed_at=times(completed) if completed is not None else None,
         total_time=round(completed - started, 6) if started and completed else None,
@@ -235,8 +254,8 @@ def compose_header(run: RunHeader) -> s.EvalLog:
         stats=s.EvalStats(
             started_at=iso_time(run.started_at) or "",
             completed_at=iso_time(run.completed_at) or "",
-            model_usage=_usage_by_model(run.ledger),
-            role_usage=_usage_by_role(run.ledger),
+            model_usage=_by_model(run.ledger),
+            role_usage=_by_role(run.ledger),
             connection_limit_history=run.limit_history,
         ),
         error=run.error if run.error is not None else msgspec.UNSET,

@@ -86,11 +86,17 @@ class _Pool:
 
 
 def _model_event(
-    call: ModelCall, pool: _Pool, sample_start: float, iso: Callable[[float], str]
+    call: ModelCall,
+    pool: _Pool,
+    sample_start: float,
+    iso: Callable[[float], str],
+    final: tuple[Turn | None, s.ModelOutput | None],
 ) -> dict[str, Any]:
     reply = call.reply
     output = s.ModelOutput(model=call.model_id)
-    if reply is not None:
+    if reply is not None and reply is final[0] and final[1] is not None:
+        output = final[1]  # the sample's own output: the same reply
+    elif reply is not None:
         message = pool.reply(reply) or turn_message(reply, f"out-{call.started}", call.model_id)[0]
         output = s.ModelOutput(
             model=call.model_id,
@@ -109,9 +115,11 @@ def _model_event(
         "tools": [
             {"name": t.name, "description": t.description, "parameters": t.parameters}
             for t in call.request.tools
-        ],
+        ]
+        if call.request.tools
+        else [],
         "tool_choice": "auto" if call.request.tools else "none",
-        "config": dict(call.request.params),
+        "config": call.request.params,
         "output": output,
         "completed": iso(call.completed),
         "working_time": round(call.completed - call.started, 6),
@@ -136,6 +144,7 @@ def sample_events(
     score: s.LogScore | None,
     chats: list[ChatLog],
     iso: Callable[[float], str] = _iso,
+    output: s.ModelOutput | None = None,
 ) -> tuple[msgspec.Raw, dict[str, Any] | None]:
     """The sample's events (raw JSON) and its `events_data` (None when there are no calls).
 
@@ -145,7 +154,9 @@ def sample_events(
     if start is None:
         return s.EMPTY_EVENTS, None
     pool = _Pool(chats)
-    events = [_model_event(c, pool, start, iso) for c in record.calls]
+    last = record.solver_chat.last_turn() if record.solver_chat is not None else None
+    final = (last, output)
+    events = [_model_event(c, pool, start, iso, final) for c in record.calls]
     if score is not None:
         when = record.score_completed or record.score_started or start
         events.append(

@@ -245,10 +245,15 @@ def compose_final(
     out: Path,
     header: s.EvalLog,
     order: Callable[[tuple[Any, int]], Any] | None = None,
+    index: dict[tuple[Any, int], tuple[int, int]] | None = None,
 ) -> Path:
     """The final log at `out` (`.json` or `.eval` by its suffix) from the samples of
-    `journal` and the given `header`; samples sorted by `order` of (id, epoch)."""
-    index = _index(journal)
+    `journal` and the given `header`; samples sorted by `order` of (id, epoch).
+
+    `index` (where each sample's JSON lies in the journal) saves reading the journal
+    twice when the caller wrote it; without one the journal is scanned."""
+    if index is None:
+        index = _index(journal)
     keyed = _ordered(index, order or (lambda key: (str(key[0]), key[1])))
     if out.suffix == ".eval":
         return _compose_eval(journal, out, header, keyed)
@@ -282,7 +287,10 @@ class LogWriter:
         self.journal = journal_path(path)
         self.header = header
         self.order = order
-        self._pending: list[bytes] = []
+        self._pending: list[tuple[bytes, tuple[Any, int] | None]] = []
+        #: Where each sample's JSON lies in the journal, while this writer knows every line.
+        self._index: dict[tuple[Any, int], tuple[int, int]] | None = {}
+        self._size = 0
         self._wake = anyio.Event()
         self._closed = False
         self._resume = resume
@@ -298,25 +306,33 @@ class LogWriter:
                     fh.truncate(damage.offset)
             with self.journal.open("ab") as fh:
                 fh.write(encode_header(self.header))
+            self._index = None  # lines written by an earlier run: scan when composing
             return
+        start = encode_start(self.header, self.path.name)
         with self.journal.open("wb") as fh:
-            fh.write(encode_start(self.header, self.path.name))
+            fh.write(start)
             fh.flush()
             os.fsync(fh.fileno())
+        self._size = len(start)
 
-    def add(self, sample: s.EvalSample | bytes) -> None:
+    def add(self, sample: s.EvalSample) -> None:
         """Queue one finished sample for the journal (never blocks)."""
-        line = sample if isinstance(sample, bytes) else encode_sample(sample)
-        self._pending.append(line)
+        self._pending.append((encode_sample(sample), (sample.id, sample.epoch)))
         if len(self._pending) >= FLUSH_BATCH:
             self._wake.set()
 
-    def _append(self, lines: list[bytes], sync: bool = False) -> None:
+    def _append(self, lines: list[tuple[bytes, tuple[Any, int] | None]], sync: bool) -> None:
         with self.journal.open("ab") as fh:
-            fh.write(b"".join(lines))
+            fh.write(b"".join(line for line, _ in lines))
             fh.flush()
             if sync:
                 os.fsync(fh.fileno())
+        index, offset, skip = self._index, self._size, len(_SAMPLE_PREFIX)
+        for line, key in lines:
+            if index is not None and key is not None:
+                index[key] = (offset + skip, len(line) - skip - 2)
+            offset += len(line)
+        self._size = offset
 
     async def _flush(self, sync: bool = False) -> None:
         # Lines leave the queue only once written: a cancelled flush loses nothing.
@@ -347,7 +363,7 @@ class LogWriter:
         self.stop()
         with anyio.CancelScope(shield=True):
             if header is not None:
-                self._pending.append(encode_header(header))
+                self._pending.append((encode_header(header), None))
             await self._flush(sync=True)
 
     def finalize(self, header: s.EvalLog, path: Path | None = None) -> Path:
@@ -356,11 +372,8 @@ class LogWriter:
         target = path or self.path
         if target.suffix != self.path.suffix:
             target = target.with_suffix(self.path.suffix)
-        with self.journal.open("ab") as fh:
-            fh.write(encode_header(header))
-            fh.flush()
-            os.fsync(fh.fileno())
-        compose_final(self.journal, target, header, self.order)
+        self._append([(encode_header(header), None)], sync=True)
+        compose_final(self.journal, target, header, self.order, self._index)
         update_listing(target.parent, target.name, header)
         self.journal.unlink(missing_ok=True)
         self.finalized = True
