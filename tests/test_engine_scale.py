@@ -47,13 +47,13 @@ def attempts_by_prompt(server):
 
 
 async def test_a_429_storm_finishes_every_sample_and_honours_retry_after(server, tmp_path):
-    """With 30% of requests answered 429 + Retry-After, every sample finishes, and no sample's
-    retry arrives before its Retry-After has passed."""
-    server.failure_rate(0.3, "429", retry_after=0.2)
+    """With half the requests answered 429 + Retry-After (a storm), every sample finishes, no
+    sample's retry arrives before its Retry-After, and the endpoint backs off."""
+    server.failure_rate(0.5, "429", retry_after=0.2)
     task = ve.Task(
         sums(40), solver=ve.generate(openai(server)), scorer=ve.detect_includes(), dir=tmp_path
     )
-    await task.eval_async(max_concurrency=10, retry=ve.Retry(max_attempts=20))
+    await task.eval_async(max_concurrency=10, retry=ve.Retry(max_attempts=40))
     assert task.metrics == {"accuracy": 1.0}
     limited = [r for r in server.log if r.outcome == "429"]
     assert limited, "the storm produced no 429s"

@@ -44,7 +44,7 @@ __all__ = ["EndpointLimiter", "Limits", "LimitsRegistry", "TokenBucket"]
 #: Answers remembered per endpoint to tell a rate-limit storm from a stray 429.
 WINDOW = 20
 #: Share of 429s among them (with at least MIN_SEEN answers) that means a storm.
-STORM_SHARE = 0.2
+STORM_SHARE = 0.4
 MIN_SEEN = 5
 
 
