@@ -3,8 +3,9 @@
 `task.eval(resume=True)` looks in the task's log directory for the newest
 journal of a task of the same name (a run killed mid-way leaves one); with
 a path it takes that journal or an unfinished log (status "started",
-"error" or "cancelled"). Samples that finished without error are kept as
-they are and never sent to a model again; errored and missing ones run.
+"error" or "cancelled"). Samples that were solved and scored without error
+are kept as they are and never sent to a model again; errored, unscored and
+missing ones run.
 The resumed run appends to the same journal and finishes the same log.
 """
 
@@ -100,8 +101,8 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
     finished: dict[tuple[Any, int], SampleRecord] = {}
     ledger = UsageLedger()
     for sample in samples:
-        if sample.error is not None:
-            continue
+        if sample.error is not None or not sample.scores:
+            continue  # failed, or stopped before it was scored: run it again
         record = sample_record(sample, default_model, ours=True)
         for role, chat in (
             ("solver", record.solver_chat),
