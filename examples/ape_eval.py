@@ -13,7 +13,6 @@ solver and `ve.chat("openai/gpt-4.1")` as the judge, or run the CLI:
 """
 
 import vitals_engine as ve
-import vitals_engine.datasets  # makes `ve.datasets` available
 
 questions = ve.datasets.ape()
 print(questions.group_by("domain", "task").len().sort("domain", "task"))

@@ -11,6 +11,7 @@ Example:
     {'accuracy': 1.0}
 """
 
+from . import datasets
 from ._errors import (
     AuthenticationError,
     ConfigError,
@@ -123,6 +124,7 @@ __all__ = [
     "chat_openai",
     "chat_openrouter",
     "chat_vllm",
+    "datasets",
     "detect_answer",
     "detect_exact",
     "detect_includes",

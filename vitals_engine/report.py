@@ -61,8 +61,8 @@ def summary(task: Task) -> str:
     """
     frame = task.get_samples()
     parts = [f"Task {task.name}: {frame.height} samples"]
-    if "error" in frame.columns:
-        failed = frame["error"].is_not_null().sum()
+    if task.solved:
+        failed = frame["error"].is_not_null().sum() if "error" in frame.columns else 0
         parts[0] += f", {failed} failed"
     elapsed = task.elapsed
     if elapsed is not None:

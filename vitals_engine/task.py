@@ -129,6 +129,24 @@ class Task:
         return self._scored
 
     @property
+    def solver(self) -> Callable[..., Any]:
+        """The solver, as given."""
+        return self._solver
+
+    @property
+    def scorer(self) -> Callable[..., Any] | None:
+        """The scorer, as given."""
+        return self._scorer
+
+    def takes(self, argument: str) -> bool:
+        """Whether `eval(argument=...)` would reach the solver or the scorer."""
+        try:
+            route_kwargs({argument: None}, self._solver_spec, self._scorer_spec)
+        except ConfigError:
+            return False
+        return True
+
+    @property
     def elapsed(self) -> float | None:
         """Seconds the last run took, or None before any run."""
         if self._started_at is None or self._completed_at is None:

@@ -62,6 +62,9 @@ def is_retryable(error: BaseException) -> bool:
     return isinstance(error, ProviderError) and error.retryable
 
 
+_RANDOM = random.Random()
+
+
 def backoff_delay(
     attempt: int, error: BaseException, policy: Retry, rng: random.Random | None = None
 ) -> float:
@@ -71,9 +74,9 @@ def backoff_delay(
     return at once); otherwise `backoff * 2**(attempt-1)`, capped, with
     "equal jitter" (between half and all of it).
     """
-    rng = rng or random
+    draw = (rng or _RANDOM).random
     retry_after = error.retry_after if isinstance(error, RateLimitError) else None
     if retry_after is not None:
-        return retry_after * (1 + 0.1 * rng.random())
+        return retry_after * (1 + 0.1 * draw())
     base = min(policy.max_backoff, policy.backoff * 2 ** (attempt - 1))
-    return base / 2 + rng.random() * base / 2
+    return base / 2 + draw() * base / 2

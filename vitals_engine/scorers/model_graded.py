@@ -156,7 +156,10 @@ class ModelGraded:
         prompt = self.prompt(sample)
         reply = await judge.chat_async(prompt)
         grade = self.grade(reply)
-        metadata = {"grade_pattern": self.pattern.pattern, "judge_model": judge.provider.model_id}
+        metadata: dict[str, Any] = {
+            "grade_pattern": self.pattern.pattern,
+            "judge_model": judge.provider.model_id,
+        }
         if grade is None:
             log.warning(
                 "judge gave no grade",
