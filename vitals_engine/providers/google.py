@@ -18,13 +18,12 @@ Gemini's shapes differ from OpenAI's in a few ways this module absorbs:
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any, ClassVar
 
 import msgspec
 
-from .._errors import AuthenticationError, ConfigError, ProviderError, RateLimitError
+from .._errors import AuthenticationError, ProviderError, RateLimitError
 from ..chat.turns import (
     Content,
     ContentImage,
@@ -37,11 +36,10 @@ from ..chat.turns import (
 )
 from .base import ChatRequest, ToolDef
 from .http import HttpProvider
-from .transport import HttpResponse, Timeouts
+from .transport import HttpResponse
 
 __all__ = ["GeminiProvider", "gemini_schema"]
 
-_KEY_VARS = "the GEMINI_API_KEY (or GOOGLE_API_KEY) environment variable"
 
 _FINISH = {
     "STOP": "stop",
@@ -79,7 +77,7 @@ _TOP_LEVEL = {
 _THINKING = {"thinking_budget": "thinkingBudget", "include_thoughts": "includeThoughts"}
 
 #: The keys of Gemini's `Schema` object (an OpenAPI 3.0 subset).
-_SCHEMA_KEYS = frozenset(
+SCHEMA_KEYS = frozenset(
     {
         "type",
         "format",
@@ -168,7 +166,7 @@ def _clean(schema: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[str
         elif key == "format":
             if value in _FORMATS:
                 out[key] = value
-        elif key in _SCHEMA_KEYS:
+        elif key in SCHEMA_KEYS:
             out[key] = value
     enum = out.get("enum")
     if isinstance(enum, list) and "type" not in out and all(isinstance(v, str) for v in enum):
@@ -338,38 +336,8 @@ class GeminiProvider(HttpProvider):
     name = "Google"
     id_prefix = "google"
     env_key: ClassVar[str | None] = "GEMINI_API_KEY"
+    fallback_env_keys = ("GOOGLE_API_KEY",)
     default_base_url = "https://generativelanguage.googleapis.com/v1beta"
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        params: dict[str, Any] | None = None,
-        client: Any = None,
-        timeouts: Timeouts | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        if not model:
-            raise ConfigError(f"{self.name} needs a model name: pass model=...")
-        if api_key is None:
-            api_key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
-        if not api_key:
-            raise AuthenticationError(
-                f"No API key for {self.name}: set {_KEY_VARS} or pass api_key=...",
-                provider=self.name,
-                model=model,
-            )
-        super().__init__(
-            model,
-            base_url=base_url,
-            api_key=api_key,
-            params=params,
-            client=client,
-            timeouts=timeouts,
-            headers=headers,
-        )
 
     def url(self) -> str:
         path = self.model if self.model.startswith(("models/", "tunedModels/")) else None
@@ -476,6 +444,6 @@ class GeminiProvider(HttpProvider):
         if isinstance(error, AuthenticationError) or (response.status == 400 and _bad_key(detail)):
             said = (self.error_message(data) or "no details").rstrip(".")
             return AuthenticationError(
-                f"authentication failed: {said}. Check {_KEY_VARS} or api_key=.", **context
+                f"authentication failed: {said}. Check {self.key_variables} or api_key=.", **context
             )
         return error

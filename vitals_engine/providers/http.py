@@ -104,6 +104,8 @@ class HttpProvider(Provider):
 
     #: Environment variable holding the API key (None: no key needed).
     env_key: ClassVar[str | None] = None
+    #: Further variables tried, in order, when `env_key` is unset.
+    fallback_env_keys: ClassVar[tuple[str, ...]] = ()
     #: Whether a request without a key makes sense (local servers).
     key_required: ClassVar[bool] = True
     default_base_url: ClassVar[str] = ""
@@ -122,13 +124,12 @@ class HttpProvider(Provider):
         if not model:
             raise ConfigError(f"{self.name} needs a model name: pass model=...")
         super().__init__(model, (base_url or self.default_base_url).rstrip("/"), params)
-        key = (
-            api_key
-            if api_key is not None
-            else (os.environ.get(self.env_key) if self.env_key else None)
-        )
+        names = [self.env_key, *self.fallback_env_keys] if self.env_key else []
+        key = api_key
+        if key is None:
+            key = next((os.environ[n] for n in names if os.environ.get(n)), None)
         if not key and self.key_required:
-            where = f"set the {self.env_key} environment variable or " if self.env_key else ""
+            where = f"set {self.key_variables} or " if names else ""
             raise AuthenticationError(
                 f"No API key for {self.name}: {where}pass api_key=...",
                 provider=self.name,
@@ -139,6 +140,12 @@ class HttpProvider(Provider):
         self.timeouts = timeouts or Timeouts()
         self.extra_headers = dict(headers or {})
         self._all_headers: dict[str, str] | None = None
+
+    @property
+    def key_variables(self) -> str:
+        """Where the key is looked for, as a phrase: "the X (or Y) environment variable"."""
+        others = "".join(f" (or {n})" for n in self.fallback_env_keys)
+        return f"the {self.env_key}{others} environment variable"
 
     # -- what a wire format implements -------------------------------------------
 
@@ -269,11 +276,7 @@ class HttpProvider(Provider):
             hint = f" (retry after {wait:g}s)" if wait is not None else ""
             return RateLimitError(f"rate limited: {said}{hint}", retry_after=wait, **kw)
         if cls is AuthenticationError:
-            where = (
-                f" Check the {self.env_key} environment variable or api_key=."
-                if self.env_key
-                else ""
-            )
+            where = f" Check {self.key_variables} or api_key=." if self.env_key else ""
             return AuthenticationError(f"authentication failed: {said}.{where}", **kw)
         if response.status == 404:
             return ProviderError(

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from ...providers.google import SCHEMA_KEYS as _SCHEMA_KEYS
 from ..brain import MockMessage, MockReply, MockRequest, MockToolCall
 from . import WireFormat
 
@@ -71,32 +72,6 @@ _CONFIG_KEYS = frozenset(
         "speechConfig",
         "thinkingConfig",
         "mediaResolution",
-    }
-)
-_SCHEMA_KEYS = frozenset(
-    {
-        "type",
-        "format",
-        "title",
-        "description",
-        "nullable",
-        "enum",
-        "maxItems",
-        "minItems",
-        "properties",
-        "required",
-        "minProperties",
-        "maxProperties",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "example",
-        "anyOf",
-        "propertyOrdering",
-        "default",
-        "items",
-        "minimum",
-        "maximum",
     }
 )
 _DATA_FIELDS = ("text", "inlineData", "fileData", "functionCall", "functionResponse")
