@@ -15,20 +15,8 @@ from tests.inspect_check import assert_inspect_reads
 from vitals_engine.engine.clock import VirtualClock
 from vitals_engine.engine.limits import Limits, LimitsRegistry
 from vitals_engine.engine.scope import call_scope
-from vitals_engine.testing import MockServer
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def server():
-    with MockServer() as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def fresh(server):
-    server.reset()
 
 
 def sums(n):

@@ -33,19 +33,6 @@ HEADERS = {"content-type": "application/json", "authorization": "Bearer k"}
 QUICK = Timeouts(connect=5.0, read=5.0)
 
 
-@pytest.fixture(scope="module")
-def server():
-    with MockServer() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def fresh(server):
-    """Each test starts with a clean mock server (hung requests released)."""
-    server.reset()
-    server.latency = 0.0
-
-
 @asynccontextmanager
 async def transport(**kw) -> AsyncIterator[Http11Transport]:
     client = Http11Transport(**kw)

@@ -18,7 +18,6 @@ import pytest
 import vitals_engine as ve
 from tests.inspect_check import assert_inspect_reads, read_eval_log
 from vitals_engine.log.journal_format import read_journal
-from vitals_engine.testing import MockServer
 
 pytestmark = pytest.mark.anyio
 
@@ -27,17 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def sums(n):
     return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
-
-
-@pytest.fixture(scope="module")
-def server():
-    with MockServer() as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def fresh(server):
-    server.reset()
 
 
 async def test_samples_reach_the_journal_while_the_run_goes_on(tmp_path):

@@ -18,21 +18,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def server():
-    with MockServer() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def fresh(server):
-    """Each test starts with a clean server."""
-    server.reset()
-    server.latency = 0.0
-    server.cached_tokens = 0
-    server.reasoning_tokens = 0
-
-
-@pytest.fixture(scope="module")
 def client():
     with httpx.Client(timeout=10) as client:
         yield client

@@ -12,7 +12,7 @@ from vitals_engine import chat_anthropic
 from vitals_engine.providers.anthropic import AnthropicProvider
 from vitals_engine.providers.base import ChatRequest
 from vitals_engine.providers.transport import Timeouts
-from vitals_engine.testing import MockReply, MockServer
+from vitals_engine.testing import MockReply
 from vitals_engine.testing.formats.anthropic import signature_of
 
 pytestmark = pytest.mark.usefixtures("no_retries")
@@ -21,17 +21,8 @@ KEY = "sk-ant-test-secret-0123456789"
 PNG = b"\x89PNG\r\n\x1a\n fake image bytes"
 
 
-@pytest.fixture(scope="module")
-def server():
-    with MockServer() as server:
-        yield server
-
-
 @pytest.fixture(autouse=True)
-def fresh(server):
-    server.reset()
-    server.cached_tokens = 0
-    server.reasoning_tokens = 0
+def priced():
     ve.set_price("Anthropic", "claude-test", input=3, output=15, cached_input=0.3)
 
 

@@ -19,28 +19,11 @@ from vitals_engine.chat.turns import (
 )
 from vitals_engine.providers.google import GeminiProvider, gemini_schema
 from vitals_engine.providers.transport import Timeouts
-from vitals_engine.testing import MockServer, MockToolCall, reply
+from vitals_engine.testing import MockToolCall, reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_retries")]
 
 SECRET = "test-key-s3cr3t-0042"
-
-
-@pytest.fixture(scope="module")
-def server():
-    with MockServer() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _clean(server):
-    server.reset()
-    server.cached_tokens = 0
-    server.reasoning_tokens = 0
-    yield
-    server.reset()
-    server.cached_tokens = 0
-    server.reasoning_tokens = 0
 
 
 def gemini(server, model="gemini-test", **kw):

@@ -14,27 +14,18 @@ import vitals_engine as ve
 from tests.inspect_check import assert_inspect_reads
 from vitals_engine.chat import pricing
 from vitals_engine.providers.transport import Timeouts
-from vitals_engine.testing import MockReply, MockServer, MockToolCall
+from vitals_engine.testing import MockReply, MockToolCall
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_retries")]
 
 KEY = "sk-test"
 
 
-@pytest.fixture(scope="module")
-def server():
-    with MockServer() as server:
-        yield server
-
-
 @pytest.fixture(autouse=True)
-def fresh(server, monkeypatch):
-    """Each test starts with a clean server and no user-set prices."""
-    server.reset()
-    server.latency = 0.0
-    server.cached_tokens = 0
-    server.reasoning_tokens = 0
+def no_user_prices(monkeypatch):
+    """Each test starts with no user-set prices."""
     monkeypatch.setattr(pricing, "_user_prices", {})
+    monkeypatch.setattr(pricing, "_found", {})
 
 
 def openai(server, model="gpt-test", **kw):

@@ -22,8 +22,9 @@ def spill_after_three(monkeypatch):
 @pytest.mark.usefixtures("spill_after_three")
 async def test_samples_past_the_threshold_drop_their_chats(tmp_path):
     """Past the threshold a finished sample keeps its result and score but not its chats."""
-    task = ve.Task(sums(8), solver=ve.generate(ve.chat_mock()), scorer=ve.model_graded_qa(),
-                   dir=tmp_path)
+    task = ve.Task(
+        sums(8), solver=ve.generate(ve.chat_mock()), scorer=ve.model_graded_qa(), dir=tmp_path
+    )
     await task.eval_async(max_concurrency=1)
     records = task._records
     assert sum(r.spilled for r in records) == 5
@@ -50,8 +51,9 @@ async def test_get_samples_reads_spilled_chats_back(tmp_path):
 @pytest.mark.usefixtures("spill_after_three")
 async def test_rescoring_a_spilled_run_uses_the_logged_chats(tmp_path):
     """score() after a spilled run reads the solver chats back so a judge can use them."""
-    task = ve.Task(sums(6), solver=ve.generate(ve.chat_mock()), scorer=ve.detect_includes(),
-                   dir=tmp_path)
+    task = ve.Task(
+        sums(6), solver=ve.generate(ve.chat_mock()), scorer=ve.detect_includes(), dir=tmp_path
+    )
     await task.eval_async(max_concurrency=1)
     task.set_scorer(ve.model_graded_qa())
     await task.score_async()

@@ -15,7 +15,20 @@ import polars as pl
 
 from .turns import TokenUsage
 
-__all__ = ["UsageLedger", "UsageRow"]
+__all__ = ["COST_SCHEMA", "UsageLedger", "UsageRow"]
+
+#: The columns of a cost table (`Task.get_cost()`, `LoggedEval.get_cost()`).
+COST_SCHEMA = {
+    "role": pl.String,
+    "provider": pl.String,
+    "model": pl.String,
+    "requests": pl.Int64,
+    "input_tokens": pl.Int64,
+    "cached_input_tokens": pl.Int64,
+    "output_tokens": pl.Int64,
+    "reasoning_tokens": pl.Int64,
+    "cost": pl.Float64,
+}
 
 
 @dataclass(slots=True)
@@ -101,15 +114,5 @@ class UsageLedger:
                 "reasoning_tokens": [self.rows[k].tokens.reasoning for k in keys],
                 "cost": [self.rows[k].cost for k in keys],
             },
-            schema={
-                "role": pl.String,
-                "provider": pl.String,
-                "model": pl.String,
-                "requests": pl.Int64,
-                "input_tokens": pl.Int64,
-                "cached_input_tokens": pl.Int64,
-                "output_tokens": pl.Int64,
-                "reasoning_tokens": pl.Int64,
-                "cost": pl.Float64,
-            },
+            schema=COST_SCHEMA,
         )

@@ -42,6 +42,7 @@ from ..chat.turns import (
     TokenUsage,
     Turn,
 )
+from ..chat.usage import COST_SCHEMA
 from ..frames import records_frame
 from ..providers.replay import ReplayProvider, provider_display_name, split_model_id
 from ..samples import Sample, SampleError, SampleRecord, Score
@@ -774,18 +775,6 @@ def sample_record(sample: s.EvalSample, default_model: str, ours: bool) -> Sampl
 
 # -- the result ------------------------------------------------------------------------------
 
-_COST_SCHEMA = {
-    "role": pl.String,
-    "provider": pl.String,
-    "model": pl.String,
-    "requests": pl.Int64,
-    "input_tokens": pl.Int64,
-    "cached_input_tokens": pl.Int64,
-    "output_tokens": pl.Int64,
-    "reasoning_tokens": pl.Int64,
-    "cost": pl.Float64,
-}
-
 
 class LoggedEval:
     """An eval read from a log: a Task-like view of its header, samples and usage.
@@ -947,7 +936,7 @@ class LoggedEval:
                 "reasoning_tokens": [r[2].reasoning_tokens or 0 for r in rows],
                 "cost": [r[2].total_cost for r in rows],
             },
-            schema=_COST_SCHEMA,
+            schema=COST_SCHEMA,
         )
 
     def __repr__(self) -> str:
