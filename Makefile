@@ -6,6 +6,9 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 VENV := .venv
 export UV_PROJECT_ENVIRONMENT := $(VENV)
+# The viewer's browser tests drive Debian's chromium (Playwright never downloads its own).
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup demo test lint bench clean
 
@@ -17,7 +20,15 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 	$(UV) sync --locked --all-extras --quiet
 	@touch $@
 
-setup: $(VENV)/.synced
+$(CHROMIUM):
+	@if command -v apt-get >/dev/null; then \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
+	else \
+		echo "No apt-get: install chromium at $(CHROMIUM) for the viewer's browser tests (they skip without it)."; \
+	fi
+
+setup: $(VENV)/.synced $(CHROMIUM)
 
 demo: setup
 	$(VENV)/bin/python examples/quickstart.py

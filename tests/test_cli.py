@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
-import types
 from pathlib import Path
 
 import msgspec
@@ -405,11 +405,7 @@ def test_ls_uses_vitals_log_dir_and_reports_missing_dirs(tmp_path, monkeypatch, 
 @pytest.fixture
 def viewer(monkeypatch):
     """`vitals_engine.view` with `view` and `bundle` replaced by recorders."""
-    try:
-        import vitals_engine.view as module
-    except Exception:
-        module = types.ModuleType("vitals_engine.view")
-        monkeypatch.setitem(sys.modules, "vitals_engine.view", module)
+    module = importlib.import_module("vitals_engine.view")  # the package, not ve.view()
     calls: list[tuple[str, tuple, dict]] = []
 
     def fake_view(*args, **kwargs):

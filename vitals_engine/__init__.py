@@ -74,6 +74,7 @@ from .scorers import (
 )
 from .solvers import generate, generate_structured
 from .task import Task
+from .view import bundle, view
 
 __all__ = [
     "AuthenticationError",
@@ -114,6 +115,7 @@ __all__ = [
     "batch_scorer",
     "batch_solver",
     "bind",
+    "bundle",
     "chat",
     "chat_anthropic",
     "chat_deepseek",
@@ -140,4 +142,5 @@ __all__ = [
     "read_logs",
     "set_price",
     "summary",
+    "view",
 ]

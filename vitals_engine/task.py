@@ -712,11 +712,14 @@ class Task:
             packages={"vitals_engine": _version()},
         )
 
-    def view(self) -> None:
-        """Open the log viewer on this task's log directory."""
-        from .view import view  # pyright: ignore[reportMissingImports]
+    def view(self) -> Any:
+        """Open the log viewer on this task's log directory, in the background.
 
-        view(self.dir)
+        Returns the running viewer (`.url`, `.stop()`).
+        """
+        from .view import view
+
+        return view(self.dir, block=False)
 
     def __repr__(self) -> str:
         state = "scored" if self._scored else "solved" if self.solved else "not run"

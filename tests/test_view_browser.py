@@ -1,0 +1,436 @@
+"""The log viewer in a real browser: Playwright driving Debian's chromium.
+
+Screenshots of each page land in `test-artifacts/` (git-ignored) for people to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+import vitals_engine as ve
+from vitals_engine.log import schema as s
+from vitals_engine.log.writer import write_json_log
+from vitals_engine.view import ViewServer, bundle, view
+
+from test_view import (  # isort: skip
+    VITALS_ADDITION,
+    copy_fixtures,
+    synthetic_header,
+    synthetic_sample,
+    write_synthetic_log,
+)
+
+playwright_sync = pytest.importorskip("playwright.sync_api")
+expect = playwright_sync.expect
+expect.set_options(timeout=15_000)  # generous for a loaded CI machine; passing waits are short
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-default-apps",
+    "--disable-dev-shm-usage",
+    "--disable-extensions",
+    "--disable-sync",
+    "--no-first-run",
+    "--mute-audio",
+]
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+DASH = "\u2013"  # the en dash of the pager's "Rows 1-100"
+
+
+@dataclass
+class Page:
+    """A browser page and what went wrong in it (uncaught errors, console errors)."""
+
+    page: object
+    problems: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is missing: `make setup` installs Debian's chromium."
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    with playwright_sync.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser) -> Iterator:
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    tab = context.new_page()
+    tab.set_default_timeout(15_000)
+    problems: list[str] = []
+    tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    tab.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    tab.problems = problems
+    yield tab
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def fixture_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_fixtures(tmp_path_factory.mktemp("fixtures") / "logs", "vitals", "inspect")
+
+
+@pytest.fixture(scope="module")
+def viewer(fixture_logs: Path) -> Iterator[ViewServer]:
+    server = view(fixture_logs, block=False)
+    yield server
+    server.stop()
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"view-{name}.png"), full_page=True)
+
+
+def log_url(server_url: str, file: str, *rest: str) -> str:
+    return f"{server_url}/#/log/" + "/".join([quote(file, safe=""), *rest])
+
+
+# -- pages ---------------------------------------------------------------------------------
+
+
+def test_list_shows_every_log_and_sorts_by_header(page, viewer: ViewServer) -> None:
+    """The list shows the fixtures' tasks, models, statuses and metrics; a header click
+    sorts."""
+    page.goto(viewer.url)
+    rows = page.locator("#logs-table tbody tr.log-row")
+    expect(rows).to_have_count(10)
+    table = page.locator("#logs-table")
+    for text in ["simple-addition", "An-R-Eval", "tiny", "oai_demo", "retry_demo"]:
+        expect(table).to_contain_text(text)
+    expect(table).to_contain_text("anthropic/claude-sonnet-4-5-20250929")
+    expect(table).to_contain_text("accuracy 59.6")
+    expect(table).to_contain_text("running")  # the .eval copied mid-run
+    page.get_by_role("button", name="Task").click()
+    expect(rows.first.locator(".task-link")).to_have_text("An-R-Eval")
+    page.get_by_role("button", name="Task").click()
+    expect(rows.first.locator(".task-link")).to_have_text("tiny")
+    expect(page.locator("th[aria-sort=descending]")).to_contain_text("Task")
+    shot(page, "list")
+    assert page.problems == []
+
+
+def test_log_page_shows_metrics_chart_cost_and_samples(page, viewer: ViewServer) -> None:
+    """A log's page has its metrics, a score chart, the cost table and a searchable sample
+    table."""
+    page.goto(log_url(viewer.url, VITALS_ADDITION))
+    expect(page.locator("#log-title")).to_have_text("simple-addition")
+    expect(page.locator("#log-cards")).to_contain_text("accuracy")
+    expect(page.locator("#log-cards .metric .value")).to_have_text("100")
+    expect(page.locator("#score-chart svg rect.bar")).to_have_count(1)
+    expect(page.locator("#score-chart rect.bar")).to_have_attribute("data-score", "C")
+    expect(page.locator("#cost-table")).to_contain_text("solver")
+    rows = page.locator("#samples-table tbody tr.sample-row")
+    expect(rows).to_have_count(2)
+    expect(rows.first.locator(".score")).to_have_text("C")
+    page.fill("#sample-search", "2+3")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("What's 2+3?")
+    page.fill("#sample-search", "")
+    expect(rows).to_have_count(2)
+    shot(page, "log")
+    assert page.problems == []
+
+
+def test_sample_page_shows_conversation_and_the_judges_grade(page, viewer: ViewServer) -> None:
+    """A sample shows the conversation, the judge's explanation, conversation and grade."""
+    page.goto(log_url(viewer.url, VITALS_ADDITION))
+    page.locator("#samples-table tbody tr.sample-row").first.click()
+    expect(page.locator("#sample-title")).to_have_text("Sample 1 · epoch 1")
+    messages = page.locator("#conversation .message")
+    expect(messages).to_have_count(2)
+    expect(messages.nth(0)).to_contain_text("What's 2+2?")
+    expect(page.locator("#conversation .role-assistant")).to_contain_text("2+2 = 4")
+    scores = page.locator("#scores")
+    expect(scores.locator(".grade")).to_have_text("C")
+    expect(scores.locator(".explanation")).to_contain_text("GRADE: C")
+    expect(scores).to_contain_text("The judge's conversation")
+    expect(scores.locator(".message.role-user")).to_contain_text("[Criterion]: 4")
+    expect(page.locator("#usage")).to_contain_text("claude-sonnet-4-5-20250929")
+    shot(page, "sample")
+    page.locator("#sample-next").click()
+    expect(page.locator("#sample-title")).to_have_text("Sample 2 · epoch 1")
+    expect(page.locator("#conversation")).to_contain_text("What's 2+3?")
+    assert page.problems == []
+
+
+def test_errors_tracebacks_and_retries_are_shown(page, viewer: ViewServer) -> None:
+    """Errored samples are flagged and filterable; a sample's traceback and its model retries
+    show."""
+    page.goto(log_url(viewer.url, "retry_original.eval"))
+    rows = page.locator("#samples-table tbody tr.sample-row")
+    expect(rows).to_have_count(4)
+    page.select_option("#score-filter", label="Errors")
+    expect(rows).to_have_count(2)
+    rows.first.click()
+    expect(page.locator("#sample-error")).to_contain_text("boom on 2")
+    expect(page.locator("#sample-error .traceback")).to_contain_text("Traceback")
+    shot(page, "sample-error")
+
+    page.goto(log_url(viewer.url, "openai_compat_fake_server.eval", "sample", "1", "1"))
+    expect(page.locator("#retries")).to_contain_text("2 retries")
+    expect(page.locator("#retries")).to_contain_text("openai/my-local-model")
+    assert page.problems == []
+
+
+R_EVAL = "2025-04-29T14-36-27-05-00_An-R-Eval_e4763d5da8fe03a6cf4a90.json"
+
+
+def test_partial_credit_filter_and_chart(page, viewer: ViewServer) -> None:
+    """vitals' C/P/I grades get one bar each; filtering by a grade keeps only its samples."""
+    page.goto(log_url(viewer.url, R_EVAL))
+    expect(page.locator("#score-chart rect.bar")).to_have_count(3)
+    rows = page.locator("#samples-table tbody tr.sample-row")
+    expect(rows).to_have_count(26)
+    page.select_option("#score-filter", label="P")
+    expect(rows.locator(".score")).not_to_have_count(0)
+    for text in rows.locator(".score").all_inner_texts():
+        assert text == "P"
+    assert page.problems == []
+
+
+# -- safety ----------------------------------------------------------------------------------
+
+HOSTILE = [
+    "<img src=x onerror=\"window.__pwned='img'\">",
+    "<script>window.__pwned='script'</script>",
+    "<svg onload=\"window.__pwned='svg'\"></svg>",
+    "javascript:window.__pwned='href'",
+]
+PIXEL = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQ"
+    "DwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+def _hostile_log(directory: Path) -> Path:
+    text = " ".join(HOSTILE)
+    sample = synthetic_sample(1, text=text)
+    sample.messages = [
+        s.ChatMessageSystem(content=text),
+        s.ChatMessageUser(
+            content=[
+                s.ContentText(text=text),
+                s.ContentImage(image=PIXEL),
+                s.ContentImage(image="http://example.invalid/tracker.png"),
+                s.ContentImage(image="javascript:window.__pwned='image'"),
+            ]
+        ),
+        s.ChatMessageAssistant(
+            content=text,
+            tool_calls=[s.ToolCall(id=text, function=text, arguments={text: text})],
+        ),
+        s.ChatMessageTool(content=text, function=text, tool_call_id=text),
+    ]
+    sample.scores = {
+        text: s.LogScore(
+            value=text,
+            answer=text,
+            explanation=text,
+            metadata={"grading": [{"role": "user", "content": text}], text: text},
+        )
+    }
+    sample.metadata = {text: text}
+    sample.error = s.EvalError(message=text, traceback=text, traceback_ansi=text)
+    header = synthetic_header(text, 1)
+    log = s.EvalLog(
+        version=2,
+        status="error",
+        eval=header.eval,
+        results=header.results,
+        stats=header.stats,
+        error=s.EvalError(message=text, traceback=text, traceback_ansi=text),
+        samples=[sample],
+    )
+    return write_json_log(directory / "2026-01-01T00-00-00+00-00_hostile_x.json", log)
+
+
+def test_scripts_in_logs_never_run(page, tmp_path: Path) -> None:
+    """Markup in a log (task, messages, scores, metadata, errors) is shown as text and never
+    runs; only data: images load and nothing is fetched from elsewhere."""
+    log = _hostile_log(tmp_path)
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    with ViewServer(tmp_path).start() as server:
+        page.goto(server.url)
+        expect(page.locator("#logs-table tbody tr.log-row")).to_have_count(1)
+        expect(page.locator("#logs-table")).to_contain_text("<script>")
+        page.locator("#logs-table .task-link").click()
+        expect(page.locator("#samples-table tbody tr.sample-row")).to_have_count(1)
+        expect(page.locator("#samples-table")).to_contain_text("<img src=x onerror=")
+        page.locator("#samples-table tbody tr.sample-row").click()
+        conversation = page.locator("#conversation")
+        expect(conversation).to_contain_text("<script>window.__pwned='script'</script>")
+        expect(conversation.locator("img")).to_have_count(1)
+        expect(conversation.locator("img")).to_have_attribute("src", PIXEL)
+        expect(page.locator("#sample-error")).to_contain_text("<svg onload=")
+        expect(page.locator("#scores .explanation")).to_contain_text("<img src=x")
+        shot(page, "hostile")
+        assert page.evaluate("window.__pwned") is None
+        assert page.locator("#app script, #app iframe, #app object").count() == 0
+        assert all(url.startswith(server.url) for url in requests), requests
+    assert log.exists()
+
+
+# -- live ------------------------------------------------------------------------------------
+
+
+def test_live_run_appears_sample_by_sample(page, tmp_path: Path) -> None:
+    """While an eval writes to the directory, its log and samples appear without a reload, and
+    the page follows the journal to the final log."""
+    logs = tmp_path / "live"
+    logs.mkdir()
+    gate = threading.Event()
+    model = ve.chat_mock(latency=0.2)
+
+    def solver(input: str) -> str:
+        if input.startswith("Hold on"):
+            gate.wait(timeout=60)  # the test lets this sample finish once the others show
+        return model.clone().chat(input)
+
+    dataset = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(1, 5)]
+    dataset.append({"input": "Hold on: what's 9+9?", "target": "18"})
+    task = ve.Task(dataset, solver=solver, scorer=ve.detect_includes(), name="live-run", dir=logs)
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            task.eval()
+        except BaseException as exc:
+            failures.append(exc)
+
+    runner = threading.Thread(target=run)
+    with ViewServer(logs).start() as server:
+        page.goto(server.url)
+        expect(page.locator("#logs-table")).to_contain_text("No logs in this directory yet.")
+        runner.start()
+        try:
+            entry = page.locator("#logs-table tbody tr.log-row")
+            expect(entry).to_have_count(1)
+            expect(entry).to_contain_text("live-run")
+            expect(entry).to_contain_text("running")
+            entry.click()
+            samples = page.locator("#samples-table tbody tr.sample-row")
+            expect(samples).to_have_count(4)  # the fifth is held back: these came while running
+            expect(page.locator(".head .badge")).to_have_text("running")
+            assert runner.is_alive()
+            shot(page, "live-running")
+        finally:
+            gate.set()
+            runner.join(timeout=60)
+        assert failures == []
+        expect(samples).to_have_count(5)
+        expect(page.locator(".head .badge")).to_have_text("success")
+        expect(page).to_have_url(re.compile(r"live-run_[A-Za-z0-9]+\.json$"))
+        expect(page.locator("#log-cards .metric .value")).to_have_text("1")
+        shot(page, "live-done")
+    assert page.problems == []
+
+
+# -- bundle ----------------------------------------------------------------------------------
+
+
+def test_bundle_works_from_a_static_web_server(page, fixture_logs: Path, tmp_path: Path) -> None:
+    """A bundle served by `python -m http.server` lists the logs, opens a log and a sample."""
+    out = bundle(fixture_logs, tmp_path / "site")
+    server = subprocess.Popen(
+        [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "-d", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        banner = server.stdout.readline()  # "Serving HTTP on 127.0.0.1 port 40123 ..."
+        match = re.search(r"port (\d+)", banner)
+        assert match, banner
+        url = f"http://127.0.0.1:{match[1]}"
+        page.goto(url + "/")
+        expect(page.locator("#logs-table tbody tr.log-row")).to_have_count(10)
+        expect(page.locator("#live")).to_be_hidden()
+        page.get_by_role("link", name="simple-addition", exact=True).click()
+        rows = page.locator("#samples-table tbody tr.sample-row")
+        expect(rows).to_have_count(2)
+        shot(page, "bundle-log")
+        rows.first.click()
+        expect(page.locator("#conversation")).to_contain_text("What's 2+2?")
+        expect(page.locator("#scores .grade")).to_have_text("C")
+        page.goto(log_url(url, "retry_original.eval", "sample", "2", "1"))
+        expect(page.locator("#sample-error")).to_contain_text("boom on 2")
+        shot(page, "bundle-sample")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert page.problems == []
+
+
+# -- a large log -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_synthetic_log(tmp_path_factory.mktemp("big"), 100_000, task="big").parent
+
+
+def test_100k_samples_render_one_page_at_a_time(page, big_logs: Path) -> None:
+    """A 100,000-sample log renders a page of 100 rows; paging, grade filter and search work."""
+    with ViewServer(big_logs).start() as server:
+        page.goto(server.url)
+        page.locator("#logs-table .task-link").click()
+        rows = page.locator("#samples-table tbody tr")
+        info = page.locator("#page-info")
+        expect(info).to_have_text(f"Rows 1{DASH}100 of 100,000", timeout=60_000)
+        expect(rows).to_have_count(100)
+        page.locator("#page-next").click()
+        expect(info).to_have_text(f"Rows 101{DASH}200 of 100,000")
+        expect(rows.first).to_contain_text("Question 101:")
+        page.select_option("#score-filter", label="I")
+        expect(info).to_have_text(f"Rows 1{DASH}100 of 33,333")
+        expect(rows).to_have_count(100)
+        page.fill("#sample-search", "Question 99999:")
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_contain_text("99999")
+        page.get_by_role("button", name="Tokens").click()
+        expect(rows).to_have_count(1)
+        shot(page, "big-log")
+    assert page.problems == []
+
+
+def test_log_written_by_us_opens_in_the_browser(page, tmp_path: Path) -> None:
+    """A log our engine wrote (system prompt, judge via model_graded_qa) shows in full."""
+    task = ve.Task(
+        [{"input": "What's 2+2?", "target": "4"}],
+        solver=ve.generate(ve.chat_mock(system_prompt="You are a calculator.")),
+        scorer=ve.model_graded_qa(scorer_chat=ve.chat_mock()),
+        name="ours",
+        dir=tmp_path,
+    )
+    task.eval()
+    with ViewServer(tmp_path).start() as server:
+        page.goto(log_url(server.url, task.log_path.name, "sample", "1", "1"))
+        expect(page.locator("#conversation .role-system")).to_contain_text("You are a calculator.")
+        expect(page.locator("#conversation .role-assistant")).to_contain_text("2 + 2 = 4")
+        expect(page.locator("#scores .grade")).to_have_text("C")
+        expect(page.locator("#usage")).to_contain_text("scorer")
+    assert page.problems == []

@@ -1,0 +1,126 @@
+"""The log viewer: `view()` serves a log directory to a browser, `bundle()` writes a static site.
+
+One single-page app (plain HTML, CSS and JavaScript in `static/`) reads the
+same data API from the live server and from a bundle (`api.py`): the list
+of logs, one log (metrics, score chart, cost, timing, a paged sample table)
+and one sample (the conversation, the judge's reasoning, metadata, errors,
+retries, token usage). Served live, the page follows running evals.
+
+Example:
+    >>> import vitals_engine as ve
+    >>> server = ve.view("logs", block=False)
+    Viewer running at http://127.0.0.1:53117
+    >>> server.stop()
+    >>> ve.bundle("logs", "site")
+    PosixPath('site')
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import sys
+import threading
+import webbrowser
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._errors import ConfigError
+from ..config import DEFAULT_LOG_DIR, log_dir
+from .bundle import bundle
+
+if TYPE_CHECKING:
+    from .server import ViewServer
+
+__all__ = ["ViewServer", "bundle", "view"]
+
+_servers: dict[Path, ViewServer] = {}
+_servers_lock = threading.Lock()
+
+
+def __getattr__(name: str) -> Any:
+    """`ViewServer` is imported on first use: the HTTP server's imports are not free."""
+    if name == "ViewServer":
+        from .server import ViewServer
+
+        return ViewServer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _interactive() -> bool:
+    """A person at a terminal: stdout is a TTY and no test runner is driving us."""
+    if "pytest" in sys.modules or os.environ.get("PYTEST_CURRENT_TEST"):
+        return False
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stdout
+        return False
+
+
+def _in_event_loop_or_notebook() -> bool:
+    """Whether blocking here would freeze a running event loop (a notebook, async code)."""
+    try:
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        pass
+    return "ipykernel" in sys.modules
+
+
+def view(
+    dir: str | os.PathLike[str] | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    open_browser: bool | None = None,
+    block: bool = True,
+) -> ViewServer:
+    """Serve the logs of `dir` (default `ve.log_dir()`, else "logs") to a browser.
+
+    Prints `Viewer running at http://host:port`. `port=None` picks a free
+    port. The browser opens when `open_browser` is True, or when it is None
+    and a person is at a terminal (not under pytest). With `block=True` the
+    call serves until Ctrl-C (which stops the server and is re-raised). With
+    `block=False`, or when called from a running event loop or a notebook,
+    the server runs in a background thread and the returned `ViewServer` has
+    `.url` and `.stop()`. A viewer already serving the same directory is
+    stopped first.
+
+    Raises `ConfigError` if the directory does not exist.
+
+    Example:
+        >>> server = view("logs", block=False)
+        Viewer running at http://127.0.0.1:53117
+        >>> server.url
+        'http://127.0.0.1:53117'
+        >>> server.stop()
+    """
+    directory = Path(dir if dir is not None else (log_dir() or DEFAULT_LOG_DIR))
+    if not directory.is_dir():
+        raise ConfigError(f"Log directory '{directory}' not found.")
+    key = directory.resolve()
+    with _servers_lock:
+        previous = _servers.pop(key, None)
+    if previous is not None:
+        previous.stop()
+    from .server import ViewServer
+
+    server = ViewServer(directory, host=host, port=port).start()
+    with _servers_lock:
+        _servers[key] = server
+    print(f"Viewer running at {server.url}", flush=True)
+    if open_browser if open_browser is not None else _interactive():
+        webbrowser.open(server.url)
+    if block and not _in_event_loop_or_notebook():
+        server.wait()
+    return server
+
+
+@atexit.register
+def _stop_all() -> None:
+    with _servers_lock:
+        servers = list(_servers.values())
+        _servers.clear()
+    for server in servers:
+        server.stop()

@@ -1,0 +1,127 @@
+"""`bundle()`: the viewer and a log directory as a static site any web server can host.
+
+Layout of the output directory:
+
+```
+index.html, robots.txt
+assets/app.js, assets/app.css
+logs/<the log files, relative paths kept>, logs/listing.json
+api/logs.json, api/logs/<file>/summaries.json, api/logs/<file>/samples/<key>/<epoch>.json
+```
+
+The `api/` documents are the live server's (see `api.py`), written once, so
+the same page reads them from any static host (no live updates there).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import msgspec
+
+from .._errors import ConfigError
+from ..config import DEFAULT_LOG_DIR, log_dir
+from ..log.listing import LISTING, overview
+from . import api
+from .catalog import Catalog
+from .site import ASSETS, ROBOTS, STATIC_DIR
+
+__all__ = ["bundle"]
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def _build(catalog: Catalog, out: Path) -> None:
+    shutil.copyfile(STATIC_DIR / "index.html", out / "index.html")
+    (out / "assets").mkdir()
+    for name in ASSETS:
+        shutil.copyfile(STATIC_DIR / name, out / "assets" / name)
+    _write(out / "robots.txt", ROBOTS)
+
+    headers = catalog.headers()
+    for relative in headers:
+        source = catalog.path(relative)
+        if source is not None:
+            target = out / "logs" / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+    listing = {relative: overview(header) for relative, header in headers.items()}
+    _write(out / "logs" / LISTING, msgspec.json.encode(listing))
+
+    _write(out / "api" / "logs.json", api.encode(api.logs_document(catalog, live=False)))
+    for relative in headers:
+        document = catalog.summaries(relative)
+        if document is None:
+            continue
+        _write(out / api.summaries_path(relative), api.encode(document))
+        for row in document["rows"]:
+            sample = catalog.sample(relative, row["id"], row["epoch"])
+            if sample is not None:
+                _write(out / api.sample_path(relative, row["id"], row["epoch"]), sample)
+
+
+def bundle(
+    log_dir: str | os.PathLike[str] | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write the viewer and the logs of `log_dir` as a static site into `output_dir`.
+
+    `log_dir` defaults to `ve.log_dir()`, else "logs"; `output_dir` to a new
+    folder in the system's temporary directory. The site works from any
+    static web server (`python -m http.server -d <output_dir>`, GitHub
+    Pages, S3). Returns `output_dir`.
+
+    Raises `ConfigError` when `log_dir` does not exist, holds no logs, or
+    `output_dir` exists and `overwrite` is False (or would hold `log_dir`).
+
+    Example:
+        >>> bundle("logs", "site")
+        PosixPath('site')
+    """
+    source = Path(log_dir if log_dir is not None else (_default_log_dir()))
+    if not source.is_dir():
+        raise ConfigError(f"`log_dir` '{source}' doesn't exist.")
+    catalog = Catalog(source)
+    catalog.refresh()
+    if not catalog.headers():
+        raise ConfigError(f"The log directory '{source}' doesn't contain any logs.")
+    if output_dir is None:
+        out = Path(tempfile.mkdtemp(prefix="vitals-bundle-"))
+        overwrite = True
+    else:
+        out = Path(output_dir)
+    if out.exists() and not overwrite:
+        raise ConfigError(
+            f"'{out}' already exists. Choose another output directory or use overwrite=True."
+        )
+    resolved = out.resolve()
+    if resolved == catalog.root or resolved in catalog.root.parents:
+        raise ConfigError(
+            f"'{out}' holds the log directory '{source}'; choose another output directory."
+        )
+    resolved.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".vitals-bundle-", dir=resolved.parent))
+    try:
+        _build(catalog, staging)
+        if resolved.exists():
+            if resolved.is_dir() and not resolved.is_symlink():
+                shutil.rmtree(resolved)
+            else:
+                resolved.unlink()
+        staging.chmod(0o755)
+        staging.rename(resolved)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out
+
+
+def _default_log_dir() -> str:
+    return log_dir() or DEFAULT_LOG_DIR

@@ -1,0 +1,254 @@
+"""What the viewer lists: one light row per sample, one entry per log.
+
+A summary row is what the sample table needs and nothing more (excerpts of
+input, target and result, the first score, an error flag, tokens, time), so
+that 100,000 of them stay a few megabytes. Samples are decoded leniently
+(`LiteSample`): a log written by a newer tool, with message parts this
+reader does not know, still lists.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ..log import schema as s
+from ..log.reader import LoggedEval, normalize_model
+
+__all__ = [
+    "LiteSample",
+    "lite_decoder",
+    "log_entry",
+    "summary_row",
+]
+
+INPUT_CHARS = 160
+TARGET_CHARS = 80
+RESULT_CHARS = 160
+ERROR_CHARS = 200
+
+
+class _Block(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+
+
+class _Message(msgspec.Struct):
+    role: str = ""
+    content: str | list[_Block] = ""
+
+
+class _Choice(msgspec.Struct):
+    message: _Message = msgspec.field(default_factory=_Message)
+
+
+class _Output(msgspec.Struct):
+    completion: str = ""
+    choices: list[_Choice] = msgspec.field(default_factory=list)
+
+
+class _Score(msgspec.Struct):
+    value: Any = None
+    answer: str | None = None
+    reason: str | None = None
+
+
+class _Usage(msgspec.Struct):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    total_cost: float | None = None
+
+
+class _Error(msgspec.Struct):
+    message: str = ""
+
+
+class LiteSample(msgspec.Struct):
+    """The fields of a logged sample that its summary row needs.
+
+    Example:
+        >>> lite_decoder.decode(b'{"id": "q1", "epoch": 2, "input": "hi"}').epoch
+        2
+    """
+
+    id: int | str
+    epoch: int = 1
+    input: str | list[_Message] = ""
+    target: str | list[str] | None = ""
+    output: _Output = msgspec.field(default_factory=_Output)
+    scores: dict[str, _Score] | None = None
+    model_usage: dict[str, _Usage] | None = None
+    role_usage: dict[str, _Usage] | None = None
+    total_time: float | None = None
+    error: _Error | str | None = None
+
+
+lite_decoder = msgspec.json.Decoder(LiteSample)
+
+
+def _excerpt(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _text(content: str | list[_Block]) -> str:
+    if isinstance(content, str):
+        return content
+    return " ".join(b.text for b in content if b.type == "text" and b.text)
+
+
+def _input_text(value: str | list[_Message]) -> str:
+    if isinstance(value, str):
+        return value
+    return " ".join(_text(m.content) for m in value if m.role == "user")
+
+
+def _result_text(sample: LiteSample, score: _Score | None) -> str:
+    output = sample.output
+    if output.completion:
+        return output.completion
+    if output.choices:
+        return _text(output.choices[0].message.content)
+    if score is not None and score.answer is not None:
+        return score.answer
+    return ""
+
+
+def _score_value(score: _Score | None) -> Any:
+    """A score as the table shows it: a string, number or bool; None when unscored."""
+    if score is None:
+        return None
+    value = score.value
+    if value == s.NO_GRADE and score.reason == s.NO_GRADE_REASON:
+        return None
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return _excerpt(msgspec.json.encode(value).decode(), TARGET_CHARS)
+
+
+def _tokens(sample: LiteSample) -> int:
+    usage = sample.model_usage or sample.role_usage or {}
+    return sum(u.total_tokens or (u.input_tokens + u.output_tokens) for u in usage.values())
+
+
+def _error_text(error: _Error | str | None) -> str | None:
+    if error is None:
+        return None
+    message = error if isinstance(error, str) else error.message
+    return _excerpt(message, ERROR_CHARS) or "error"
+
+
+def summary_row(sample: LiteSample, key: str) -> dict[str, Any]:
+    """One sample's row in `summaries.json`.
+
+    Example:
+        >>> summary_row(lite_decoder.decode(b'{"id": 1, "epoch": 1, "input": "hi"}'), "1")["input"]
+        'hi'
+    """
+    score = next(iter(sample.scores.values())) if sample.scores else None
+    target = sample.target
+    if isinstance(target, list):
+        target = " | ".join(target)
+    return {
+        "key": key,
+        "id": sample.id,
+        "epoch": sample.epoch,
+        "input": _excerpt(_input_text(sample.input), INPUT_CHARS),
+        "target": _excerpt(target or "", TARGET_CHARS),
+        "result": _excerpt(_result_text(sample, score), RESULT_CHARS),
+        "score": _score_value(score),
+        "error": _error_text(sample.error),
+        "tokens": _tokens(sample),
+        "time": sample.total_time,
+    }
+
+
+def add_usage(total: dict[str, s.ModelUsage], usage: dict[str, _Usage] | None) -> None:
+    """Add a sample's usage (per model or per role) into running totals.
+
+    Example:
+        >>> totals = {}
+        >>> add_usage(totals, sample.role_usage)
+        >>> totals["solver"].total_tokens
+        11
+    """
+    for name, u in (usage or {}).items():
+        sum_ = total.get(name) or s.ModelUsage()
+        sum_.input_tokens += u.input_tokens
+        sum_.output_tokens += u.output_tokens
+        sum_.total_tokens += u.total_tokens or (u.input_tokens + u.output_tokens)
+        if u.total_cost is not None:
+            sum_.total_cost = (sum_.total_cost or 0.0) + u.total_cost
+        total[name] = sum_
+
+
+def _cost_table(path: Path, header: s.EvalLog) -> list[dict[str, Any]]:
+    try:
+        frame = LoggedEval(path, header, [], header_only=True).get_cost()
+    except Exception:  # a header of an unusual shape: no cost table rather than no log
+        return []
+    return frame.to_dicts()
+
+
+def log_entry(
+    relative: str,
+    path: Path,
+    header: s.EvalLog,
+    *,
+    samples: int | None,
+    version: int,
+    final: str | None = None,
+) -> dict[str, Any]:
+    """One log's entry in `logs.json`: what the list and the log page's header show.
+
+    Example:
+        >>> log_entry("a.json", Path("logs/a.json"), header, samples=2, version=1)["task"]
+        'simple-addition'
+    """
+    spec = header.eval
+    results = header.results if isinstance(header.results, s.EvalResults) else None
+    scores = [
+        {
+            "name": score.name,
+            "scorer": score.scorer,
+            "metrics": {name: metric.value for name, metric in score.metrics.items()},
+        }
+        for score in (results.scores if results is not None else [])
+    ]
+    if samples is None and results is not None and results.completed_samples:
+        samples = results.completed_samples
+    cost_table = _cost_table(path, header)
+    costs = [row["cost"] for row in cost_table if row.get("cost") is not None]
+    usage = header.stats.role_usage or header.stats.model_usage
+    stat = path.stat() if path.exists() else None
+    error = header.error.message if isinstance(header.error, s.EvalError) else None
+    return {
+        "file": relative,
+        "name": path.name,
+        "format": path.suffix.lstrip(".").lower(),
+        "task": spec.task_display_name or spec.task,
+        "model": normalize_model(spec.model) if spec.model else "",
+        "status": header.status,
+        "running": header.status == "started",
+        "metrics": scores[0]["metrics"] if scores else {},
+        "scores": scores,
+        "samples": samples,
+        "total_samples": results.total_samples if results is not None else spec.dataset.samples,
+        "epochs": spec.config.epochs,
+        "dataset": spec.dataset.name,
+        "cost": sum(costs) if costs else None,
+        "tokens": sum(u.total_tokens or (u.input_tokens + u.output_tokens) for u in usage.values()),
+        "cost_table": cost_table,
+        "created": spec.created,
+        "started": header.stats.started_at or None,
+        "completed": header.stats.completed_at or None,
+        "run_id": spec.run_id,
+        "error": error,
+        "final": final,
+        "size": stat.st_size if stat else None,
+        "mtime": stat.st_mtime if stat else None,
+        "version": version,
+    }

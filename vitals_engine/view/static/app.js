@@ -1,0 +1,990 @@
+// vitals-engine log viewer: a single-page app over the data API (see view/api.py).
+//
+// Everything read from logs is untrusted: the DOM is built with createElement
+// and textContent only (never innerHTML), images are shown only from data:
+// URIs, and every URL is relative so the page works from the live server and
+// from a static bundle alike.
+"use strict";
+
+(function () {
+  // ---------------------------------------------------------------- DOM helpers
+
+  const SVG_NS = "http://www.w3.org/2000/svg";
+
+  // Append children (nodes, strings, nested arrays; null and false skipped) to node.
+  function add(node, ...children) {
+    for (const child of children) {
+      if (child === null || child === undefined || child === false) continue;
+      if (Array.isArray(child)) add(node, ...child);
+      else if (child instanceof Node) node.appendChild(child);
+      else node.appendChild(document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  // el("a", {class: "x", href: "#/", onclick: fn}, "text", child): properties are
+  // set one by one; event handlers must be functions (a string never becomes code).
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(props || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key.startsWith("on")) {
+        if (typeof value !== "function") throw new Error("handlers must be functions");
+        node.addEventListener(key.slice(2), value);
+      } else if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = String(value);
+      else if (key === "src") node.src = value;
+      else if (key === "value") node.value = value;
+      else if (key === "checked" || key === "disabled" || key === "hidden") node[key] = Boolean(value);
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    return add(node, ...children);
+  }
+
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else if (key === "text") node.textContent = String(value);
+      else node.setAttribute(key, String(value));
+    }
+    return add(node, ...children);
+  }
+
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+    return node;
+  }
+
+  function replace(node, ...children) {
+    return add(clear(node), ...children);
+  }
+
+  // ---------------------------------------------------------------- formatting
+
+  const nf = new Intl.NumberFormat();
+
+  function fmtInt(n) {
+    return n === null || n === undefined ? "—" : nf.format(n);
+  }
+
+  function fmtNum(x) {
+    if (x === null || x === undefined || x === "") return "—";
+    if (typeof x !== "number") return String(x);
+    if (Number.isInteger(x)) return nf.format(x);
+    return Math.abs(x) >= 100 ? x.toFixed(1) : x.toPrecision(3).replace(/\.?0+$/, "");
+  }
+
+  function fmtCost(x) {
+    if (x === null || x === undefined) return "—";
+    if (x === 0) return "$0";
+    return x < 0.01 ? "$" + x.toPrecision(2) : "$" + x.toFixed(x < 10 ? 3 : 2);
+  }
+
+  function parseTime(value) {
+    if (!value) return NaN;
+    return Date.parse(value);
+  }
+
+  function fmtDate(value) {
+    const t = parseTime(value);
+    if (Number.isNaN(t)) return value ? String(value) : "—";
+    return new Date(t).toLocaleString(undefined, {
+      year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
+    });
+  }
+
+  function fmtSeconds(s) {
+    if (s === null || s === undefined || Number.isNaN(s)) return "—";
+    if (s < 1) return (s * 1000).toFixed(0) + " ms";
+    if (s < 60) return s.toFixed(s < 10 ? 2 : 1) + " s";
+    const m = Math.floor(s / 60);
+    if (m < 60) return m + " min " + Math.round(s % 60) + " s";
+    return Math.floor(m / 60) + " h " + (m % 60) + " min";
+  }
+
+  function scoreText(value) {
+    if (value === null || value === undefined) return "—";
+    if (typeof value === "number") return fmtNum(value);
+    return String(value);
+  }
+
+  function gradeClass(value) {
+    if (value === null || value === undefined) return "grade-none";
+    if (value === "C" || value === "P" || value === "I") return "grade-" + value;
+    if (value === true || value === 1) return "grade-C";
+    if (value === false || value === 0) return "grade-I";
+    return "";
+  }
+
+  function scoreBadge(value) {
+    return el("span", { class: "score " + gradeClass(value), text: scoreText(value) });
+  }
+
+  function statusBadge(status) {
+    const known = ["success", "started", "error", "cancelled"];
+    const cls = known.includes(status) ? "status-" + status : "";
+    return el("span", { class: "badge " + cls, text: status === "started" ? "running" : status });
+  }
+
+  function metricsText(metrics) {
+    const parts = Object.entries(metrics || {}).map(([k, v]) => k + " " + fmtNum(v));
+    return parts.length ? parts.join(", ") : "—";
+  }
+
+  function firstMetric(entry) {
+    const values = Object.values(entry.metrics || {});
+    return values.length && typeof values[0] === "number" ? values[0] : null;
+  }
+
+  function json(value) {
+    return el("pre", { class: "json", text: JSON.stringify(value, null, 2) });
+  }
+
+  function kv(pairs) {
+    const dl = el("dl", { class: "kv" });
+    for (const [k, v] of pairs) {
+      if (v === null || v === undefined || v === "") continue;
+      add(dl, [el("dt", { text: k }), el("dd", {}, v)]);
+    }
+    return dl;
+  }
+
+  function card(label, value, extraClass) {
+    return el("div", { class: "card" + (extraClass ? " " + extraClass : "") },
+      el("div", { class: "label", text: label }), el("div", { class: "value" }, value));
+  }
+
+  // ---------------------------------------------------------------- data API
+
+  function logBase(file) {
+    return "api/logs/" + file.split("/").map(encodeURIComponent).join("/");
+  }
+
+  async function getJSON(url) {
+    const response = await fetch(url, { cache: "no-store" });
+    if (!response.ok) {
+      let message = response.status + " " + response.statusText;
+      try { message = (await response.json()).error || message; } catch (e) { /* not JSON */ }
+      throw new Error(message);
+    }
+    return response.json();
+  }
+
+  const store = {
+    loaded: false,
+    live: false,
+    logs: [],
+    errors: [],
+    byFile: new Map(),
+    previous: new Map(), // entries as they were, to follow a journal to its final log
+    data: new Map(), // file -> LogData
+    views: new Map(), // file -> table state (filter, sort, page)
+  };
+
+  // The rows of one log, merged from `summaries.json` (and its live increments).
+  class LogData {
+    constructor(file) {
+      this.file = file;
+      this.rows = [];
+      this.index = new Map();
+      this.version = null;
+      this.complete = false;
+      this.revision = 0;
+      this.loading = null;
+      this.pending = false;
+    }
+
+    merge(doc) {
+      if (doc.reset) {
+        this.rows = [];
+        this.index = new Map();
+      }
+      for (const row of doc.rows) {
+        const id = row.key + "/" + row.epoch;
+        const at = this.index.get(id);
+        if (at === undefined) {
+          this.index.set(id, this.rows.length);
+          this.rows.push(row);
+        } else {
+          this.rows[at] = row;
+        }
+      }
+      this.version = doc.version;
+      this.complete = doc.complete;
+      if (doc.reset || doc.rows.length) this.revision += 1;
+    }
+
+    // Fetch what is new; calls made meanwhile coalesce into one more fetch.
+    refresh() {
+      if (this.loading) {
+        this.pending = true;
+        return this.loading;
+      }
+      this.loading = (async () => {
+        do {
+          this.pending = false;
+          const since = store.live && this.version !== null ? "?since=" + this.version : "";
+          this.merge(await getJSON(logBase(this.file) + "/summaries.json" + since));
+        } while (this.pending);
+      })().finally(() => { this.loading = null; });
+      return this.loading;
+    }
+  }
+
+  function logData(file) {
+    let data = store.data.get(file);
+    if (!data) {
+      data = new LogData(file);
+      store.data.set(file, data);
+      if (store.data.size > 4) {
+        const oldest = store.data.keys().next().value;
+        if (oldest !== file) store.data.delete(oldest);
+      }
+    }
+    return data;
+  }
+
+  let logsLoading = null;
+  let logsPending = false;
+
+  function takeLogs(doc) {
+    for (const [file, entry] of store.byFile) store.previous.set(file, entry);
+    store.loaded = true;
+    store.live = Boolean(doc.live);
+    store.logs = doc.logs || [];
+    store.errors = doc.errors || [];
+    store.byFile = new Map(store.logs.map((e) => [e.file, e]));
+  }
+
+  // Fetch the list of logs; calls made meanwhile coalesce into one more fetch.
+  function refreshLogs() {
+    if (logsLoading) {
+      logsPending = true;
+      return logsLoading;
+    }
+    logsLoading = (async () => {
+      do {
+        logsPending = false;
+        takeLogs(await getJSON("api/logs.json"));
+      } while (logsPending);
+    })().finally(() => { logsLoading = null; });
+    return logsLoading;
+  }
+
+  // ---------------------------------------------------------------- routing
+
+  // #/                               the list of logs
+  // #/log/<file>                     one log
+  // #/log/<file>/sample/<key>/<n>    one sample (epoch n)
+  function parseRoute() {
+    const parts = location.hash.replace(/^#\/?/, "").split("/").filter((p) => p !== "");
+    try {
+      if (parts[0] === "log" && parts.length >= 2) {
+        const file = decodeURIComponent(parts[1]);
+        if (parts[2] === "sample" && parts.length >= 5) {
+          return { view: "sample", file, key: decodeURIComponent(parts[3]), epoch: Number(parts[4]) };
+        }
+        return { view: "log", file };
+      }
+    } catch (e) { /* a malformed hash: show the list */ }
+    return { view: "list" };
+  }
+
+  function logHref(file) {
+    return "#/log/" + encodeURIComponent(file);
+  }
+
+  function sampleHref(file, key, epoch) {
+    return logHref(file) + "/sample/" + encodeURIComponent(key) + "/" + epoch;
+  }
+
+  // A journal that became its final log: follow it, keeping the rest of the route.
+  function followFinal(route) {
+    if (!route.file || store.byFile.has(route.file)) return false;
+    const before = store.previous.get(route.file);
+    if (before && before.final && store.byFile.has(before.final)) {
+      const target = route.view === "sample"
+        ? sampleHref(before.final, route.key, route.epoch)
+        : logHref(before.final);
+      location.replace(target);
+      return true;
+    }
+    return false;
+  }
+
+  const app = document.getElementById("app");
+  const crumbs = document.getElementById("crumbs");
+  const liveBadge = document.getElementById("live");
+  let current = null; // the mounted view: {route, update()}
+
+  function setCrumbs(items) {
+    const nodes = [];
+    items.forEach((item, i) => {
+      if (i) nodes.push(el("span", { class: "sep", text: "/" }));
+      nodes.push(item.href ? el("a", { href: item.href, text: item.text }) : el("span", { text: item.text }));
+    });
+    replace(crumbs, nodes);
+  }
+
+  function showError(message) {
+    replace(app, el("div", { class: "error-banner", role: "alert", text: message }),
+      el("p", {}, el("a", { href: "#/", text: "Back to the list of logs" })));
+  }
+
+  async function render() {
+    const route = parseRoute();
+    if (!store.loaded) {
+      try { await refreshLogs(); } catch (e) { showError("Cannot load the list of logs: " + e.message); return; }
+      connectEvents();
+    }
+    if (followFinal(route)) return;
+    current = null;
+    window.scrollTo(0, 0);
+    if (route.view === "log") current = mountLog(route);
+    else if (route.view === "sample") current = mountSample(route);
+    else current = mountList(route);
+  }
+
+  window.addEventListener("hashchange", render);
+
+  // ---------------------------------------------------------------- live updates
+
+  let events = null;
+
+  function connectEvents() {
+    if (!store.live || events || typeof EventSource === "undefined") return;
+    events = new EventSource("api/events");
+    liveBadge.hidden = false;
+    events.onopen = () => liveBadge.classList.remove("off");
+    events.onerror = () => liveBadge.classList.add("off");
+    events.onmessage = (message) => {
+      let change;
+      try { change = JSON.parse(message.data); } catch (e) { return; }
+      onChange(change);
+    };
+  }
+
+  async function onChange(change) {
+    try {
+      await refreshLogs();
+    } catch (e) {
+      return;
+    }
+    const route = current ? current.route : parseRoute();
+    if (followFinal(route)) return;
+    const files = change.files || [];
+    if (route.file && (change.hello || files.includes(route.file)) && store.data.has(route.file)) {
+      try { await store.data.get(route.file).refresh(); } catch (e) { /* shown on next load */ }
+    }
+    if (current && current.update) current.update();
+  }
+
+  // ---------------------------------------------------------------- sortable tables
+
+  // headers: [{key, label, numeric}], state: {sort, dir}; onSort(key) re-renders.
+  function sortableHead(columns, state, onSort) {
+    return el("thead", {}, el("tr", {}, columns.map((col) => {
+      const active = state.sort === col.key;
+      const arrow = active ? (state.dir > 0 ? "▲" : "▼") : "";
+      const label = el("button", { class: "sort", type: "button", onclick: () => onSort(col.key) },
+        col.label, el("span", { class: "arrow", text: arrow }));
+      return el("th", {
+        class: col.numeric ? "num" : "",
+        "aria-sort": active ? (state.dir > 0 ? "ascending" : "descending") : "none",
+        scope: "col",
+      }, col.sortable === false ? col.label : label);
+    })));
+  }
+
+  function compareValues(a, b) {
+    const an = a === null || a === undefined || (typeof a === "number" && Number.isNaN(a));
+    const bn = b === null || b === undefined || (typeof b === "number" && Number.isNaN(b));
+    if (an || bn) return an === bn ? 0 : an ? 1 : -1; // missing values last
+    if (typeof a === "number" && typeof b === "number") return a - b;
+    if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b);
+    return String(a).localeCompare(String(b), undefined, { numeric: true });
+  }
+
+  function toggleSort(state, key, defaultDir) {
+    if (state.sort === key) state.dir = -state.dir;
+    else {
+      state.sort = key;
+      state.dir = defaultDir || 1;
+    }
+  }
+
+  // ---------------------------------------------------------------- page 1: the list of logs
+
+  const LIST_COLUMNS = [
+    { key: "task", label: "Task", value: (e) => e.task },
+    { key: "model", label: "Model", value: (e) => e.model },
+    { key: "status", label: "Status", value: (e) => e.status },
+    { key: "metrics", label: "Metrics", value: firstMetric },
+    { key: "samples", label: "Samples", value: (e) => e.samples, numeric: true },
+    { key: "cost", label: "Cost", value: (e) => e.cost, numeric: true },
+    { key: "date", label: "Date", value: (e) => parseTime(e.started || e.created), numeric: true },
+  ];
+  const listState = { sort: "date", dir: -1 };
+
+  function mountList(route) {
+    setCrumbs([{ text: "Logs" }]);
+    const table = el("table", { id: "logs-table" });
+    const summary = el("p", { class: "muted small" });
+    const problems = el("div");
+    replace(app, el("section", { class: "panel" },
+      el("div", { class: "head" }, el("div", { class: "grow" }, el("h1", { text: "Logs" }), summary)),
+      el("div", { class: "table-wrap" }, table)), problems);
+
+    function update() {
+      const column = LIST_COLUMNS.find((c) => c.key === listState.sort) || LIST_COLUMNS[0];
+      const logs = store.logs.slice().sort((a, b) => {
+        const c = compareValues(column.value(a), column.value(b));
+        return c === 0 ? compareValues(a.file, b.file) : listState.dir * c;
+      });
+      summary.textContent = logs.length === 1 ? "1 log" : fmtInt(logs.length) + " logs";
+      const body = el("tbody", {}, logs.map((e) => el("tr", {
+        class: "clickable log-row", "data-file": e.file,
+        onclick: (event) => { if (!event.target.closest("a")) location.hash = logHref(e.file); },
+      },
+      el("td", {}, el("a", { href: logHref(e.file), class: "task-link", text: e.task }),
+        el("div", { class: "muted small cell-clip", title: e.file, text: e.file })),
+      el("td", { class: "nowrap", text: e.model }),
+      el("td", {}, statusBadge(e.status)),
+      el("td", { text: metricsText(e.metrics) }),
+      el("td", { class: "num", text: fmtInt(e.samples) }),
+      el("td", { class: "num", text: fmtCost(e.cost) }),
+      el("td", { class: "nowrap", text: fmtDate(e.started || e.created) }))));
+      if (!logs.length) add(body, el("tr", {}, el("td", { colspan: LIST_COLUMNS.length, class: "empty", text: "No logs in this directory yet." })));
+      replace(table, sortableHead(LIST_COLUMNS, listState, (key) => {
+        toggleSort(listState, key, key === "date" || key === "cost" || key === "samples" ? -1 : 1);
+        update();
+      }), body);
+      replace(problems, store.errors.length ? el("section", { class: "panel" },
+        el("h2", { text: "Logs that could not be read" }),
+        el("ul", {}, store.errors.map((err) => el("li", {}, el("code", { text: err.file }), " — ", err.message)))) : null);
+    }
+    update();
+    return { route, update };
+  }
+
+  // ---------------------------------------------------------------- page 2: one log
+
+  const PAGE_SIZE = 100;
+  const SAMPLE_COLUMNS = [
+    { key: "id", label: "ID" },
+    { key: "epoch", label: "Epoch", numeric: true },
+    { key: "input", label: "Input" },
+    { key: "target", label: "Target" },
+    { key: "result", label: "Result" },
+    { key: "score", label: "Score" },
+    { key: "tokens", label: "Tokens", numeric: true },
+    { key: "time", label: "Time", numeric: true },
+    { key: "error", label: "Error" },
+  ];
+
+  function tableState(file) {
+    let state = store.views.get(file);
+    if (!state) {
+      state = { q: "", score: "", sort: null, dir: 1, page: 0, cache: null, cacheKey: "" };
+      store.views.set(file, state);
+    }
+    return state;
+  }
+
+  function scoreKey(value) {
+    if (value === null || value === undefined) return "__none";
+    return typeof value + ":" + String(value);
+  }
+
+  function haystack(row) {
+    if (row._hay === undefined) {
+      row._hay = [row.id, row.input, row.target, row.result, row.error || ""].join("\n").toLowerCase();
+    }
+    return row._hay;
+  }
+
+  // The rows after filter and sort, cached until rows, filter or sort change.
+  function visibleRows(data, state) {
+    const key = [data.revision, state.q, state.score, state.sort, state.dir].join("\u0000");
+    if (state.cache && state.cacheKey === key) return state.cache;
+    const q = state.q.trim().toLowerCase();
+    let rows = data.rows;
+    if (state.score === "__error") rows = rows.filter((r) => r.error);
+    else if (state.score) rows = rows.filter((r) => scoreKey(r.score) === state.score);
+    if (q) rows = rows.filter((r) => haystack(r).includes(q));
+    if (state.sort) {
+      const k = state.sort;
+      const dir = state.dir;
+      rows = rows.slice().sort((a, b) => dir * compareValues(k === "error" ? (a.error ? 1 : 0) : a[k], k === "error" ? (b.error ? 1 : 0) : b[k]));
+    }
+    state.cache = rows;
+    state.cacheKey = key;
+    return rows;
+  }
+
+  const GRADE_ORDER = { C: 0, P: 1, I: 2 };
+
+  // Bars of the score distribution: categories for grades and few values, bins for many numbers.
+  function distribution(rows) {
+    const counts = new Map();
+    let unscored = 0;
+    const numbers = [];
+    let allNumbers = true;
+    for (const row of rows) {
+      const v = row.score;
+      if (v === null || v === undefined) { unscored += 1; continue; }
+      if (typeof v === "number") numbers.push(v);
+      else allNumbers = false;
+      const k = scoreKey(v);
+      const entry = counts.get(k);
+      if (entry) entry.count += 1; else counts.set(k, { key: k, label: scoreText(v), value: v, count: 1 });
+    }
+    let bars;
+    if (allNumbers && counts.size > 12) {
+      const min = Math.min(...numbers);
+      const max = Math.max(...numbers);
+      const bins = 10;
+      const width = (max - min) / bins || 1;
+      bars = Array.from({ length: bins }, (_, i) => ({
+        key: null, label: fmtNum(min + i * width), count: 0, value: min + i * width,
+      }));
+      for (const v of numbers) bars[Math.min(bins - 1, Math.floor((v - min) / width))].count += 1;
+    } else {
+      bars = Array.from(counts.values()).sort((a, b) => {
+        const ga = GRADE_ORDER[a.value];
+        const gb = GRADE_ORDER[b.value];
+        if (ga !== undefined || gb !== undefined) return (ga ?? 9) - (gb ?? 9);
+        return compareValues(a.value, b.value);
+      });
+    }
+    if (unscored) bars.push({ key: "__none", label: "unscored", value: null, count: unscored });
+    return bars;
+  }
+
+  function chart(rows, onPick) {
+    const bars = distribution(rows);
+    if (!bars.length) return el("p", { class: "muted", text: "No scores yet." });
+    const W = 360;
+    const H = 190;
+    const top = 18;
+    const bottom = 26;
+    const gap = 8;
+    const max = Math.max(...bars.map((b) => b.count));
+    const bw = Math.min(56, (W - gap * (bars.length + 1)) / bars.length);
+    const offset = (W - (bw + gap) * bars.length + gap) / 2;
+    const plot = H - top - bottom;
+    const root = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "Score distribution" });
+    add(root, svg("line", { class: "axis", x1: 0, x2: W, y1: H - bottom, y2: H - bottom }));
+    bars.forEach((bar, i) => {
+      const h = max ? Math.max(1, (bar.count / max) * plot) : 0;
+      const x = offset + i * (bw + gap);
+      const y = H - bottom - h;
+      const grade = bar.value === null ? "grade-none" : gradeClass(bar.value);
+      const rect = svg("rect", { class: "bar " + grade, x, y, width: bw, height: h, rx: 3, "data-score": bar.label },
+        svg("title", { text: bar.label + ": " + bar.count }));
+      if (bar.key && onPick) rect.addEventListener("click", () => onPick(bar.key));
+      add(root, rect,
+        svg("text", { class: "count", x: x + bw / 2, y: y - 4, "text-anchor": "middle", text: fmtInt(bar.count) }),
+        svg("text", { x: x + bw / 2, y: H - bottom + 16, "text-anchor": "middle", text: bar.label.length > 10 ? bar.label.slice(0, 9) + "…" : bar.label }));
+    });
+    return root;
+  }
+
+  function costTable(entry) {
+    const rows = entry.cost_table || [];
+    if (!rows.length) return el("p", { class: "muted", text: "No token usage recorded." });
+    const total = rows.reduce((acc, r) => {
+      for (const k of ["input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens"]) acc[k] += r[k] || 0;
+      if (r.cost !== null && r.cost !== undefined) acc.cost = (acc.cost || 0) + r.cost;
+      return acc;
+    }, { input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_tokens: 0, cost: null });
+    const num = (v) => el("td", { class: "num", text: fmtInt(v) });
+    return el("table", { id: "cost-table" },
+      el("thead", {}, el("tr", {}, ["Role", "Model", "Requests", "Input", "Cached", "Output", "Reasoning", "Cost"].map((h, i) =>
+        el("th", { class: i >= 2 ? "num" : "", text: h })))),
+      el("tbody", {}, rows.map((r) => el("tr", {},
+        el("td", { text: r.role }),
+        el("td", { class: "nowrap", text: [r.provider, r.model].filter(Boolean).join(" / ") || "—" }),
+        num(r.requests), num(r.input_tokens), num(r.cached_input_tokens), num(r.output_tokens), num(r.reasoning_tokens),
+        el("td", { class: "num", text: fmtCost(r.cost) })))),
+      rows.length > 1 ? el("tfoot", {}, el("tr", {}, el("td", { text: "Total" }), el("td"), el("td"),
+        num(total.input_tokens), num(total.cached_input_tokens), num(total.output_tokens), num(total.reasoning_tokens),
+        el("td", { class: "num", text: fmtCost(total.cost) }))) : null);
+  }
+
+  function timing(entry, rows) {
+    const start = parseTime(entry.started);
+    const end = parseTime(entry.completed);
+    const times = rows.map((r) => r.time).filter((t) => typeof t === "number").sort((a, b) => a - b);
+    const mean = times.length ? times.reduce((a, b) => a + b, 0) / times.length : null;
+    const median = times.length ? times[Math.floor((times.length - 1) / 2)] : null;
+    return kv([
+      ["Created", fmtDate(entry.created)],
+      ["Started", entry.started ? fmtDate(entry.started) : null],
+      ["Completed", entry.completed ? fmtDate(entry.completed) : null],
+      ["Duration", !Number.isNaN(start) && !Number.isNaN(end) ? fmtSeconds((end - start) / 1000) : null],
+      ["Sample time (mean)", mean !== null ? fmtSeconds(mean) : null],
+      ["Sample time (median)", median !== null ? fmtSeconds(median) : null],
+      ["Sample time (max)", times.length ? fmtSeconds(times[times.length - 1]) : null],
+    ]);
+  }
+
+  function mountLog(route) {
+    const file = route.file;
+    const entry0 = store.byFile.get(file);
+    if (!entry0) {
+      setCrumbs([{ text: "Logs", href: "#/" }, { text: file }]);
+      showError("No log named '" + file + "' in this directory.");
+      return { route };
+    }
+    const data = logData(file);
+    const state = tableState(file);
+    const head = el("div", { class: "head" });
+    const cards = el("div", { class: "cards", id: "log-cards" });
+    const chartBox = el("div", { class: "chart", id: "score-chart" });
+    const costBox = el("div", { class: "table-wrap" });
+    const timingBox = el("div");
+    const count = el("span", { class: "muted small", id: "sample-count" });
+    const search = el("input", {
+      type: "search", id: "sample-search", placeholder: "Search id, input, target, result…", value: state.q,
+      "aria-label": "Search samples",
+    });
+    const scoreSelect = el("select", { id: "score-filter", "aria-label": "Filter by score" });
+    const table = el("table", { id: "samples-table" });
+    const pager = el("div", { class: "pager" });
+    let debounce = null;
+    search.addEventListener("input", () => {
+      clearTimeout(debounce);
+      debounce = setTimeout(() => { state.q = search.value; state.page = 0; updateTable(); }, 120);
+    });
+    scoreSelect.addEventListener("change", () => { state.score = scoreSelect.value; state.page = 0; updateTable(); });
+
+    replace(app, head, cards,
+      el("div", { class: "grid log-grid" },
+        el("section", { class: "panel" }, el("h2", { text: "Score distribution" }), chartBox),
+        el("section", { class: "panel" }, el("h2", { text: "Timing" }), timingBox),
+        el("section", { class: "panel span-all" }, el("h2", { text: "Cost by role and model" }), costBox)),
+      el("section", { class: "panel" }, el("h2", { text: "Samples" }),
+        el("div", { class: "controls" }, search, scoreSelect, count),
+        el("div", { class: "table-wrap" }, table), pager));
+
+    function updateHead() {
+      const entry = store.byFile.get(file) || entry0;
+      setCrumbs([{ text: "Logs", href: "#/" }, { text: entry.task }]);
+      replace(head, el("div", { class: "grow" },
+        el("h1", { id: "log-title", text: entry.task }),
+        el("div", { class: "meta" }, el("span", { text: entry.model }), statusBadge(entry.status),
+          el("span", { class: "mono small", text: entry.file }),
+          el("a", { href: "logs/" + entry.file.split("/").map(encodeURIComponent).join("/"), download: entry.name, text: "download" }))),
+        entry.error ? el("div", { class: "error-banner", role: "alert", text: "The run failed: " + entry.error }) : null);
+      const metricCards = [];
+      for (const score of entry.scores || []) {
+        for (const [name, value] of Object.entries(score.metrics || {})) {
+          metricCards.push(card((entry.scores.length > 1 ? score.name + " · " : "") + name, fmtNum(value), "metric"));
+        }
+      }
+      replace(cards, metricCards,
+        card("Samples", fmtInt(data.rows.length || entry.samples) + (entry.running ? " …" : "")),
+        card("Errors", fmtInt(data.rows.filter((r) => r.error).length)),
+        card("Tokens", fmtInt(entry.tokens)),
+        card("Cost", fmtCost(entry.cost)));
+      replace(costBox, costTable(entry));
+      replace(timingBox, timing(entry, data.rows));
+      replace(chartBox, chart(data.rows, (key) => {
+        state.score = state.score === key ? "" : key;
+        state.page = 0;
+        updateTable();
+      }));
+    }
+
+    function updateFilterOptions() {
+      const seen = new Map();
+      for (const row of data.rows) {
+        const k = scoreKey(row.score);
+        if (!seen.has(k)) seen.set(k, row.score === null || row.score === undefined ? "unscored" : scoreText(row.score));
+      }
+      const options = [["", "All scores"], ...Array.from(seen.entries()).sort((a, b) => compareValues(a[1], b[1]))];
+      if (data.rows.some((r) => r.error)) options.push(["__error", "Errors"]);
+      replace(scoreSelect, options.map(([value, label]) => el("option", { value, text: label })));
+      scoreSelect.value = options.some((o) => o[0] === state.score) ? state.score : "";
+    }
+
+    function updateTable() {
+      updateFilterOptions();
+      const rows = visibleRows(data, state);
+      const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
+      state.page = Math.min(state.page, pages - 1);
+      const first = state.page * PAGE_SIZE;
+      const slice = rows.slice(first, first + PAGE_SIZE);
+      count.textContent = rows.length === data.rows.length
+        ? fmtInt(rows.length) + " samples"
+        : fmtInt(rows.length) + " of " + fmtInt(data.rows.length) + " samples";
+      const body = el("tbody", {}, slice.map((r) => el("tr", {
+        class: "clickable sample-row", "data-key": r.key, "data-epoch": r.epoch,
+        onclick: () => { location.hash = sampleHref(file, r.key, r.epoch); },
+      },
+      el("td", { class: "nowrap" }, el("a", { href: sampleHref(file, r.key, r.epoch), text: String(r.id) })),
+      el("td", { class: "num", text: r.epoch }),
+      el("td", { class: "cell-clip cell-wide", title: r.input, text: r.input }),
+      el("td", { class: "cell-clip", title: r.target, text: r.target }),
+      el("td", { class: "cell-clip cell-wide", title: r.result, text: r.result }),
+      el("td", {}, scoreBadge(r.score)),
+      el("td", { class: "num", text: fmtInt(r.tokens) }),
+      el("td", { class: "num", text: fmtSeconds(r.time) }),
+      el("td", {}, r.error ? el("span", { class: "flag-error", title: r.error, text: "error" }) : null))));
+      if (!slice.length) {
+        add(body, el("tr", {}, el("td", {
+          colspan: SAMPLE_COLUMNS.length, class: "empty",
+          text: data.loading && !data.rows.length ? "Loading samples…" : data.rows.length ? "No sample matches." : "No samples yet.",
+        })));
+      }
+      replace(table, sortableHead(SAMPLE_COLUMNS, state, (key) => {
+        toggleSort(state, key, key === "tokens" || key === "time" ? -1 : 1);
+        state.page = 0;
+        updateTable();
+      }), body);
+      const go = (page) => () => { state.page = page; updateTable(); };
+      replace(pager,
+        el("span", { class: "muted small", id: "page-info", text: rows.length ? "Rows " + fmtInt(first + 1) + "–" + fmtInt(first + slice.length) + " of " + fmtInt(rows.length) : "" }),
+        el("button", { class: "btn", type: "button", disabled: state.page === 0, onclick: go(0), text: "« First" }),
+        el("button", { class: "btn", type: "button", disabled: state.page === 0, onclick: go(state.page - 1), text: "‹ Prev", id: "page-prev" }),
+        el("span", { class: "small", text: "Page " + fmtInt(state.page + 1) + " of " + fmtInt(pages) }),
+        el("button", { class: "btn", type: "button", disabled: state.page >= pages - 1, onclick: go(state.page + 1), text: "Next ›", id: "page-next" }),
+        el("button", { class: "btn", type: "button", disabled: state.page >= pages - 1, onclick: go(pages - 1), text: "Last »" }));
+    }
+
+    function update() {
+      updateHead();
+      updateTable();
+    }
+
+    update();
+    data.refresh().then(update, (e) => {
+      replace(table, el("tbody", {}, el("tr", {}, el("td", { class: "error-banner", text: "Cannot load the samples: " + e.message }))));
+    });
+    return { route, update };
+  }
+
+  // ---------------------------------------------------------------- page 3: one sample
+
+  function resolver(sample) {
+    const attachments = sample.attachments || {};
+    return (value) => {
+      if (typeof value === "string" && value.startsWith("attachment://")) {
+        const found = attachments[value.slice("attachment://".length)];
+        return found === undefined ? value : found;
+      }
+      return value;
+    };
+  }
+
+  const IMAGE_URI = /^data:image\/(png|jpe?g|gif|webp|bmp|svg\+xml);base64,/i;
+
+  function image(src) {
+    if (typeof src === "string" && IMAGE_URI.test(src)) {
+      return el("img", { class: "msg-image", src, alt: "Image from the log" });
+    }
+    return el("div", { class: "muted small", text: "[image not shown: only embedded data: images are displayed] " + String(src).slice(0, 200) });
+  }
+
+  function textBlock(text) {
+    return el("div", { class: "text", text: text === null || text === undefined ? "" : String(text) });
+  }
+
+  function contentBlocks(content, att) {
+    content = att(content);
+    if (content === null || content === undefined) return [];
+    if (typeof content === "string") return [textBlock(content)];
+    if (!Array.isArray(content)) return [json(content)];
+    return content.map((block) => {
+      if (!block || typeof block !== "object") return textBlock(block);
+      switch (block.type) {
+        case "text": return textBlock(att(block.text));
+        case "reasoning": return el("details", {}, el("summary", { text: "Reasoning" }),
+          textBlock(block.redacted ? "(redacted)" : att(block.reasoning)));
+        case "image": return image(att(block.image));
+        case "tool_use": return el("div", { class: "tool-call" },
+          el("span", { class: "fn", text: (block.name || "tool") + " (" + (block.tool_type || "tool use") + ")" }),
+          json({ arguments: block.arguments, result: block.result }));
+        default: return el("details", {}, el("summary", { text: block.type || "content" }), json(block));
+      }
+    });
+  }
+
+  function renderMessage(message, att) {
+    const role = ["system", "user", "assistant", "tool"].includes(message.role) ? message.role : "other";
+    const label = [message.role || "message"];
+    if (message.model) label.push(message.model);
+    if (message.role === "tool" && message.function) label.push(message.function);
+    const box = el("div", { class: "message role-" + role },
+      el("div", { class: "message-role", text: label.join(" · ") }),
+      contentBlocks(message.content, att));
+    for (const call of message.tool_calls || []) {
+      add(box, el("div", { class: "tool-call" },
+        el("span", { class: "muted small", text: "tool call " }),
+        el("code", { class: "fn", text: call.function }),
+        call.id ? el("span", { class: "muted small", text: " · " + call.id }) : null,
+        json(call.arguments || {}),
+        call.parse_error ? el("div", { class: "tool-error", text: call.parse_error }) : null));
+    }
+    if (message.error) {
+      add(box, el("div", { class: "tool-error", text: "Tool error: " + (message.error.message || JSON.stringify(message.error)) }));
+    }
+    return box;
+  }
+
+  function conversation(messages, att) {
+    return el("div", { class: "conversation" }, messages.map((m) => renderMessage(m, att)));
+  }
+
+  function usageTable(title, usage) {
+    const entries = Object.entries(usage || {});
+    if (!entries.length) return null;
+    const num = (v) => el("td", { class: "num", text: fmtInt(v) });
+    return [el("h3", { text: title }), el("table", { class: "usage-table" },
+      el("thead", {}, el("tr", {}, ["", "Input", "Cache write", "Cache read", "Output", "Reasoning", "Total", "Cost"].map((h, i) =>
+        el("th", { class: i ? "num" : "", text: h })))),
+      el("tbody", {}, entries.map(([name, u]) => el("tr", {}, el("td", { text: name }),
+        num(u.input_tokens), num(u.input_tokens_cache_write ?? u.cache_creation_input_tokens),
+        num(u.input_tokens_cache_read ?? u.cache_read_input_tokens), num(u.output_tokens), num(u.reasoning_tokens),
+        num(u.total_tokens), el("td", { class: "num", text: fmtCost(u.total_cost) })))))];
+  }
+
+  function retries(sample) {
+    let events = [];
+    if (Array.isArray(sample.events)) events = sample.events;
+    const withRetries = events.filter((e) => e && e.event === "model" && e.retries);
+    const items = withRetries.map((e) => el("li", {},
+      el("strong", { text: e.retries + (e.retries === 1 ? " retry" : " retries") }),
+      " on ", el("code", { text: e.model || "model" }),
+      e.timestamp ? el("span", { class: "muted", text: " at " + fmtDate(e.timestamp) }) : null));
+    for (const previous of sample.error_retries || []) {
+      items.push(el("li", {}, "An earlier attempt failed: ", el("code", { text: previous.message || JSON.stringify(previous) })));
+    }
+    return { count: withRetries.reduce((n, e) => n + e.retries, 0), items };
+  }
+
+  function eventCounts(sample) {
+    const counts = {};
+    for (const e of Array.isArray(sample.events) ? sample.events : []) {
+      const kind = e && e.event ? String(e.event) : "?";
+      counts[kind] = (counts[kind] || 0) + 1;
+    }
+    return counts;
+  }
+
+  function scoreSection(name, score, att) {
+    const metadata = Object.assign({}, score.metadata || {});
+    const grading = Array.isArray(metadata.grading) ? metadata.grading : null;
+    delete metadata.grading;
+    return el("div", { class: "judge" },
+      el("h3", {}, name),
+      kv([
+        ["Grade", el("span", { class: "grade" }, scoreBadge(score.value))],
+        ["Answer", score.answer !== undefined && score.answer !== null ? el("span", { class: "text", text: att(score.answer) }) : null],
+        ["Reason", score.reason || null],
+      ]),
+      score.explanation ? [el("h3", { text: "Explanation" }), el("div", { class: "explanation", text: att(score.explanation) })] : null,
+      grading ? [el("h3", { text: "The judge's conversation" }), conversation(grading, att)] : null,
+      Object.keys(metadata).length ? el("details", {}, el("summary", { text: "Score metadata" }), json(metadata)) : null);
+  }
+
+  async function loadSampleList(file) {
+    const data = logData(file);
+    if (data.version === null) await data.refresh();
+    const state = tableState(file);
+    return visibleRows(data, state);
+  }
+
+  function mountSample(route) {
+    const { file, key, epoch } = route;
+    const entry = store.byFile.get(file);
+    setCrumbs([{ text: "Logs", href: "#/" }, { text: entry ? entry.task : file, href: logHref(file) }, { text: "Sample " + key + " · epoch " + epoch }]);
+    replace(app, el("p", { class: "muted", text: "Loading the sample…" }));
+    const mounted = { route };
+    const url = logBase(file) + "/samples/" + encodeURIComponent(key) + "/" + epoch + ".json";
+    Promise.all([getJSON(url), loadSampleList(file).catch(() => [])]).then(([sample, rows]) => {
+      if (current !== mounted) return;
+      renderSample(route, sample, rows);
+    }, (e) => {
+      if (current === mounted) showError("Cannot load the sample: " + e.message);
+    });
+    return mounted;
+  }
+
+  function renderSample(route, sample, rows) {
+    const { file, key, epoch } = route;
+    const att = resolver(sample);
+    const at = rows.findIndex((r) => r.key === key && r.epoch === epoch);
+    const prev = at > 0 ? rows[at - 1] : null;
+    const next = at >= 0 && at < rows.length - 1 ? rows[at + 1] : null;
+    const nav = (row, label, id) => el("button", {
+      class: "btn", type: "button", id, disabled: !row, text: label,
+      onclick: () => { if (row) location.hash = sampleHref(file, row.key, row.epoch); },
+    });
+    const scores = Object.entries(sample.scores || {});
+    const firstScore = scores.length ? scores[0][1] : null;
+    const retry = retries(sample);
+    const totalTokens = Object.values(sample.model_usage || {}).reduce(
+      (n, u) => n + (u.total_tokens || (u.input_tokens || 0) + (u.output_tokens || 0)), 0);
+    const messages = Array.isArray(sample.messages) ? sample.messages : [];
+    let transcript;
+    if (messages.length) transcript = conversation(messages, att);
+    else {
+      const input = Array.isArray(sample.input) ? sample.input : [{ role: "user", content: sample.input }];
+      const output = sample.output || {};
+      const reply = output.completion || (output.choices && output.choices[0] && output.choices[0].message.content);
+      transcript = conversation(reply ? [...input, { role: "assistant", content: reply }] : input, att);
+    }
+    const target = Array.isArray(sample.target) ? sample.target.join(" | ") : sample.target;
+    const metadata = sample.metadata || {};
+    const counts = eventCounts(sample);
+
+    replace(app,
+      el("div", { class: "head" },
+        el("div", { class: "grow" }, el("h1", { id: "sample-title", text: "Sample " + sample.id + " · epoch " + sample.epoch }),
+          el("div", { class: "meta" }, el("a", { href: logHref(file), text: "← back to the log" }),
+            at >= 0 ? el("span", { text: fmtInt(at + 1) + " of " + fmtInt(rows.length) }) : null)),
+        nav(prev, "‹ Previous", "sample-prev"), nav(next, "Next ›", "sample-next")),
+      el("div", { class: "cards" },
+        card("Score", firstScore ? scoreBadge(firstScore.value) : "—"),
+        card("Target", el("span", { class: "small", text: target === undefined ? "—" : String(att(target)) })),
+        card("Tokens", fmtInt(totalTokens)),
+        card("Time", fmtSeconds(sample.total_time)),
+        card("Retries", fmtInt(retry.count + (sample.error_retries || []).length)),
+        sample.error ? card("Error", el("span", { class: "flag-error", text: "yes" })) : null),
+      sample.error ? el("section", { class: "panel", id: "sample-error" }, el("h2", { text: "Error" }),
+        el("div", { class: "error-banner", text: sample.error.message || String(sample.error) }),
+        sample.error.traceback ? el("details", { open: true }, el("summary", { text: "Traceback" }),
+          el("pre", { class: "traceback", text: sample.error.traceback })) : null) : null,
+      el("section", { class: "panel", id: "conversation" }, el("h2", { text: "Conversation" }), transcript),
+      scores.length ? el("section", { class: "panel", id: "scores" }, el("h2", { text: "Scoring" }),
+        scores.map(([name, score]) => scoreSection(name, score, att))) : null,
+      el("div", { class: "grid" },
+        el("section", { class: "panel", id: "usage" }, el("h2", { text: "Token usage" }),
+          usageTable("By model", sample.model_usage) || el("p", { class: "muted", text: "No usage recorded." }),
+          usageTable("By role", sample.role_usage)),
+        el("section", { class: "panel", id: "timing" }, el("h2", { text: "Timing and retries" }),
+          kv([
+            ["Started", sample.started_at ? fmtDate(sample.started_at) : null],
+            ["Completed", sample.completed_at ? fmtDate(sample.completed_at) : null],
+            ["Total time", typeof sample.total_time === "number" ? fmtSeconds(sample.total_time) : null],
+            ["Working time", typeof sample.working_time === "number" ? fmtSeconds(sample.working_time) : null],
+            ["Events", Object.keys(counts).length ? Object.entries(counts).map(([k, n]) => k + " × " + n).join(", ") : null],
+          ]),
+          retry.items.length ? [el("h3", { text: "Retries" }), el("ul", { id: "retries" }, retry.items)] : el("p", { class: "muted small", text: "No retries." }))),
+      el("section", { class: "panel", id: "metadata" }, el("h2", { text: "Metadata" }),
+        Object.keys(metadata).length ? json(metadata) : el("p", { class: "muted", text: "No metadata." }),
+        sample.store && Object.keys(sample.store).length ? [el("h3", { text: "Store" }), json(sample.store)] : null));
+  }
+
+  document.addEventListener("keydown", (event) => {
+    if (event.target instanceof HTMLInputElement || event.target instanceof HTMLSelectElement) return;
+    const id = event.key === "ArrowLeft" ? "sample-prev" : event.key === "ArrowRight" ? "sample-next" : null;
+    const button = id && document.getElementById(id);
+    if (button && !button.disabled) button.click();
+  });
+
+  render();
+})();
