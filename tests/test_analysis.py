@@ -15,7 +15,7 @@ from vitals_engine.analysis import bind, read_logs
 from vitals_engine.log.journal_format import encode_header, encode_sample, encode_start
 from vitals_engine.log.reader import read_log
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 ROW_COLUMNS = [
     "log",

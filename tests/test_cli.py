@@ -21,7 +21,7 @@ from vitals_engine.log.journal_format import encode_sample, encode_start
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "cli_task.py"
-FIXTURES = ROOT.parent / "shared" / "fixtures"
+FIXTURES = ROOT / "tests" / "fixtures"
 
 HEADER = "import vitals_engine as ve\n\n"
 

@@ -25,7 +25,7 @@ from vitals_engine.log.journal_format import (
 from vitals_engine.log.reader import LoggedEval, NotALogError, read_log
 from vitals_engine.providers.replay import ReplayProvider, split_model_id
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 VITALS = FIXTURES / "vitals"
 INSPECT = FIXTURES / "inspect"
 

@@ -25,7 +25,7 @@ from vitals_engine.view.catalog import Catalog
 from vitals_engine.view.contents import JournalTail, counter
 from vitals_engine.view.paths import parse_sample_key, resolve_inside, sample_key
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 VITALS_ADDITION = "2026-01-14T16-19-11-06-00_simple-addition_add3e3e94f8e2faf092a58.json"
 
 
