@@ -145,14 +145,14 @@ def sample_events(
     chats: list[ChatLog],
     iso: Callable[[float], str] = _iso,
     output: s.ModelOutput | None = None,
-) -> tuple[msgspec.Raw, dict[str, Any] | None]:
+) -> tuple[msgspec.Raw, msgspec.Raw]:
     """The sample's events (raw JSON) and its `events_data` (None when there are no calls).
 
     `chats` are the sample's conversations already converted (solver's, then judge's).
     """
     start = record.solve_started or record.score_started
     if start is None:
-        return s.EMPTY_EVENTS, None
+        return s.EMPTY_EVENTS, s.NO_EVENTS_DATA
     pool = _Pool(chats)
     last = record.solver_chat.last_turn() if record.solver_chat is not None else None
     final = (last, output)
@@ -169,5 +169,9 @@ def sample_events(
                 "intermediate": False,
             }
         )
-    data = {"messages": pool.messages, "calls": []} if pool.messages else None
+    data = (
+        msgspec.Raw(s.encoder.encode({"messages": pool.messages, "calls": []}))
+        if pool.messages
+        else s.NO_EVENTS_DATA
+    )
     return msgspec.Raw(s.encoder.encode(events)), data

@@ -129,10 +129,11 @@ def encode_start(header: s.EvalLog, log_name: str) -> bytes:
 
 def encode_sample(sample: s.EvalSample) -> bytes:
     """The line of one finished (sample, epoch)."""
-    events = bytes(sample.events)
-    if b"\n" in events:  # raw events read from a pretty-printed log: one line, please
-        compact = msgspec.Raw(msgspec.json.format(events, indent=0))
-        sample = msgspec.structs.replace(sample, events=compact)
+    for name in ("events", "events_data"):  # raw JSON read from a pretty-printed log:
+        raw = bytes(getattr(sample, name))  # make it one line
+        if b"\n" in raw:
+            compact = msgspec.Raw(msgspec.json.format(raw, indent=0))
+            sample = msgspec.structs.replace(sample, **{name: compact})
     return encoder.encode(JournalSample(sample=sample)) + b"\n"
 
 
@@ -249,10 +250,18 @@ def _read_records(
 _HEADER_LINE = b'\n{"kind":"header"'
 
 
-def read_journal_header(path: str | Path) -> s.EvalLog:
-    """The latest header of a journal, found from its end without decoding samples.
+#: How far from its end a header-only read looks for a later header record.
+_TAIL = 1 << 20
 
-    Raises `LogFormatError` like `read_journal` for a missing file or a bad start line.
+
+def read_journal_header(path: str | Path) -> s.EvalLog:
+    """A journal's header without decoding samples, in time that does not grow with it.
+
+    It is the header record in the journal's last megabyte if there is one (a
+    finished or resumed run writes one), else the start record's. A run
+    resumed long ago may therefore show its first header here; `read_journal`
+    always has the latest. Raises `LogFormatError` like `read_journal` for a
+    missing file or a bad start line.
     """
     path = Path(path)
     try:
@@ -262,7 +271,7 @@ def read_journal_header(path: str | Path) -> s.EvalLog:
             latest: bytes | None = None
             if first.endswith(b"\n") and size > len(first):
                 with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as view:
-                    at = view.rfind(_HEADER_LINE, len(first) - 1)
+                    at = view.rfind(_HEADER_LINE, max(len(first) - 1, size - _TAIL))
                     if at >= 0:
                         end = view.find(b"\n", at + 1)
                         latest = view[at + 1 : end if end >= 0 else size]

@@ -48,6 +48,7 @@ __all__ = [
 
 LOG_VERSION = 2
 EMPTY_EVENTS = Raw(b"[]")
+NO_EVENTS_DATA = Raw(b"null")
 
 
 class _Loose(Struct, omit_defaults=True):
@@ -238,7 +239,7 @@ class EvalSample(_Loose):
     error: EvalError | None = None
     error_retries: list[Any] | None = None
     attachments: dict[str, str] = field(default_factory=dict)
-    events_data: dict[str, Any] | None = None
+    events_data: Raw = NO_EVENTS_DATA  # kept raw, like events: decoded only by who needs it
 
 
 class EvalSampleSummary(_Loose):
