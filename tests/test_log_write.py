@@ -296,3 +296,22 @@ def test_kill_9_then_resume_sends_only_unfinished_samples(server, tmp_path):
     assert sorted(s.id for s in final.samples) == list(range(1, 61))
     assert final.status == "success"
     assert not list(logs.glob("*.journal"))
+
+
+async def test_task_log_format_holds_for_solve_and_stream(tmp_path):
+    """Task(log_format="eval") applies to solve()+log() and to stream_async(), not only eval()."""
+    task = ve.Task(
+        sums(2),
+        solver=ve.generate(ve.chat_mock()),
+        scorer=ve.detect_includes(),
+        dir=tmp_path,
+        log_format="eval",
+    )
+    await task.solve_async()
+    await task.score_async()
+    task.measure()
+    assert task.log().suffix == ".eval"
+    async with task.stream_async() as samples:
+        async for _ in samples:
+            pass
+    assert task.log_path.suffix == ".eval"

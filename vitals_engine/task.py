@@ -268,14 +268,14 @@ class Task:
         **kwargs: Any,
     ) -> Task:
         """The async form of `eval()`."""
-        options = RunOptions.check(
+        options = self._options(
             epochs=epochs,
             max_concurrency=max_concurrency,
             limits=limits,
             retry=retry,
             fail_on_error=fail_on_error,
             progress=progress,
-            log_format=log_format or self.log_format,
+            log_format=log_format,
         )
         await self._evaluate(options, kwargs, None, self._resumable(resume))
         if view:
@@ -303,7 +303,7 @@ class Task:
             ...     async for record in samples:
             ...         print(record.sample.id, record.score.value if record.score else None)
         """
-        options = RunOptions.check(
+        options = self._options(
             epochs=epochs,
             max_concurrency=max_concurrency,
             limits=limits,
@@ -312,6 +312,11 @@ class Task:
             progress=progress,
         )
         return SampleStream(functools.partial(self._evaluate, options, kwargs))
+
+    def _options(self, **given: Any) -> RunOptions:
+        """eval()'s own options, checked, with this task's defaults filled in."""
+        given["log_format"] = given.get("log_format") or self.log_format
+        return RunOptions.check(**given)
 
     async def _evaluate(
         self,
@@ -361,7 +366,7 @@ class Task:
         **kwargs: Any,
     ) -> Task:
         """The async form of `solve()`."""
-        options = RunOptions.check(
+        options = self._options(
             epochs=epochs,
             max_concurrency=max_concurrency,
             limits=limits,
@@ -396,7 +401,7 @@ class Task:
             raise TaskStateError("Task has not been solved yet. Run task.solve() first.")
         if self._scorer_spec is None:
             raise TaskStateError("This task has no scorer: pass scorer= or call set_scorer().")
-        options = RunOptions.check(
+        options = self._options(
             max_concurrency=max_concurrency, limits=limits, retry=retry, progress=progress
         )
         _, scorer_kw = route_kwargs(kwargs, None, self._scorer_spec)

@@ -206,14 +206,9 @@ def model_graded_qa(
     Example:
         >>> Task(dataset, generate(chat), scorer=model_graded_qa(partial_credit=True))
     """
-    return ModelGraded(
-        "model_graded_qa",
-        _check_template(template, QA_TEMPLATE),
-        instructions,
-        grade_pattern,
-        partial_credit,
-        scorer_chat,
-    )
+    template = _check_template(template, QA_TEMPLATE)
+    args = (instructions, grade_pattern, partial_credit, scorer_chat)
+    return ModelGraded("model_graded_qa", template, *args)
 
 
 def model_graded_fact(
@@ -231,11 +226,6 @@ def model_graded_fact(
     Example:
         >>> Task(dataset, generate(chat), scorer=model_graded_fact(scorer_chat=judge))
     """
-    return ModelGraded(
-        "model_graded_fact",
-        _check_template(template, FACT_TEMPLATE),
-        instructions,
-        grade_pattern,
-        partial_credit,
-        scorer_chat,
-    )
+    template = _check_template(template, FACT_TEMPLATE)
+    args = (instructions, grade_pattern, partial_credit, scorer_chat)
+    return ModelGraded("model_graded_fact", template, *args)
