@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -258,7 +259,15 @@ KILLED_RUN = textwrap.dedent(
 def test_kill_9_then_resume_sends_only_unfinished_samples(server, tmp_path):
     """A run killed with SIGKILL mid-way resumes from its journal: requests go only to the
     samples the journal does not hold, and the final log has each sample exactly once."""
-    server.latency = 0.05
+    server.latency = 0.01
+    answered = itertools.count(1)
+
+    def hang_after_twenty(_request):
+        # Requests after the 20th never get an answer, so the run is surely mid-way when killed.
+        if next(answered) == 20:
+            server.fail("hang", times=None)
+
+    server.script(hang_after_twenty)
     script = tmp_path / "run.py"
     script.write_text(KILLED_RUN)
     logs = tmp_path / "logs"
@@ -271,15 +280,15 @@ def test_kill_9_then_resume_sends_only_unfinished_samples(server, tmp_path):
     journal = None
     while time.monotonic() < deadline:
         journals = list(logs.glob("*.journal"))
-        if journals and len(read_journal(journals[0]).samples) >= 10:
+        if journals and len(read_journal(journals[0]).samples) >= 20:
             journal = journals[0]
             break
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert journal is not None, "the run never journaled 10 samples"
+    assert journal is not None, "the run never journaled 20 samples"
     done = {s.id for s in read_journal(journal).samples if s.error is None}
-    assert 10 <= len(done) < 60
+    assert len(done) == 20
     assert ve.read_log(journal).status == "started"
 
     server.reset()
