@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 import msgspec
 import polars as pl
 import pytest
 
 import vitals_engine as ve
 from tests.inspect_check import assert_inspect_reads
+from vitals_engine.testing import reply
 
 pytestmark = pytest.mark.anyio
 
@@ -149,6 +152,39 @@ async def test_judge_needs_a_chat_when_the_solver_has_none(tmp_path):
         await task.eval_async()
 
 
+async def test_user_text_is_never_read_as_a_placeholder(tmp_path):
+    """An input or answer holding {criterion} or {instructions} reaches the judge as written."""
+    prompts = []
+
+    def judge(prompt):
+        prompts.append(prompt)
+        return "GRADE: C"
+
+    data = [{"input": "Say {criterion} and {instructions}", "target": "SECRET"}]
+    solver = ve.chat_mock(lambda p: "I say {criterion} {input}")
+    scorer = ve.model_graded_qa(scorer_chat=ve.chat_mock(judge), instructions="INSTR")
+    await ve.Task(data, ve.generate(solver), scorer, dir=tmp_path).eval_async()
+    (prompt,) = prompts
+    assert "[Task]: Say {criterion} and {instructions}" in prompt
+    assert "[Submission]: I say {criterion} {input}" in prompt
+    assert prompt.count("SECRET") == 1
+    assert prompt.count("INSTR") == 1
+
+
+async def test_other_braces_in_a_template_stay_literal(tmp_path):
+    """A user template with a JSON example keeps its braces; only the four fields are filled."""
+    prompts = []
+
+    def judge(prompt):
+        prompts.append(prompt)
+        return "GRADE: C"
+
+    template = 'Answer {answer}; criterion {criterion}; reply like {"grade": "C"} or {other}.'
+    scorer = ve.model_graded_qa(template=template, scorer_chat=ve.chat_mock(judge))
+    await judged_task(tmp_path, scorer).eval_async()
+    assert 'Answer 2 + 2 = 4; criterion 4; reply like {"grade": "C"} or {other}.' in prompts
+
+
 def test_bad_judge_arguments_are_config_errors():
     """A template without {answer}, or a pattern without a group, is refused at once."""
     with pytest.raises(ve.ConfigError, match=r"\{answer\}"):
@@ -198,3 +234,167 @@ def test_generate_structured_needs_a_type():
     """generate_structured() without type= is a config error."""
     with pytest.raises(ve.ConfigError, match="needs type="):
         ve.generate_structured(ve.chat_mock())
+
+
+# -- over HTTP: the local mock server -------------------------------------------------------
+
+SUMS = [
+    {"input": "What's 2+2?", "target": "4"},
+    {"input": "What's 2+3?", "target": "5"},
+    {"input": "What's 2+4?", "target": "7"},
+]
+
+
+def http_chat(server, **kwargs):
+    return ve.chat_openai("gpt-judged", base_url=server.base_url(), api_key="sk-test", **kwargs)
+
+
+def is_judge(request) -> bool:
+    return "[Submission]" in request.prompt
+
+
+def judge_script(replies):
+    """The solver gets 10 input / 2 output tokens; the judge the reply of its question,
+    100 / 7 tokens."""
+
+    def answer(request):
+        if not is_judge(request):
+            return reply("It is 4.", input_tokens=10, output_tokens=2)
+        text = next(t for question, t in replies.items() if question in request.prompt)
+        return reply(text, input_tokens=100, output_tokens=7)
+
+    return answer
+
+
+def text_of(message) -> str:
+    content = message["content"]
+    return content if isinstance(content, str) else "".join(c["text"] for c in content)
+
+
+def http_task(server, tmp_path, scorer, **kwargs):
+    return ve.Task(
+        SUMS, solver=ve.generate(http_chat(server, **kwargs)), scorer=scorer, dir=tmp_path
+    )
+
+
+async def test_http_partial_credit_grades_and_cost_by_role(server, tmp_path):
+    """Over HTTP, the default judge grades C, P and I; its tokens are the scorer's, its
+    conversation is kept per sample in the log."""
+    replies = {"2+2": "Right.\nGRADE: C", "2+3": "Half right.\nGRADE: P", "2+4": "No.\nGRADE: I"}
+    server.script(judge_script(replies))
+    task = http_task(server, tmp_path, ve.model_graded_qa(partial_credit=True))
+    await task.eval_async()
+    frame = task.get_samples()
+    assert frame["score"].to_list() == ["C", "P", "I"]
+    assert frame["score"].dtype == pl.Enum(["I", "P", "C"])
+    assert frame["explanation"].to_list() == list(replies.values())
+    assert task.metrics == {"accuracy": 0.5}
+    assert "C, P, or I" in next(r.request.prompt for r in server.log if is_judge(r.request))
+    cost = task.get_cost()
+    assert cost["role"].to_list() == ["solver", "scorer"]
+    assert cost["model"].to_list() == ["gpt-judged", "gpt-judged"]
+    assert cost["requests"].to_list() == [3, 3]
+    assert cost["input_tokens"].to_list() == [30, 300]
+    assert cost["output_tokens"].to_list() == [6, 21]
+    full = assert_inspect_reads(task.log_path, task)
+    for sample in full.samples:
+        (score,) = sample.scores.values()
+        grading = score.metadata["grading"]
+        assert [m["role"] for m in grading] == ["user", "assistant"]
+        assert "[Submission]: It is 4." in text_of(grading[0])
+        assert text_of(grading[1]) == score.explanation
+
+
+async def test_http_custom_pattern_letters_stay_strings(server, tmp_path):
+    """A custom pattern's letters (A, B, X) are string grades, upper-cased, with no accuracy."""
+    server.script(judge_script({"2+2": "GRADE: A", "2+3": "GRADE: B", "2+4": "grade: x"}))
+    scorer = ve.model_graded_qa(
+        instructions="Reply GRADE: A, B or X.", grade_pattern=r"(?i)GRADE\s*:\s*([ABX])(.*)$"
+    )
+    task = http_task(server, tmp_path, scorer)
+    await task.eval_async()
+    frame = task.get_samples()
+    assert frame["score"].to_list() == ["A", "B", "X"]
+    assert frame["score"].dtype == pl.String
+    assert task.metrics == {}
+    assert ve.summary(task).count("not graded") == 0
+    assert_inspect_reads(task.log_path, task)
+
+
+async def test_http_unparseable_reply_is_no_grade_warned_and_reported(server, tmp_path, caplog):
+    """A judge reply with no grade scores None, keeps the judge's text, logs a warning and
+    is counted in the run summary."""
+    caplog.set_level(logging.WARNING, logger="vitals_engine")
+    replies = {"2+2": "I cannot decide.", "2+3": "Maybe?", "2+4": "Fine.\nGRADE: C"}
+    server.script(judge_script(replies))
+    task = http_task(server, tmp_path, ve.model_graded_qa())
+    await task.eval_async()
+    frame = task.get_samples()
+    assert frame["score"].to_list() == [None, None, "C"]
+    assert frame["explanation"].to_list()[:2] == ["I cannot decide.", "Maybe?"]
+    assert [m["no_grade"] for m in frame["scorer_metadata"].to_list()[:2]] == [True, True]
+    assert "no_grade" not in frame["scorer_metadata"][2]
+    assert task.metrics == {"accuracy": 1.0}
+    warnings = [r for r in caplog.records if "judge gave no grade" in r.getMessage()]
+    assert len(warnings) == 2
+    assert all(r.levelno == logging.WARNING for r in warnings)
+    assert "I cannot decide." in " ".join(r.getMessage() for r in warnings)
+    assert (
+        "2 samples were not graded: the judge's reply had no grade; see the explanation column."
+        in ve.summary(task)
+    )
+    full = assert_inspect_reads(task.log_path)
+    assert full.results.scores[0].unscored_samples == 2
+    logged = next(s for s in full.samples if s.id == 1)
+    (score,) = logged.scores.values()
+    assert score.explanation == "I cannot decide."
+    assert text_of(score.metadata["grading"][-1]) == "I cannot decide."
+
+
+async def test_summary_says_one_sample_was_not_graded(tmp_path):
+    """One ungraded sample is reported in the singular; a fully graded run says nothing."""
+    replies = iter(["No idea.", "Fine.\nGRADE: C"])
+    scorer = ve.model_graded_qa(scorer_chat=ve.chat_mock(lambda p: next(replies)))
+    task = judged_task(tmp_path, scorer)
+    await task.eval_async(max_concurrency=1)
+    assert "1 sample was not graded: the judge's reply had no grade" in ve.summary(task)
+    graded = judged_task(tmp_path, ve.model_graded_qa())
+    await graded.eval_async()
+    assert "not graded" not in ve.summary(graded)
+
+
+async def test_http_default_judge_is_a_fresh_chat_on_the_solver_model(server, tmp_path):
+    """The default judge talks to the solver's endpoint with its key and limits, but gets
+    no system prompt, tools, earlier turns or request parameters of the solver's."""
+
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    server.latency = 0.01
+    server.script(judge_script({"2+": "GRADE: C"}))
+    chat = http_chat(
+        server,
+        system_prompt="Use the tools.",
+        params={"temperature": 0.3},
+        limits=ve.Limits(max_concurrency=1),
+    )
+    chat.register_tool(add)
+    task = ve.Task(SUMS, solver=ve.generate(chat), scorer=ve.model_graded_qa(), dir=tmp_path)
+    await task.eval_async(max_concurrency=3)
+    solver = [r for r in server.log if not is_judge(r.request)]
+    judge = [r for r in server.log if is_judge(r.request)]
+    assert len(solver) == len(judge) == 3
+    assert all(r.body["tools"] and r.body["temperature"] == 0.3 for r in solver)
+    for recorded in judge:
+        assert "tools" not in recorded.body
+        assert "temperature" not in recorded.body
+        assert recorded.request.system is None
+        assert [m.role for m in recorded.request.messages] == ["user"]
+        assert recorded.model == "gpt-judged"
+        assert recorded.headers["Authorization"] == "Bearer sk-test"
+    assert server.peak_in_flight == 1
+    assert task.metrics == {"accuracy": 1.0}
+    judges = task.get_samples()["scorer_chat"].to_list()
+    assert all(j.tools == [] and j.system_prompt is None for j in judges)
+    assert chat.provider.params == {"temperature": 0.3}

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from .task import Task
 
-__all__ = ["format_cost", "summary"]
+__all__ = ["format_cost", "summary", "ungraded_note"]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -53,8 +55,35 @@ def format_cost(task: Task) -> str:
     return _table(["role", "model", "requests", "input", "cached", "output", "cost"], rows)
 
 
+def _ungraded(frame: pl.DataFrame) -> int:
+    """How many samples a judge scored without a grade (its reply had none)."""
+    if "scorer_metadata" not in frame.columns:
+        return 0
+    return sum(_no_grade(m) for m in frame["scorer_metadata"].to_list())
+
+
+def _no_grade(metadata: Any) -> bool:
+    return isinstance(metadata, dict) and metadata.get("no_grade") is True
+
+
+def ungraded_note(frame: pl.DataFrame) -> str | None:
+    """The line saying how many samples the judge gave no grade, or None when all were graded.
+
+    Example:
+        >>> ungraded_note(task.get_samples())
+        "3 samples were not graded: the judge's reply had no grade; see the explanation column."
+    """
+    count = _ungraded(frame)
+    if not count:
+        return None
+    were = "sample was" if count == 1 else "samples were"
+    return (
+        f"{count:,} {were} not graded: the judge's reply had no grade; see the explanation column."
+    )
+
+
 def summary(task: Task) -> str:
-    """Metrics, sample counts, time, cost table and log path of a task's last run.
+    """Metrics, ungraded samples, sample counts, time, cost table and log path of a task's last run.
 
     Example:
         >>> print(summary(task.eval()))
@@ -69,6 +98,9 @@ def summary(task: Task) -> str:
         parts[0] += f", {elapsed:.2f}s"
     metrics = ", ".join(f"{k} = {v:.4g}" for k, v in (task.metrics or {}).items())
     parts.append(f"Metrics: {metrics or 'none'}")
+    note = ungraded_note(frame)
+    if note is not None:
+        parts[-1] += f"\n{note}"
     parts.append(format_cost(task))
     if task.log_path is not None:
         parts.append(f"Log: {task.log_path}")

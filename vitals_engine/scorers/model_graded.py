@@ -10,6 +10,7 @@ grade is recorded as no grade, with the judge's text kept.
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -18,7 +19,14 @@ from .._logging import log
 from ..chat.chat import Chat
 from ..samples import Score, SolvedSample
 
-__all__ = ["FACT_TEMPLATE", "QA_TEMPLATE", "model_graded_fact", "model_graded_qa"]
+__all__ = [
+    "FACT_TEMPLATE",
+    "QA_TEMPLATE",
+    "fill_template",
+    "fresh_chat",
+    "model_graded_fact",
+    "model_graded_qa",
+]
 
 QA_TEMPLATE = """You are grading an answer to a task against a criterion.
 
@@ -74,6 +82,35 @@ def default_instructions(partial_credit: bool) -> str:
 
 DEFAULT_PATTERN = r"(?i)GRADE\s*:\s*([CPI])(.*)$"
 
+_FIELD = re.compile(r"\{(input|answer|criterion|instructions)\}")
+
+
+def fill_template(template: str, values: dict[str, str]) -> str:
+    """Fill `{input}`, `{answer}`, `{criterion}` and `{instructions}` in one pass.
+
+    Only the template is scanned, so a value that itself holds `{criterion}`
+    stays as written; any other braces (a JSON example) stay literal.
+
+    Example:
+        >>> fill_template('{answer}: {criterion} {"x": 1}', {"answer": "{input}", "criterion": "4"})
+        '{input}: 4 {"x": 1}'
+    """
+    return _FIELD.sub(lambda m: values.get(m[1], m[0]), template)
+
+
+def fresh_chat(chat: Chat) -> Chat:
+    """A new chat on `chat`'s model: same provider, base URL, key and limits;
+    no system prompt, turns, tools or request parameters.
+
+    Example:
+        >>> judge = fresh_chat(solver_chat)
+        >>> judge.turns, judge.tools, judge.system_prompt
+        ([], [], None)
+    """
+    provider = copy.copy(chat.provider)
+    provider.params = {}
+    return Chat(provider)
+
 
 def _judge_chat(scorer_chat: Any, sample: SolvedSample) -> Chat:
     if scorer_chat is not None:
@@ -92,10 +129,7 @@ def _judge_chat(scorer_chat: Any, sample: SolvedSample) -> Chat:
             "The judge defaults to the solver's model, but this solver returned no chat. "
             "Pass scorer_chat= (e.g. model_graded_qa(scorer_chat=ve.chat_openai(...)))."
         )
-    judge = sample.solver_chat.clone()
-    judge.set_turns([])
-    judge.system_prompt = None
-    return judge
+    return fresh_chat(sample.solver_chat)
 
 
 class ModelGraded:
@@ -135,12 +169,13 @@ class ModelGraded:
         instructions = self.instructions or default_instructions(self.partial_credit)
         target = sample.target if isinstance(sample.target, str) else "\n".join(sample.target)
         question = sample.input if isinstance(sample.input, str) else str(sample.input)
-        return (
-            self.template.replace("{input}", question)
-            .replace("{answer}", sample.result)
-            .replace("{criterion}", target)
-            .replace("{instructions}", instructions)
-        )
+        values = {
+            "input": question,
+            "answer": sample.result,
+            "criterion": target,
+            "instructions": instructions,
+        }
+        return fill_template(self.template, values)
 
     def grade(self, reply: str) -> str | None:
         match = self.pattern.search(reply)
