@@ -53,16 +53,18 @@ async def test_a_429_storm_finishes_every_sample_and_honours_retry_after(server,
 
 
 async def test_a_429_pauses_every_caller_of_the_endpoint(server, tmp_path):
-    """After a 429 with Retry-After, no other request reaches that model until it passes."""
+    """On an rpm-limited model, after a 429 with Retry-After no request reaches it until the
+    Retry-After has passed: not the queued samples', not the limited one's retry."""
     server.fail("429", retry_after=0.5)
     server.latency = 0.05
     task = ve.Task(
         sums(8), solver=ve.generate(openai(server)), scorer=ve.detect_includes(), dir=tmp_path
     )
-    await task.eval_async(max_concurrency=8)
+    await task.eval_async(max_concurrency=8, limits=ve.Limits(max_concurrency=2, rpm=6000))
+    assert task.metrics == {"accuracy": 1.0}
     (limited,) = [r for r in server.log if r.outcome == "429"]
     later = [r for r in server.log if r.at > limited.answered]
-    assert later
+    assert len(later) >= 6  # at most 2 requests could go out before the 429 came back
     assert all(r.at >= limited.answered + 0.5 for r in later)
 
 

@@ -195,6 +195,76 @@ def test_limits_merge_model_over_run_defaults():
     assert registry.get(("OpenAI", "u", "m"), None) is limiter
 
 
+def test_a_models_limits_take_the_runs_adaptive_setting_unless_they_set_their_own():
+    """adaptive is merged field by field like the numbers: unset on the model, the run's."""
+    registry = LimitsRegistry(Limits(adaptive=False, rpm=6000), concurrency=8)
+    inherited = registry.get(("OpenAI", "u", "a"), Limits(max_concurrency=4))
+    own = registry.get(("OpenAI", "u", "b"), Limits(max_concurrency=4, adaptive=True))
+    for limiter in (inherited, own):
+        limiter.on_rate_limited(1.0)
+    assert (inherited.adaptive, inherited.concurrency) == (False, 4)
+    assert (own.adaptive, own.concurrency) == (True, 2)
+    assert LimitsRegistry().get(("OpenAI", "u", "c"), Limits(rpm=60)).adaptive
+
+
+def test_chats_sharing_an_endpoint_get_the_stricter_of_each_limit():
+    """Two chats with their own limits on one endpoint: the lowest of each number, adaptive
+    if either asks; what neither sets comes from the run; whichever calls first."""
+    endpoint = ("OpenAI", "u", "m")
+    lax = Limits(max_concurrency=40, rpm=600, adaptive=False)
+    strict = Limits(max_concurrency=10, rpm=6000, tpm=50_000, adaptive=True)
+    for first, second in ((lax, strict), (strict, lax)):
+        registry = LimitsRegistry(Limits(tpm=1_000, rpm=1), concurrency=100)
+        one = registry.get(endpoint, first)
+        assert registry.get(endpoint, second) is one
+        assert registry.get(endpoint, None) is one
+        assert one.limits == Limits(max_concurrency=10, rpm=600, tpm=50_000, adaptive=True)
+        assert (one.max_concurrency, one.concurrency) == (10, 10)
+        assert (one.requests and one.requests.rate, one.tokens and one.tokens.capacity) == (
+            10,
+            50_000,
+        )
+
+
+def test_stricter_limits_arriving_later_keep_what_the_endpoint_learnt():
+    """A chat with limits that calls after the endpoint was rate limited lowers the maximum
+    but keeps the halved concurrency and the pause."""
+    clock = VirtualClock()
+    registry = LimitsRegistry(Limits(rpm=6000), concurrency=32, clock=clock)
+    limiter = registry.get(("OpenAI", "u", "m"), None)
+    limiter.on_rate_limited(5.0)
+    assert limiter.concurrency == 16
+    registry.get(("OpenAI", "u", "m"), Limits(max_concurrency=24, tpm=600))
+    assert (limiter.max_concurrency, limiter.concurrency) == (24, 16)
+    assert limiter.paused_until == 5.0
+    assert limiter.tokens is not None
+    registry.get(("OpenAI", "u", "m"), Limits(max_concurrency=8))
+    assert (limiter.max_concurrency, limiter.concurrency) == (8, 8)
+
+
+async def test_a_request_queued_for_a_slot_when_a_pause_starts_waits_it_out():
+    """A caller already waiting for a slot when a 429 pauses the endpoint gets one only
+    after the pause."""
+    clock = VirtualClock()
+    limiter = EndpointLimiter(Limits(max_concurrency=1, rpm=6000), 8, clock=clock)
+    got = []
+
+    async def queued():
+        await limiter.wait_turn()
+        async with limiter.slot():
+            got.append(clock.now())
+
+    async def work():
+        async with anyio.create_task_group() as tg, limiter.slot():
+            tg.start_soon(queued)
+            await anyio.wait_all_tasks_blocked()
+            assert limiter.slots.waiting == 1
+            limiter.on_rate_limited(5.0)
+
+    await run_with_clock(clock, work)
+    assert got == [5.0]
+
+
 def test_bad_limits_and_retry_are_config_errors():
     """Non-positive limits or attempts are rejected with the field named."""
     with pytest.raises(ve.ConfigError, match="rpm"):

@@ -21,7 +21,7 @@ import time
 import anyio
 import msgspec
 
-from .._errors import ProviderError, ProviderTimeout, RateLimitError
+from .._errors import ConfigError, ProviderError, ProviderTimeout, RateLimitError
 from .._logging import log
 from ..engine.clock import SystemClock
 from ..engine.limits import EndpointLimiter
@@ -61,14 +61,24 @@ async def _attempt(
             return await _send(provider, request, attempt_timeout)
         slots = limiter.slots
         await slots.acquire()
+        if limiter.paused_until > limiter.clock.now():
+            slots.release()  # the endpoint paused while we queued: wait without the slot
+            await limiter.acquire_slot()
         try:
             return await _send(provider, request, attempt_timeout)
         finally:
             slots.release()
     except TimeoutError as exc:
         raise ProviderTimeout(
-            f"no answer within {attempt_timeout:g}s", provider=provider.name, model=provider.model
+            _timeout_message(attempt_timeout, exc), provider=provider.name, model=provider.model
         ) from exc
+
+
+def _timeout_message(attempt_timeout: float | None, exc: TimeoutError) -> str:
+    if attempt_timeout is not None:
+        return f"no answer within {attempt_timeout:g}s"
+    detail = str(exc)
+    return f"the request timed out: {detail}" if detail else "the request timed out"
 
 
 async def _send(provider: Provider, request: ChatRequest, attempt_timeout: float | None) -> Turn:
@@ -82,7 +92,14 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
     """Send `request` to `provider` under the scope's limits and retries; return the
     priced assistant turn."""
     scope = current_scope()
-    policy = provider.retry or (scope.retry if scope else None) or DEFAULT_RETRY
+    policy = provider.retry
+    if policy is None:
+        policy = (scope.retry if scope else None) or DEFAULT_RETRY
+    elif policy.sample_timeout is not None:
+        raise ConfigError(
+            f"{provider.model_id} was given Retry(sample_timeout={policy.sample_timeout:g}): "
+            "sample_timeout is a run setting, pass it to eval(retry=Retry(sample_timeout=...))."
+        )
     clock = scope.clock if scope and scope.clock else _SYSTEM_CLOCK
     limiter = scope.limiter(provider) if scope else None
     estimate = estimate_tokens(request) if limiter is not None and limiter.tokens else 0
@@ -97,8 +114,10 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
             turn = await _attempt(provider, request, policy.timeout, limiter)
             break
         except ProviderError as exc:
-            if limiter is not None and isinstance(exc, RateLimitError):
-                limiter.on_rate_limited(exc.retry_after)
+            if limiter is not None:
+                limiter.reconcile(estimate, 0)  # a failed attempt is not charged
+                if isinstance(exc, RateLimitError):
+                    limiter.on_rate_limited(exc.retry_after)
             if not exc.retryable or attempt >= policy.max_attempts:
                 if scope is not None and scope.calls is not None:
                     scope.calls.append(
@@ -130,7 +149,7 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
     tokens = turn.tokens or TokenUsage()
     if limiter is not None:
         limiter.on_success()
-        limiter.reconcile(estimate, tokens.total)
+        limiter.reconcile(estimate, estimate if turn.tokens is None else tokens.total)
     cost = cost_of(provider.name, turn.model or provider.model, tokens)
     turn = msgspec.structs.replace(turn, cost=cost, retries=len(notes))
     if scope is not None:

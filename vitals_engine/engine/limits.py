@@ -21,18 +21,25 @@ the Retry-After (the retry loop does that), so a provider that sheds a few
 requests does not stall the whole run.
 
 Invariants: a request that got a 429 is not sent again before its
-Retry-After; no request starts while the endpoint is paused; the number in
-flight never exceeds the current limit.
+Retry-After; no request starts while the endpoint is paused (a request that
+gets a slot during a pause gives it back and waits); the number in flight
+never exceeds the current limit.
+
+Whose limits: a model's own `Limits` win field by field over the run's;
+when chats with different own limits share an endpoint, the stricter of
+each applies (the lowest number; adaptive if any asks for it).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import TypeVar
 
 import anyio
 
@@ -47,6 +54,8 @@ WINDOW = 20
 STORM_SHARE = 0.4
 MIN_SEEN = 5
 
+_N = TypeVar("_N", int, float)
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:
@@ -56,7 +65,8 @@ class Limits:
         max_concurrency: requests in flight at once (default: the run's concurrency).
         rpm: requests per minute.
         tpm: tokens per minute (input + output).
-        adaptive: lower concurrency on 429s and raise it back on success.
+        adaptive: lower concurrency on 429s and raise it back on success
+            (None: the run's setting, else on).
 
     Example:
         >>> chat_openai(model="gpt-4.1-mini", limits=Limits(max_concurrency=20, rpm=500))
@@ -66,7 +76,7 @@ class Limits:
     max_concurrency: int | None = None
     rpm: float | None = None
     tpm: float | None = None
-    adaptive: bool = True
+    adaptive: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_concurrency", "rpm", "tpm"):
@@ -78,12 +88,26 @@ class Limits:
         """These limits, with what they leave unset taken from `defaults`."""
         if defaults is None:
             return self
-        return replace(
-            self,
-            max_concurrency=self.max_concurrency or defaults.max_concurrency,
-            rpm=self.rpm or defaults.rpm,
-            tpm=self.tpm or defaults.tpm,
+        return Limits(
+            self.max_concurrency or defaults.max_concurrency,
+            self.rpm or defaults.rpm,
+            self.tpm or defaults.tpm,
+            defaults.adaptive if self.adaptive is None else self.adaptive,
         )
+
+    def stricter(self, other: Limits) -> Limits:
+        """The tighter of each limit of two chats sharing one endpoint (None: no limit)."""
+        pair = (self.adaptive, other.adaptive)
+        return Limits(
+            _least(self.max_concurrency, other.max_concurrency),
+            _least(self.rpm, other.rpm),
+            _least(self.tpm, other.tpm),
+            True if True in pair else False if False in pair else None,
+        )
+
+
+def _least(a: _N | None, b: _N | None) -> _N | None:
+    return b if a is None else a if b is None else min(a, b)
 
 
 class TokenBucket:
@@ -121,6 +145,23 @@ class TokenBucket:
         self._refill()
         self.level = min(self.capacity, self.level + amount)
 
+    def set_rate(self, rate: float, capacity: float) -> None:
+        self._refill()
+        self.rate = rate
+        self.capacity = max(capacity, 1.0)
+        self.level = min(self.level, self.capacity)
+
+
+def _bucket(
+    bucket: TokenBucket | None, per_minute: float | None, capacity: float, clock: Clock
+) -> TokenBucket | None:
+    if per_minute is None:
+        return None
+    if bucket is None:
+        return TokenBucket(per_minute / 60, capacity, clock)
+    bucket.set_rate(per_minute / 60, capacity)
+    return bucket
+
 
 class Slots:
     """A counting semaphore whose size can change while it is held.
@@ -150,6 +191,10 @@ class Slots:
                 self.release()  # we were handed a slot as we were cancelled: pass it on
             raise
 
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
     def release(self) -> None:
         self.taken -= 1
         self._wake()
@@ -169,20 +214,37 @@ class EndpointLimiter:
 
     def __init__(self, limits: Limits, default_concurrency: int, clock: Clock | None = None):
         self.clock = clock or SystemClock()
-        self.limits = limits
+        self.default_concurrency = default_concurrency
         self.max_concurrency = limits.max_concurrency or default_concurrency
         self.slots = Slots(self.max_concurrency)
+        self.requests: TokenBucket | None = None
+        self.tokens: TokenBucket | None = None
+        #: The models' own limits merged into these (see `LimitsRegistry.get`).
+        self.model_limits: tuple[Limits, ...] = ()
         self._successes = 0
         self._recent: deque[bool] = deque(maxlen=WINDOW)  # True: a 429
         self._next_decrease = -math.inf
         self.paused_until = -math.inf
         self._gate = anyio.Lock()
-        rpm, tpm = limits.rpm, limits.tpm
-        self.requests = TokenBucket(rpm / 60, rpm / 60, self.clock) if rpm else None
-        self.tokens = TokenBucket(tpm / 60, tpm, self.clock) if tpm else None
         #: Concurrency changes: (unix time, old limit, new limit, reason), reasons as
         #: Inspect's logs name them ("rate_limit", "steady_state_up").
         self.history: list[tuple[float, int, int, str]] = []
+        self.configure(limits)
+
+    def configure(self, limits: Limits) -> None:
+        """Apply `limits`, keeping what the endpoint has learnt (a lowered concurrency,
+        bucket levels, a pause)."""
+        old_max = self.max_concurrency
+        self.limits = limits
+        self.adaptive = limits.adaptive is not False
+        self.max_concurrency = limits.max_concurrency or self.default_concurrency
+        lowered = self.concurrency < old_max
+        self.slots.resize(
+            min(self.concurrency, self.max_concurrency) if lowered else self.max_concurrency
+        )
+        rpm, tpm = limits.rpm, limits.tpm
+        self.requests = _bucket(self.requests, rpm, (rpm or 0) / 60, self.clock)
+        self.tokens = _bucket(self.tokens, tpm, tpm or 0, self.clock)
 
     @property
     def concurrency(self) -> int:
@@ -193,28 +255,42 @@ class EndpointLimiter:
     def in_flight(self) -> int:
         return self.slots.taken
 
+    async def wait_unpaused(self) -> None:
+        """Wait until the endpoint's pause (if any) has passed."""
+        async with self._gate:
+            while (wait := self.paused_until - self.clock.now()) > 0:
+                await self.clock.sleep(wait)
+
     async def wait_turn(self, estimated_tokens: int = 0) -> None:
         """Wait until the endpoint is not paused and the buckets allow one more request."""
         if self.paused_until > self.clock.now():
-            async with self._gate:
-                while (wait := self.paused_until - self.clock.now()) > 0:
-                    await self.clock.sleep(wait)
+            await self.wait_unpaused()
         if self.requests is not None:
             await self.requests.take(1)
         if self.tokens is not None and estimated_tokens:
             await self.tokens.take(estimated_tokens)
 
+    async def acquire_slot(self) -> None:
+        """Take a concurrent-request slot once the endpoint is not paused; a slot got
+        while a pause began is given back (never held while waiting)."""
+        await self.slots.acquire()
+        while self.paused_until > self.clock.now():
+            self.slots.release()
+            await self.wait_unpaused()
+            await self.slots.acquire()
+
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one of the endpoint's concurrent-request slots for the request's duration."""
-        await self.slots.acquire()
+        await self.acquire_slot()
         try:
             yield
         finally:
             self.slots.release()
 
     def reconcile(self, estimated_tokens: int, actual_tokens: int) -> None:
-        """Correct the token bucket once the real usage is known."""
+        """Correct the token bucket once the real usage is known (0 for an attempt that
+        failed: it gets its estimate back)."""
         if self.tokens is not None and estimated_tokens:
             self.tokens.give(estimated_tokens - actual_tokens)
 
@@ -240,14 +316,14 @@ class EndpointLimiter:
         now = self.clock.now()
         wait = retry_after if retry_after is not None else 1.0
         self.paused_until = max(self.paused_until, now + wait)
-        if self.limits.adaptive and now >= self._next_decrease:
+        if self.adaptive and now >= self._next_decrease:
             self._next_decrease = now + max(wait, 1.0)
             self._set_concurrency(max(1, self.concurrency // 2), "rate_limit")
 
     def on_success(self) -> None:
         """A clean success: after as many as the current limit, allow one more."""
         self._recent.append(False)
-        if not self.limits.adaptive or self.concurrency >= self.max_concurrency:
+        if not self.adaptive or self.concurrency >= self.max_concurrency:
             return
         self._successes += 1
         if self._successes >= self.concurrency:
@@ -267,11 +343,15 @@ class LimitsRegistry:
         self._limiters: dict[tuple[str, str, str], EndpointLimiter] = {}
 
     def get(self, endpoint: tuple[str, str, str], limits: Limits | None) -> EndpointLimiter:
+        """The endpoint's limiter; a model's own `limits` not seen before are merged in."""
         limiter = self._limiters.get(endpoint)
         if limiter is None:
-            merged = limits.over(self.defaults) if limits is not None else self.defaults
-            limiter = EndpointLimiter(merged, self.concurrency, self.clock)
+            limiter = EndpointLimiter(self.defaults, self.concurrency, self.clock)
             self._limiters[endpoint] = limiter
+        if limits is not None and limits not in limiter.model_limits:
+            limiter.model_limits += (limits,)
+            own = functools.reduce(Limits.stricter, limiter.model_limits)
+            limiter.configure(own.over(self.defaults))
         return limiter
 
     def items(self) -> list[tuple[tuple[str, str, str], EndpointLimiter]]:

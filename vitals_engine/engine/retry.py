@@ -24,7 +24,8 @@ class Retry:
     Args:
         max_attempts: tries in all, the first included (1 = never retry).
         timeout: seconds one attempt may take before it counts as a timeout.
-        sample_timeout: seconds a whole sample (all its calls and waits) may take.
+        sample_timeout: seconds a whole sample (all its calls and waits) may take; a
+            run setting only (`eval(retry=...)`), an error on a model's `Retry`.
         backoff: the first wait without a Retry-After, doubled each attempt.
         max_backoff: the longest wait between attempts.
 
