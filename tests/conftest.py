@@ -1,4 +1,12 @@
+"""Shared fixtures, and the check that Inspect reads every log a test writes."""
+
+import os
+import time
+from pathlib import Path
+
 import pytest
+
+from tests import inspect_check
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -31,3 +39,75 @@ def server(_module_server):
     _module_server.reset()
     yield _module_server
     _module_server.reset()  # release anything a test left hanging
+
+
+# -- every log a test writes is read with Inspect's reader --------------------
+
+_CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call" and report.failed:
+        item.stash[_CALL_FAILED] = True
+    return report
+
+
+def _new_logs(directory: Path, since: float | None = None) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return sorted(
+        path
+        for path in directory.rglob("*")
+        if inspect_check.is_log_file(path)
+        and path.is_file()
+        and (since is None or path.stat().st_mtime >= since)
+    )
+
+
+@pytest.fixture(autouse=True)
+def _inspect_reads_every_log(request):
+    """After each test, every final log it left (in its tmp_path, VITALS_LOG_DIR or
+    ./logs) that vitals-engine wrote is read with Inspect's reader, full and header-only,
+    and compared field by field with what we wrote (`tests/inspect_check.py`).
+
+    Opt out with `@pytest.mark.no_inspect_check` (a test that damages logs on purpose).
+    Logs of other tools a test copies in are inputs, not output: not checked.
+    """
+    if request.node.get_closest_marker("no_inspect_check"):
+        yield
+        return
+    since = time.time() - 1  # mtimes are coarse on some filesystems
+    shared = {
+        Path(d).resolve() for d in (os.environ.get("VITALS_LOG_DIR"), "logs") if d is not None
+    }
+    yield
+    if request.node.stash.get(_CALL_FAILED, False):
+        return  # the test's own failure says more
+    paths = []
+    tmp_path = request.node.funcargs.get("tmp_path") if request.node.funcargs else None
+    if tmp_path is not None:
+        paths += _new_logs(Path(tmp_path))
+    for directory in shared:
+        paths += _new_logs(directory, since)
+    problems = []
+    for path in dict.fromkeys(paths):
+        stat = path.stat()
+        if (str(path.resolve()), stat.st_mtime_ns, stat.st_size) in inspect_check.checked:
+            continue
+        try:
+            header = inspect_check.read_raw(path)[0]
+        except Exception as exc:
+            problems.append(
+                f"{path.name}: a log this test left is not readable JSON / zip ({exc!r}); "
+                "mark the test no_inspect_check if it damages logs on purpose"
+            )
+            continue
+        if inspect_check.is_ours(header):
+            try:
+                inspect_check.check_log(path)
+            except inspect_check.Mismatch as exc:
+                problems.append(str(exc))
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)

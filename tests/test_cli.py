@@ -24,6 +24,9 @@ EXAMPLE = ROOT / "examples" / "cli_task.py"
 FIXTURES = ROOT / "tests" / "fixtures"
 
 HEADER = "import vitals_engine as ve\n\n"
+_SCRIPT = Path(sys.executable).with_name("vitals")
+#: The installed `vitals` command (or the module, where the venv has no script).
+VITALS = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "vitals_engine"]
 
 FLAKY_TASK = """
 import os
@@ -294,11 +297,11 @@ def test_eval_resume_log_reruns_only_failed_samples(tmp_path, monkeypatch):
     assert all(s.error is None for s in final.samples)
 
 
-def test_eval_resume_alone_continues_a_journal(tmp_path, monkeypatch):
-    """`--resume` without a path finds the task's journal and finishes its run."""
+def killed_run(tmp_path, monkeypatch) -> tuple[Path, Path]:
+    """What a flaky run killed after s1 and s2 leaves: its journal (start record and the two
+    finished samples) and no final log. Returns (journal, the log's path to be)."""
     assert run_flaky(tmp_path, monkeypatch, fail="s3,s4,s5") == 1
-    logs = tmp_path / "logs"
-    log = only_log(logs)
+    log = only_log(tmp_path / "logs")
     finished = ve.read_log(log)
     started = msgspec.structs.replace(finished.header, status="started")
     journal = log.with_suffix(".journal")
@@ -307,6 +310,13 @@ def test_eval_resume_alone_continues_a_journal(tmp_path, monkeypatch):
         + b"".join(encode_sample(s) for s in finished.samples if s.error is None)
     )
     log.unlink()
+    return journal, log
+
+
+def test_eval_resume_alone_continues_a_journal(tmp_path, monkeypatch):
+    """`--resume` without a path finds the task's journal and finishes its run."""
+    journal, log = killed_run(tmp_path, monkeypatch)
+    logs = log.parent
     calls = tmp_path / "calls.txt"
 
     assert run_flaky(tmp_path, monkeypatch, "--resume", calls=calls) == 0
@@ -316,6 +326,39 @@ def test_eval_resume_alone_continues_a_journal(tmp_path, monkeypatch):
     assert final.status == "success"
     assert len(final.samples) == 5
     assert not journal.exists()
+
+
+def test_eval_resume_as_a_command(tmp_path, monkeypatch):
+    """The `vitals` command itself: `vitals eval FILE --resume` finishes a killed run from
+    its journal (only the unfinished samples run; the log, under the journal's name, holds
+    each sample once), exits 0 and says so; with nothing left to resume it exits 2."""
+    journal, log = killed_run(tmp_path, monkeypatch)
+    calls = tmp_path / "calls.txt"
+    command = [*VITALS, "eval", str(tmp_path / "flaky_task.py"), "--log-dir", str(log.parent)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CLI_TEST_FAIL": "", "CLI_TEST_CALLS": str(calls)}
+
+    done = subprocess.run(
+        [*command, "--resume", "--no-progress"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(calls.read_text().split()) == ["s3", "s4", "s5"]
+    assert "Task flaky: 5 samples, 0 failed" in done.stdout
+    assert f"Log: {log}" in done.stdout
+    final = ve.read_log(log)
+    assert final.status == "success"
+    assert sorted(s.id for s in final.samples) == ["s1", "s2", "s3", "s4", "s5"]
+    assert not journal.exists()
+
+    again = subprocess.run(
+        [*command, "--resume"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert again.returncode == 2
+    assert "Nothing to resume" in again.stderr
 
 
 def test_eval_resume_without_journal_exits_2(tmp_path, monkeypatch, capsys):

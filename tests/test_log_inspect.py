@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import vitals_engine as ve
-from tests.inspect_check import assert_inspect_reads
+from tests.inspect_check import Mismatch, assert_inspect_reads, check_log
 
 pytestmark = pytest.mark.anyio
 
@@ -102,3 +104,39 @@ async def test_string_ids_and_epochs(tmp_path):
     assert sorted((s.id, s.epoch) for s in full.samples) == [("a", 1), ("a", 2), ("b", 1), ("b", 2)]
     assert full.eval.config.epochs == 2
     assert full.eval.dataset.sample_ids == ["a", "b"]
+
+
+@pytest.mark.no_inspect_check  # it damages a log on purpose
+async def test_the_check_names_each_field_inspect_reads_differently(tmp_path):
+    """The check every log of the suite goes through names the file and the field of each
+    difference: a key Inspect's model lacks (it would drop it), a value it coerces, a time
+    without an offset."""
+    task = ve.Task(
+        [{"input": "What's 1+1?", "target": "2"}],
+        solver=ve.generate(ve.chat_mock()),
+        scorer=ve.detect_includes(),
+        dir=tmp_path,
+    )
+    await task.eval_async()
+    check_log(task.log_path)
+    data = json.loads(task.log_path.read_bytes())
+    (score,) = data["samples"][0]["scores"].values()
+    score["explanaton"] = "a misspelt key"
+    data["results"]["total_samples"] = "1"
+    data["stats"]["started_at"] = "2026-01-01T00:00:00"
+    bad = task.log_path.with_name(task.log_path.name.replace(".json", "X.json"))
+    bad.write_text(json.dumps(data))
+    with pytest.raises(Mismatch) as caught:
+        check_log(bad)
+    lines = str(caught.value).splitlines()[1:]
+    scorer = "detect_includes(case_sensitive=False)"
+    assert [line.strip() for line in lines] == [
+        f"{bad.name}.results.total_samples: we wrote '1', Inspect read 1",
+        f"{bad.name}.stats.started_at: a time without an offset: wrote "
+        "'2026-01-01T00:00:00', read '2026-01-01T00:00:00+00:00'",
+        f"{bad.name} (header-only).results.total_samples: we wrote '1', Inspect read 1",
+        f"{bad.name} (header-only).stats.started_at: a time without an offset: wrote "
+        "'2026-01-01T00:00:00', read '2026-01-01T00:00:00+00:00'",
+        f"{bad.name}.samples[id=1, epoch=1].scores.{scorer}.explanaton: "
+        "Inspect's Score has no field 'explanaton': it drops it",
+    ]

@@ -18,6 +18,7 @@ import pytest
 
 import vitals_engine as ve
 from tests.inspect_check import assert_inspect_reads, read_eval_log
+from vitals_engine.log import writer
 from vitals_engine.log.journal_format import read_journal
 
 pytestmark = pytest.mark.anyio
@@ -142,24 +143,77 @@ async def test_model_and_score_events_are_logged(server, tmp_path):
     assert "[Submission]" in judge_call.input[0].text
 
 
-async def test_api_keys_never_reach_the_disk(server, tmp_path):
-    """A run with a recognisable key, including failed requests, leaves it in no file."""
-    secret = "sk-VITALS-CANARY-0123456789abcdef"
+#: provider -> (constructor, model, the request header that carries the key)
+KEYED_PROVIDERS = {
+    "openai": (ve.chat_openai, "gpt-test", "authorization"),
+    "anthropic": (ve.chat_anthropic, "claude-test", "x-api-key"),
+    "google": (ve.chat_google_gemini, "gemini-test", "x-goog-api-key"),
+}
+
+
+def _files_now(directory: Path) -> dict[Path, bytes]:
+    """Every file under `directory` as it is now (a zip's members decompressed)."""
+    files = {}
+    for path in directory.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if path.suffix == ".eval":
+                with zipfile.ZipFile(path) as zf:
+                    data = b"".join(zf.read(name) for name in zf.namelist())
+            files[path] = data
+    return files
+
+
+@pytest.mark.parametrize("provider", sorted(KEYED_PROVIDERS))
+async def test_api_keys_never_reach_the_disk(server, tmp_path, monkeypatch, provider):
+    """A run with a recognisable key, including failed requests, leaves it in no file: not
+    in the journal while the run goes on, nor in the whole journal just before the final
+    log is made from it, nor in the final log and listing."""
+    make_chat, model, header = KEYED_PROVIDERS[provider]
+    secret = f"VITALS-CANARY-{provider}-0123456789abcdef"
     server.fail("401", times=1)
     server.fail("503", times=1)
-    chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key=secret)
+    chat = make_chat(model, base_url=server.base_url(provider), api_key=secret)
+    snapshots: list[tuple[str, dict[Path, bytes]]] = []
+    generate = ve.generate(chat)
+
+    async def solver(input, sample):
+        solution = await generate(input)
+        snapshots.append((f"after sample {sample.id}'s model call", _files_now(tmp_path)))
+        return solution
+
+    compose_final = writer.compose_final
+
+    def composing(journal, *args, **kwargs):
+        snapshots.append(("the whole journal, before the final log", _files_now(tmp_path)))
+        return compose_final(journal, *args, **kwargs)
+
+    monkeypatch.setattr(writer, "compose_final", composing)
     task = ve.Task(
-        sums(4), solver=ve.generate(chat), scorer=ve.model_graded_qa(scorer_chat=chat), dir=tmp_path
+        sums(4), solver=solver, scorer=ve.model_graded_qa(scorer_chat=chat), dir=tmp_path
     )
-    await task.eval_async(fail_on_error=False, log_format="eval", retry=ve.Retry(backoff=0.01))
-    assert any(r.headers.get("Authorization", "").endswith(secret) for r in server.log)
-    files = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert files
-    for path in files:
-        data = path.read_bytes()
-        if path.suffix == ".eval":
-            data = b"".join(zipfile.ZipFile(path).read(n) for n in zipfile.ZipFile(path).namelist())
-        assert secret.encode() not in data, path
+    await task.eval_async(
+        fail_on_error=False, log_format="eval", retry=ve.Retry(backoff=0.01), max_concurrency=1
+    )
+    snapshots.append(("after the run", _files_now(tmp_path)))
+
+    sent = [{k.lower(): v for k, v in r.headers.items()} for r in server.log]
+    assert sent
+    assert all(h.get(header, "").endswith(secret) for h in sent), "the key was not sent"
+    assert task.get_samples()["error"].drop_nulls().len() == 1, "the 401 failed one sample"
+    running = [files for when, files in snapshots if when.startswith("after sample")]
+    assert len(running) == 3
+    assert all(any(p.suffix == ".journal" for p in files) for files in running)
+    (whole,) = [files for when, files in snapshots if when.startswith("the whole journal")]
+    (journal,) = [data for p, data in whole.items() if p.suffix == ".journal"]
+    assert journal.count(b'"kind":"sample"') == 4
+    assert b'"kind":"header"' in journal, "the final header is journaled too"
+    left = {p.suffix for p in snapshots[-1][1]}
+    assert {".eval", ".json"} <= left  # the log and listing.json
+    assert ".journal" not in left
+    for when, files in snapshots:
+        for path, data in files.items():
+            assert secret.encode() not in data, f"{path.name} holds the key ({when})"
 
 
 async def test_resume_after_cancel_runs_only_what_did_not_finish(server, tmp_path):

@@ -51,7 +51,7 @@ EMPTY_EVENTS = Raw(b"[]")
 NO_EVENTS_DATA = Raw(b"null")
 
 
-class _Loose(Struct, omit_defaults=True):
+class _Loose(Struct, omit_defaults=True, gc=False):
     """Base for nested records: None and default values are left out of the JSON."""
 
 
@@ -209,7 +209,7 @@ class LogScore(_Loose):
     history: list[Any] = field(default_factory=list)
 
 
-class EvalError(Struct):
+class EvalError(Struct, gc=False):
     message: str
     traceback: str
     traceback_ansi: str
@@ -252,6 +252,7 @@ class EvalSampleSummary(_Loose):
     metadata: dict[str, Any] = field(default_factory=dict)
     scores: dict[str, LogScore] | None = None
     model_usage: dict[str, ModelUsage] = field(default_factory=dict)
+    role_usage: dict[str, ModelUsage] = field(default_factory=dict)
     started_at: str | None = None
     completed_at: str | None = None
     total_time: float | None = None
@@ -259,7 +260,9 @@ class EvalSampleSummary(_Loose):
     uuid: str | None = None
     error: str | None = None
     retries: int | None = None
-    completed: bool = True
+    # Always written: Inspect's reader takes a missing `completed` as false (its viewer as
+    # true); a factory default is one msgspec's omit_defaults never leaves out.
+    completed: bool = field(default_factory=lambda: True)
     message_count: int | None = None
 
 
