@@ -43,6 +43,7 @@ FAKE_SERVER = INSPECT / "openai_compat_fake_server.eval"
 # file, status, sample count, score values in file order (None: unscored)
 EXPECTED = [
     (SIMPLE_ADDITION, "success", 2, ["C", "C"]),
+    (R_EVAL, "success", 26, list("ICICICIPCPCICCICPCPCPCCICI")),
     (DETECT_INCLUDES, "success", 2, ["C", "C"]),
     (TINY_JSON, "success", 6, ["I", "C", "C", "I", "C", "C"]),
     (TINY_EVAL, "success", 6, ["C", "C", "I", "C", "C", "I"]),
@@ -270,6 +271,7 @@ def test_json_that_is_not_a_log(tmp_path):
         read_log(VITALS / "logs.json", header_only=True)
 
 
+@pytest.mark.no_inspect_check  # a truncated zip on purpose
 def test_truncated_eval_names_the_file(tmp_path):
     """A truncated .eval zip (no central directory) fails naming the file and its size."""
     data = TINY_EVAL.read_bytes()
@@ -279,6 +281,7 @@ def test_truncated_eval_names_the_file(tmp_path):
         read_log(path)
 
 
+@pytest.mark.no_inspect_check  # a damaged zip on purpose
 def test_damaged_eval_member_is_named(tmp_path):
     """A damaged member of a .eval is reported by name."""
     data = bytearray(RETRY.read_bytes())
@@ -601,3 +604,26 @@ def test_logged_eval_repr(tmp_path):
         "<LoggedEval simple-addition (anthropic/claude-sonnet-4-5-20250929): success, "
         f"2 samples, accuracy=100 from {copy.name}>"
     )
+
+
+@pytest.mark.anyio
+async def test_logged_chats_are_independent_and_editable(tmp_path):
+    """A chat read from a log is a full Chat: a clone has its own turns, and a system
+    prompt or turns set before the conversation was first looked at are kept."""
+    task = ve.Task(
+        ADDITION[:2],
+        solver=ve.generate(ve.chat_mock(system_prompt="Be terse.")),
+        scorer=ve.detect_includes(),
+        dir=tmp_path,
+    )
+    await task.eval_async()
+    first, second = read_log(task.log_path).get_samples()["solver_chat"]
+    twin = first.clone()
+    twin.set_turns(twin.turns[:1])
+    assert len(first.turns) == 2
+    assert len(twin.turns) == 1
+    assert twin.system_prompt == first.system_prompt == "Be terse."
+    second.system_prompt = "Be kind."
+    assert second.system_prompt == "Be kind."
+    assert second.turns[0].text == "What's 2+3?"
+    assert second.get_tokens()["output"].sum() > 0

@@ -79,6 +79,7 @@ _RESULT_COLUMNS = {
     "answer",
     "explanation",
     "error",
+    "retries",
     "solver_metadata",
     "scorer_metadata",
     "solver_chat",
@@ -114,6 +115,9 @@ def records_frame(
     errors = [str(r.error) if r.error else None for r in records]
     if any(errors):
         columns.append(pl.Series("error", errors, dtype=pl.String))
+    retries = [r.retries for r in records]
+    if any(retries):
+        columns.append(pl.Series("retries", retries, dtype=pl.Int64))
     columns += [
         _object_column("solver_metadata", [r.solver_metadata for r in records]),
         _object_column("solver_chat", [r.solver_chat for r in records]),

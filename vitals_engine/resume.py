@@ -40,6 +40,8 @@ class Resumed:
     epochs: int | None
     finished: dict[tuple[Any, int], SampleRecord]
     ledger: UsageLedger
+    #: The finished samples as logged, written as they are into a new journal.
+    logged: dict[tuple[Any, int], s.EvalSample]
 
 
 def _start_record(journal: Path) -> JournalStart | None:
@@ -99,6 +101,7 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
     default_model = normalize_model(header.eval.model)
     by_model = {chat.provider.model_id: chat for chat in live}
     finished: dict[tuple[Any, int], SampleRecord] = {}
+    as_logged: dict[tuple[Any, int], s.EvalSample] = {}
     ledger = UsageLedger()
     for sample in samples:
         if sample.error is not None or not sample.scores:
@@ -117,6 +120,7 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
                     for target in (ledger, record.usage):
                         target.record(role, chat.provider.name, chat.model, turn.tokens, turn.cost)
         finished[record.key] = record
+        as_logged[record.key] = sample
     return Resumed(
         source=path,
         log_name=log_name,
@@ -125,4 +129,5 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
         epochs=header.eval.config.epochs,
         finished=finished,
         ledger=ledger,
+        logged=as_logged,
     )

@@ -16,6 +16,7 @@ from .chat.usage import UsageLedger
 
 if TYPE_CHECKING:
     from .chat.chat import Chat
+    from .engine.retry import RetryNote
     from .engine.scope import ModelCall
 
 __all__ = ["GRADES", "Sample", "SampleError", "SampleRecord", "Score", "Solution", "SolvedSample"]
@@ -123,11 +124,19 @@ class SampleRecord:
     calls: list[ModelCall] = field(default_factory=list)
     #: Its chats were dropped from memory; the log holds them (see spill.py).
     spilled: bool = False
+    #: Retries read back from a log, whose model calls are not in memory.
+    logged_retries: list[RetryNote] | None = None
 
     @property
     def retries(self) -> int:
-        """How many model calls of this sample were retried, in all."""
-        return sum(len(call.retries) for call in self.calls)
+        """How many times this sample's model calls were retried, in all."""
+        return sum(len(call.retries) for call in self.calls) + len(self.logged_retries or ())
+
+    @property
+    def retry_notes(self) -> list[RetryNote]:
+        """Every retried attempt of this sample's model calls: when, which model, why, and
+        how long it waited, oldest first."""
+        return [*(self.logged_retries or ()), *(n for call in self.calls for n in call.retries)]
 
     @property
     def key(self) -> tuple[int | str, int]:

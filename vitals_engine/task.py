@@ -23,7 +23,7 @@ import anyio
 import polars as pl
 
 from . import config
-from ._errors import ConfigError, EvalFailedError, TaskStateError
+from ._errors import ConfigError, EvalFailedError, TaskStateError, VitalsError
 from ._sync import run_sync
 from .chat.chat import Chat
 from .chat.usage import UsageLedger
@@ -102,6 +102,8 @@ class Task:
         self.log_path: Path | None = None
         self._records: list[SampleRecord] | None = None
         self._scored = False
+        #: Metrics over the samples scored before a run was cancelled or failed (the log's).
+        self._partial_metrics: dict[str, float] | None = None
         self._solve_ledger = UsageLedger()
         self._score_ledger = UsageLedger()
         self._run_id: str | None = None
@@ -191,6 +193,7 @@ class Task:
     def _reset_scores(self) -> None:
         self._scored = False
         self.metrics = None
+        self._partial_metrics = None
         self._score_ledger = UsageLedger()
         for record in self._records or []:
             record.score = None
@@ -481,8 +484,8 @@ class Task:
                 await tg.start(writer.run)
                 try:
                     if resume is not None and resume.source != writer.journal:
-                        for record in resume.finished.values():
-                            writer.add(compose_sample(record, scorer))
+                        for logged_sample in resume.logged.values():  # events and times kept
+                            writer.add(logged_sample)
                     await run.execute(source, logged)
                 finally:
                     writer.stop()
@@ -572,6 +575,8 @@ class Task:
         if score and failed is None:
             self._scored = True
         if failed is not None:
+            if score:
+                self._partial_metrics = self._metrics_so_far(records)
             cancelled = isinstance(failed, anyio.get_cancelled_exc_class() | KeyboardInterrupt)
             self._status = "cancelled" if cancelled else "error"
             self._run_error = _eval_error(failed)
@@ -579,6 +584,16 @@ class Task:
             failures = sum(1 for r in records if r.error is not None)
             allowed = allowed_failures(options.fail_on_error, len(records))
             self._status = "error" if failures > allowed else "success"
+
+    def _metrics_so_far(self, records: list[SampleRecord]) -> dict[str, float] | None:
+        """Metrics over the samples scored before the run stopped, for its log."""
+        values = [r.score.value for r in records if r.score is not None and r.error is None]
+        if not values:
+            return None
+        try:
+            return compute_metrics(score_series(values), self._metric_fns)
+        except VitalsError:  # a metric that cannot cope with a partial run: leave it out
+            return None
 
     def _raise_if_failed(self, options: RunOptions) -> None:
         records = self._records or []
@@ -689,6 +704,7 @@ class Task:
         model = self._solver_model()
         spec: FunctionSpec = self._solver_spec
         fingerprint = "|".join([self.name, spec.label, self._scorer_label or "", model])
+        partial = self._partial_metrics if self._status != "success" else None
         return RunHeader(
             task=self.name,
             task_id=hashlib.sha256(fingerprint.encode()).hexdigest()[:22],
@@ -697,11 +713,11 @@ class Task:
             created=self._created or time.time(),
             model=model,
             solver=spec.label,
-            scorer=self._scorer_label if self._scored or self.metrics else None,
+            scorer=self._scorer_label if self._scored or self.metrics or partial else None,
             epochs=self._run_epochs,
             dataset_name=self.name,
             sample_ids=[r.id for r in self._rows],
-            metrics=self.metrics or {},
+            metrics=self.metrics or partial or {},
             started_at=self._started_at,
             completed_at=self._completed_at,
             status=self._status,

@@ -81,25 +81,24 @@ def _score(record: SampleRecord, judge: ChatLog | None) -> s.LogScore | None:
     )
 
 
-_SECONDS: dict[int, str] = {}
+_SECONDS: dict[int, tuple[str, str]] = {}
 
 
 def _times(unix: float) -> str:
     """Local ISO time with microseconds, as `datetime.isoformat` writes it, built from a
-    per-second prefix (a run's samples share their seconds; this runs several times a
-    sample)."""
+    per-second (date, offset) pair: a run's samples share their seconds, and this runs
+    several times a sample."""
     second = int(unix)
     head = _SECONDS.get(second)
     if head is None:
         if len(_SECONDS) > 4096:
             _SECONDS.clear()
         stamp = datetime.fromtimestamp(second, _LOCAL).isoformat()
-        head = _SECONDS[second] = stamp[:19] + "|" + stamp[19:]
+        head = _SECONDS[second] = (stamp[:19], stamp[19:])
     micros = round((unix - second) * 1_000_000)
     if micros >= 1_000_000:
         return _times(second + 1)
-    date, offset = head.split("|")
-    return f"{date}.{micros:06d}{offset}" if micros else date + offset
+    return f"{head[0]}.{micros:06d}{head[1]}" if micros else head[0] + head[1]
 
 
 def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSample:
@@ -111,7 +110,6 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
     judge_chat = record.score.chat if record.score is not None else None
     judge = ChatLog(judge_chat, f"{prefix}-g") if judge_chat is not None else None
     messages: list[s.ChatMessage] = solver.messages if solver is not None else []
-    output = s.ModelOutput()
     last = chat.last_turn() if chat else None
     if solver is not None and last is not None:
         reply = solver.reply(last)
@@ -129,6 +127,8 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
         output = s.ModelOutput(
             choices=[s.ChatCompletionChoice(reply, "stop")], completion=record.result
         )
+    else:
+        output = s.ModelOutput()
     metadata: dict[str, Any] = dict(to_builtins(sample.metadata)) if sample.metadata else {}
     if record.solver_metadata is not None:
         metadata["solver_metadata"] = to_builtins(record.solver_metadata)
@@ -172,7 +172,9 @@ def _working_time(record: SampleRecord) -> float | None:
     total = 0.0
     for chat in (record.solver_chat, record.score.chat if record.score else None):
         if chat is not None:
-            total += sum(t.duration or 0.0 for t in chat.turns)
+            for turn in chat.turns:
+                if turn.duration:
+                    total += turn.duration
     return round(total, 6) if total else None
 
 

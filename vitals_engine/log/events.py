@@ -13,6 +13,7 @@ conversations (a solver juggling several chats) carries its input in full.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -21,6 +22,7 @@ import msgspec
 
 from ..chat.chat import Chat
 from ..chat.turns import Turn
+from ..engine.retry import RetryNote
 from ..engine.scope import ModelCall
 from ..samples import SampleRecord
 from . import schema as s
@@ -73,7 +75,7 @@ class _Pool:
         turns = call.request.turns
         for log, offset in self._chats:
             own = log.chat.turns
-            if len(turns) <= len(own) and all(a is b for a, b in zip(turns, own, strict=False)):
+            if len(turns) <= len(own) and all(map(operator.is_, turns, own)):
                 return [(offset, offset + log.ends[len(turns)])]
         return None
 
@@ -93,10 +95,11 @@ def _model_event(
     final: tuple[Turn | None, s.ModelOutput | None],
 ) -> dict[str, Any]:
     reply = call.reply
-    output = s.ModelOutput(model=call.model_id)
     if reply is not None and reply is final[0] and final[1] is not None:
         output = final[1]  # the sample's own output: the same reply
-    elif reply is not None:
+    elif reply is None:
+        output = s.ModelOutput(model=call.model_id)
+    else:
         message = pool.reply(reply) or turn_message(reply, f"out-{call.started}", call.model_id)[0]
         output = s.ModelOutput(
             model=call.model_id,
@@ -134,9 +137,20 @@ def _model_event(
         )
     if call.retries:
         event["retries"] = len(call.retries)
+        event["metadata"] = {"retries": [_retry(note, iso) for note in call.retries]}
     if call.error is not None:
         event["error"] = call.error
     return event
+
+
+def _retry(note: RetryNote, iso: Callable[[float], str]) -> dict[str, Any]:
+    """One retried attempt as the model event's metadata records it."""
+    return {
+        "attempt": note.attempt,
+        "at": iso(note.at),
+        "reason": note.reason,
+        "wait": round(note.wait, 3),
+    }
 
 
 def sample_events(

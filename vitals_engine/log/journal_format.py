@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import gc
 import mmap
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ __all__ = [
     "encode_start",
     "encoder",
     "journal_path",
+    "one_line",
     "read_journal",
     "read_journal_header",
 ]
@@ -129,12 +131,21 @@ def encode_start(header: s.EvalLog, log_name: str) -> bytes:
 
 def encode_sample(sample: s.EvalSample) -> bytes:
     """The line of one finished (sample, epoch)."""
-    for name in ("events", "events_data"):  # raw JSON read from a pretty-printed log:
-        raw = bytes(getattr(sample, name))  # make it one line
-        if b"\n" in raw:
-            compact = msgspec.Raw(msgspec.json.format(raw, indent=0))
+    return encoder.encode(JournalSample(sample=one_line(sample))) + b"\n"
+
+
+_NEWLINE = re.compile(b"\n")
+
+
+def one_line(sample: s.EvalSample) -> s.EvalSample:
+    """The sample with its raw JSON parts made one line each: parts kept as read from a
+    pretty-printed log would break the journal's lines (the check copies nothing)."""
+    for name in ("events", "events_data"):
+        raw = getattr(sample, name)
+        if _NEWLINE.search(memoryview(raw)) is not None:
+            compact = msgspec.Raw(msgspec.json.format(bytes(raw), indent=0))
             sample = msgspec.structs.replace(sample, **{name: compact})
-    return encoder.encode(JournalSample(sample=sample)) + b"\n"
+    return sample
 
 
 def encode_header(header: s.EvalLog) -> bytes:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from typing import Any
 import msgspec
 
 from . import schema as s
+from .atomic import replace_atomically
 
 __all__ = ["LISTING", "overview", "read_listing", "update_listing"]
 
@@ -78,11 +77,5 @@ def update_listing(directory: Path, name: str, header: s.EvalLog) -> None:
         listing = read_listing(directory)
         listing = {k: v for k, v in listing.items() if (directory / k).exists() or k == name}
         listing[name] = overview(header)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(msgspec.json.encode(listing))
-            os.replace(tmp, directory / LISTING)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        encoded = msgspec.json.encode(listing)
+        replace_atomically(directory / LISTING, lambda fh: fh.write(encoded), ".json", sync=False)

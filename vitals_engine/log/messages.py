@@ -49,6 +49,16 @@ def _user_content(contents: Sequence[Content]) -> str | list[s.LogContent]:
 
 def turn_message(turn: Turn, message_id: str, model_id: str | None = None) -> list[s.ChatMessage]:
     """The Inspect messages of one turn (a user turn of tool results is one message each)."""
+    contents = turn.contents
+    if len(contents) == 1 and type(contents[0]) is ContentText:  # the common case, made cheap
+        text = contents[0].text
+        if turn.role == "assistant":
+            return [
+                s.ChatMessageAssistant(
+                    [s.ContentText(text)], id=message_id, source="generate", model=model_id
+                )
+            ]
+        return [s.ChatMessageUser(text, id=message_id, source="input")]
     if turn.role == "assistant":
         blocks = [b for b in (log_content(c) for c in turn.contents) if b is not None]
         calls = [

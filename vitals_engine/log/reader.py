@@ -20,10 +20,14 @@ before the top-level `"samples"` key, for `.eval` only the header member.
 from __future__ import annotations
 
 import functools
+import mmap
+import os
 import re
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -43,11 +47,13 @@ from ..chat.turns import (
     Turn,
 )
 from ..chat.usage import COST_SCHEMA
+from ..engine.retry import RetryNote
 from ..frames import records_frame
 from ..providers.replay import ReplayProvider, provider_display_name, split_model_id
 from ..samples import Sample, SampleError, SampleRecord, Score
 from . import schema as s
 from .journal_format import JournalDamage, bulk_objects, read_journal, read_journal_header
+from .logged_chat import LoggedChat
 
 __all__ = ["LoggedEval", "LoggedSampleError", "read_log"]
 
@@ -274,6 +280,8 @@ _LOCAL = b"PK\x03\x04"
 _CENTRAL_FMT = struct.Struct("<4sHHHHHHIIIHHHHHII")
 _LOCAL_FMT = struct.Struct("<4sHHHHHIIIHH")
 _MAX32 = 0xFFFFFFFF
+#: Members inflated per hand-off to the worker thread (`ZipIndex.read_many`).
+_READ_BATCH = 256
 
 
 class ZipMember(NamedTuple):
@@ -286,33 +294,38 @@ class ZipMember(NamedTuple):
 
 
 class ZipIndex:
-    """The central directory of a zip, and its members' bytes (stored, deflate or zstd)."""
+    """The central directory of a zip, and its members' bytes (stored, deflate or zstd).
+
+    The file is memory-mapped: reading a member is a slice, not a seek and two reads.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fh = path.open("rb")
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                raise self._fail("the file is empty")
+            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         try:
             self._directory = self._read_directory()
         except BaseException:
-            self._fh.close()
+            self._map.close()
             raise
 
     def __enter__(self) -> ZipIndex:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._fh.close()
+        self._map.close()
 
     def _fail(self, why: str) -> LogFormatError:
         return LogFormatError(f"{self.path}: not a readable .eval zip: {why}.")
 
     def _read_directory(self) -> bytes:
-        fh = self._fh
-        fh.seek(0, 2)
-        size = fh.tell()
+        m = self._map
+        size = len(m)
         tail_len = min(size, 22 + 65535)
-        fh.seek(size - tail_len)
-        tail = fh.read(tail_len)
+        tail = m[size - tail_len :]
         at = tail.rfind(_EOCD)
         if at < 0 or len(tail) - at < 22:
             raise self._fail(
@@ -326,8 +339,7 @@ class ZipIndex:
             if not locator.startswith(_EOCD64_LOCATOR):
                 raise self._fail(f"zip64 locator missing before byte {eocd_pos}")
             (eocd64_pos,) = struct.unpack("<Q", locator[8:16])
-            fh.seek(eocd64_pos)
-            record = fh.read(56)
+            record = m[eocd64_pos : eocd64_pos + 56]
             if not record.startswith(_EOCD64):
                 raise self._fail(f"zip64 end record missing at byte {eocd64_pos}")
             cd_size, cd_offset = struct.unpack("<QQ", record[40:56])
@@ -336,8 +348,7 @@ class ZipIndex:
                 f"its central directory (bytes {cd_offset}..{cd_offset + cd_size}) lies "
                 f"past the end of the file ({size} bytes)"
             )
-        fh.seek(cd_offset)
-        directory = fh.read(cd_size)
+        directory = m[cd_offset : cd_offset + cd_size]
         if not directory.startswith(_CENTRAL) and directory:
             raise self._fail(f"no central directory at byte {cd_offset}")
         return directory
@@ -399,15 +410,13 @@ class ZipIndex:
 
     def read(self, member: ZipMember) -> bytes:
         """A member's bytes, decompressed and checked against its CRC."""
-        fh = self._fh
-        fh.seek(member.offset)
-        local = fh.read(_LOCAL_FMT.size)
+        m = self._map
+        local = m[member.offset : member.offset + _LOCAL_FMT.size]
         if len(local) < _LOCAL_FMT.size or not local.startswith(_LOCAL):
             raise self._member_error(member, f"no local header at byte {member.offset}")
         name_len, extra_len = _LOCAL_FMT.unpack(local)[9:11]
         start = member.offset + _LOCAL_FMT.size + name_len + extra_len
-        fh.seek(start)
-        raw = fh.read(member.compressed_size)
+        raw = m[start : start + member.compressed_size]
         if len(raw) < member.compressed_size:
             raise self._member_error(
                 member, f"data truncated at byte {start + len(raw)} (end of file)"
@@ -422,6 +431,18 @@ class ZipIndex:
         if zlib.crc32(data) != member.crc:
             raise self._member_error(member, f"CRC mismatch (data at byte {start} is damaged)")
         return data
+
+    def read_many(self, members: list[ZipMember]) -> Iterator[bytes]:
+        """The bytes of `members`, in order, inflated in a worker thread a batch ahead of the
+        caller (zlib lets go of the GIL while it inflates; decoding goes on meanwhile)."""
+        if len(members) < 2 * _READ_BATCH:
+            yield from map(self.read, members)
+            return
+        batches = [members[i : i + _READ_BATCH] for i in range(0, len(members), _READ_BATCH)]
+        with ThreadPoolExecutor(1, thread_name_prefix="vitals-unzip") as pool:
+            ahead = pool.map(lambda batch: [self.read(m) for m in batch], batches)
+            for batch in ahead:
+                yield from batch
 
     def _member_error(self, member: ZipMember, why: str) -> LogFormatError:
         return LogFormatError(f"{self.path} (member {member.name}): {why}.")
@@ -456,12 +477,14 @@ def _eval_log(path: Path, header_only: bool) -> tuple[s.EvalLog, list[s.EvalSamp
         header = _eval_header(index)
         if header_only:
             return header, []
+        members = [
+            m for m in index.members() if m.name.startswith("samples/") and m.name.endswith(".json")
+        ]
         samples: dict[tuple[int | str, int], s.EvalSample] = {}
         with bulk_objects():
-            for member in index.members():
-                if member.name.startswith("samples/") and member.name.endswith(".json"):
-                    sample = decode_json(_sample_decoder, index.read(member), path, member.name)
-                    samples[(sample.id, sample.epoch)] = sample
+            for member, data in zip(members, index.read_many(members), strict=True):
+                sample = decode_json(_sample_decoder, data, path, member.name)
+                samples[(sample.id, sample.epoch)] = sample
         return header, list(samples.values())
 
 
@@ -632,13 +655,20 @@ def _tokens(usage: s.ModelUsage) -> TokenUsage:
 
 
 def _solver_chat(sample: s.EvalSample, default_model: str, ours: bool) -> Chat | None:
-    if not sample.messages:
+    messages = sample.messages
+    if not messages:
         return None
-    transcript = _turns(sample.messages)
-    if ours and not transcript.has_ids:
+    if ours and all(m.id is None for m in messages):
         return None  # our writer's stand-in transcript of a solver that used no chat
+    named = next((m.model for m in messages if type(m) is s.ChatMessageAssistant and m.model), None)
+    model_id = normalize_model(named or sample.output.model or default_model)
+    return LoggedChat(_provider(model_id), lambda: _solver_transcript(sample, model_id))
+
+
+def _solver_transcript(sample: s.EvalSample, model_id: str) -> tuple[str | None, list[Turn]]:
+    """The solver's conversation, its last reply carrying the sample's usage and output."""
+    transcript = _turns(sample.messages)
     output = sample.output
-    model_id = normalize_model(transcript.model or output.model or default_model)
     replies = transcript.replies
     if replies:
         last = replies[-1]
@@ -653,7 +683,7 @@ def _solver_chat(sample: s.EvalSample, default_model: str, ours: bool) -> Chat |
         last.duration = output.time
         if last.model is None:
             last.model = _model_name(model_id)
-    return Chat(_provider(model_id), system_prompt=transcript.system, turns=transcript.turns)
+    return transcript.system, transcript.turns
 
 
 _messages_type = list[s.ChatMessage]
@@ -751,6 +781,51 @@ def _error(error: s.EvalError | None) -> SampleError | None:
     )
 
 
+class _RetriedCall(msgspec.Struct):
+    event: str
+    model: str = ""
+    retries: int | None = None
+    metadata: dict[str, Any] | None = None
+
+
+_retried_calls = msgspec.json.Decoder(list[_RetriedCall])
+
+
+def _unix(stamp: Any) -> float:
+    try:
+        return datetime.fromisoformat(str(stamp)).timestamp()
+    except ValueError:
+        return 0.0
+
+
+_RETRIES_KEY = re.compile(rb'"retries":')
+
+
+def _logged_retries(events: msgspec.Raw) -> list[RetryNote] | None:
+    """The retries the sample's model events record: ours with their reasons
+    (`metadata.retries`), Inspect's as a bare count."""
+    if _RETRIES_KEY.search(memoryview(events)) is None:  # most samples: no copy, no decode
+        return None
+    notes: list[RetryNote] = []
+    for event in _retried_calls.decode(events):
+        if event.event != "model" or not event.retries:
+            continue
+        logged = (event.metadata or {}).get("retries")
+        if not isinstance(logged, list):
+            logged = [{"attempt": i + 1} for i in range(event.retries)]
+        for entry in logged:
+            notes.append(
+                RetryNote(
+                    at=_unix(entry.get("at")),
+                    model=event.model,
+                    attempt=int(entry.get("attempt") or 0),
+                    reason=str(entry.get("reason") or "not recorded"),
+                    wait=float(entry.get("wait") or 0.0),
+                )
+            )
+    return notes or None
+
+
 def sample_record(sample: s.EvalSample, default_model: str, ours: bool) -> SampleRecord:
     """One logged sample as the engine's record (chats rebuilt on replay providers)."""
     metadata = sample.metadata
@@ -770,6 +845,7 @@ def sample_record(sample: s.EvalSample, default_model: str, ours: bool) -> Sampl
         solver_metadata=solver_metadata,
         score=score,
         error=_error(sample.error),
+        logged_retries=_logged_retries(sample.events),
     )
 
 
