@@ -64,10 +64,18 @@ async def two_callers_on_one_slot(server, limits: Limits) -> None:
     with anyio.fail_after(20):
         async with anyio.create_task_group() as tg:
             tg.start_soon(one, "A")
-            await anyio.wait_all_tasks_blocked()
+            await until(lambda: limiter.in_flight == 1)
             tg.start_soon(one, "B")
-            await anyio.wait_all_tasks_blocked()
+            await until(lambda: limiter.slots.waiting == 1)
             assert (limiter.in_flight, limiter.slots.waiting) == (1, 1)
+
+
+async def until(condition) -> None:
+    """Let other tasks run until `condition()` holds. (Not `wait_all_tasks_blocked` alone:
+    a first request may wait on a worker thread, which counts as blocked.)"""
+    while not condition():
+        await anyio.wait_all_tasks_blocked()
+        await anyio.sleep(0.001)
 
 
 async def test_a_caller_queued_for_a_slot_waits_out_a_pause(server):

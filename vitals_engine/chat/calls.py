@@ -23,10 +23,11 @@ import msgspec
 
 from .._errors import ConfigError, ProviderError, ProviderTimeout, RateLimitError
 from .._logging import log
-from ..engine.clock import SystemClock
+from ..engine.clock import Clock, SystemClock
 from ..engine.limits import EndpointLimiter
 from ..engine.retry import Retry, RetryNote, backoff_delay
-from ..engine.scope import ModelCall, current_scope
+from ..engine.scope import CallScope, ModelCall, current_scope
+from ..engine.seats import Seat
 from ..providers.base import ChatRequest, Provider
 from .pricing import cost_of
 from .turns import TokenUsage, Turn
@@ -103,6 +104,44 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
     clock = scope.clock if scope and scope.clock else _SYSTEM_CLOCK
     limiter = scope.limiter(provider) if scope else None
     estimate = estimate_tokens(request) if limiter is not None and limiter.tokens else 0
+    seat = scope.seat if scope else None
+    if seat is not None:
+        seat.calls += 1
+    try:
+        turn, notes, started = await _call_with_retries(
+            provider, request, policy, scope, limiter, estimate, clock, seat
+        )
+    finally:
+        if seat is not None:
+            seat.calls -= 1
+    tokens = turn.tokens or TokenUsage()
+    if limiter is not None:
+        limiter.on_success()
+        limiter.reconcile(estimate, estimate if turn.tokens is None else tokens.total)
+    cost = cost_of(provider.name, turn.model or provider.model, tokens)
+    turn = msgspec.structs.replace(turn, cost=cost, retries=len(notes))
+    if scope is not None:
+        for ledger in scope.ledgers:
+            ledger.record(scope.role, provider.name, provider.model, tokens, cost)
+        if scope.calls is not None:
+            scope.calls.append(
+                ModelCall(scope.role, provider.model_id, request, turn, started, time.time(), notes)
+            )
+    return turn
+
+
+async def _call_with_retries(
+    provider: Provider,
+    request: ChatRequest,
+    policy: Retry,
+    scope: CallScope | None,
+    limiter: EndpointLimiter | None,
+    estimate: int,
+    clock: Clock,
+    seat: Seat | None,
+) -> tuple[Turn, list[RetryNote], float]:
+    """Attempts until one succeeds (the reply, the retries, when the call started), or the
+    error that ends them, recorded in the scope."""
     notes: list[RetryNote] = []
     started = time.time()
     attempt = 0
@@ -145,18 +184,8 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
             )
             if scope is not None and scope.on_retry is not None:
                 scope.on_retry(note)
-            await clock.sleep(wait)
-    tokens = turn.tokens or TokenUsage()
-    if limiter is not None:
-        limiter.on_success()
-        limiter.reconcile(estimate, estimate if turn.tokens is None else tokens.total)
-    cost = cost_of(provider.name, turn.model or provider.model, tokens)
-    turn = msgspec.structs.replace(turn, cost=cost, retries=len(notes))
-    if scope is not None:
-        for ledger in scope.ledgers:
-            ledger.record(scope.role, provider.name, provider.model, tokens, cost)
-        if scope.calls is not None:
-            scope.calls.append(
-                ModelCall(scope.role, provider.model_id, request, turn, started, time.time(), notes)
-            )
-    return turn
+            if seat is not None:
+                await seat.wait_out(wait, clock.sleep)  # lends the sample's seat meanwhile
+            else:
+                await clock.sleep(wait)
+    return turn, notes, started

@@ -40,6 +40,7 @@ from .gc_tuning import relaxed_gc
 from .limits import Limits, LimitsRegistry
 from .retry import Retry, RetryNote
 from .scope import CallScope
+from .seats import current_seat
 from .supervisor import Supervisor
 
 __all__ = ["Run"]
@@ -120,6 +121,7 @@ class Run:
             self.retry,
             self.clock,
             self._count_retry,
+            current_seat(),
         )
 
     def _count_retry(self, _: RetryNote) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from .clock import Clock
 from .limits import EndpointLimiter, LimitsRegistry
 from .retry import Retry, RetryNote
+from .seats import Seat
 
 if TYPE_CHECKING:
     from ..chat.turns import Turn
@@ -52,6 +53,7 @@ class CallScope:
     retry: Retry | None = None
     clock: Clock | None = None
     on_retry: Callable[[RetryNote], None] | None = None
+    seat: Seat | None = None
 
     _token: Token[CallScope | None] | None = None
 

@@ -11,6 +11,9 @@ Invariants:
   from directly (a `next()` never awaits, so in one event loop it needs no
   lock): a record is made only when a worker is free to take it, so memory
   grows with concurrency, not with the number of samples.
+- A worker works on a sample only while it holds one of its stage's seats
+  (`seats.py`); a sample waiting out a retry lends its seat to a parked
+  worker, so each stage has twice as many workers as seats.
 - Between the stages is one bounded memory stream: a slow scorer stage
   pushes back on the solvers instead of buffering the dataset. Each worker
   holds its own clone of its stream end; the stream closes exactly when
@@ -32,6 +35,7 @@ import anyio.lowlevel
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from ..samples import SampleRecord
+from .seats import Seat, Seats, sit
 
 __all__ = ["Sink", "Stage", "Supervisor"]
 
@@ -70,36 +74,77 @@ class Supervisor:
                     self.score_concurrency
                 )
                 async with send, receive:
-                    for _ in range(self.concurrency):
-                        tg.start_soon(self._first_stage, source, self.solve, send.clone())
-                    for _ in range(self.score_concurrency):
-                        tg.start_soon(self._second_stage, receive.clone(), self.score)
+                    seats = Seats(self.concurrency)
+                    for _ in range(2 * self.concurrency):
+                        seat = Seat(seats)
+                        tg.start_soon(self._first_stage, source, self.solve, send.clone(), seat)
+                    seats = Seats(self.score_concurrency)
+                    for _ in range(2 * self.score_concurrency):
+                        seat = Seat(seats)
+                        tg.start_soon(self._second_stage, receive.clone(), self.score, seat)
             else:
                 stage = self.solve or self.score
                 workers = self.concurrency if self.solve is not None else self.score_concurrency
-                for _ in range(workers):
-                    tg.start_soon(self._only_stage, source, stage)
+                seats = Seats(workers)
+                for _ in range(2 * workers):
+                    tg.start_soon(self._only_stage, source, stage, Seat(seats))
 
     async def _first_stage(
-        self, source: Iterator[SampleRecord], fn: Stage, send: ObjectSendStream[SampleRecord]
+        self,
+        source: Iterator[SampleRecord],
+        fn: Stage,
+        send: ObjectSendStream[SampleRecord],
+        seat: Seat,
     ) -> None:
+        sit(seat)
         async with send:
-            for record in source:
-                if record.error is None:
-                    await fn(record)
-                await send.send(record)
+            while True:
+                await seat.take()
+                try:
+                    record = next(source, None)
+                    if record is None:
+                        seat.seats.close()
+                        return
+                    if record.error is None:
+                        await fn(record)
+                    await send.send(record)
+                finally:
+                    seat.leave()
 
-    async def _second_stage(self, receive: ObjectReceiveStream[SampleRecord], fn: Stage) -> None:
+    async def _second_stage(
+        self, receive: ObjectReceiveStream[SampleRecord], fn: Stage, seat: Seat
+    ) -> None:
+        sit(seat)
         async with receive:
-            async for record in receive:
-                if record.error is None:
+            while True:
+                await seat.take()
+                try:
+                    try:
+                        record = await receive.receive()
+                    except anyio.EndOfStream:
+                        seat.seats.close()
+                        return
+                    if record.error is None:
+                        await fn(record)
+                    await self.sink(record)
+                finally:
+                    seat.leave()
+
+    async def _only_stage(
+        self, source: Iterator[SampleRecord], fn: Stage | None, seat: Seat
+    ) -> None:
+        sit(seat)
+        while True:
+            await seat.take()
+            try:
+                record = next(source, None)
+                if record is None:
+                    seat.seats.close()
+                    return
+                if fn is not None and record.error is None:
                     await fn(record)
                 await self.sink(record)
-
-    async def _only_stage(self, source: Iterator[SampleRecord], fn: Stage | None) -> None:
-        for record in source:
-            if fn is not None and record.error is None:
-                await fn(record)
-            await self.sink(record)
+            finally:
+                seat.leave()
             # A stage that never awaits must still let the other workers run.
             await anyio.lowlevel.checkpoint()

@@ -26,7 +26,6 @@ import re
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -279,9 +278,8 @@ _CENTRAL = b"PK\x01\x02"
 _LOCAL = b"PK\x03\x04"
 _CENTRAL_FMT = struct.Struct("<4sHHHHHHIIIHHHHHII")
 _LOCAL_FMT = struct.Struct("<4sHHHHHIIIHH")
+_LOCAL_LENGTHS = struct.Struct("<HH")  # name and extra field lengths, at byte 26
 _MAX32 = 0xFFFFFFFF
-#: Members inflated per hand-off to the worker thread (`ZipIndex.read_many`).
-_READ_BATCH = 256
 
 
 class ZipMember(NamedTuple):
@@ -411,18 +409,19 @@ class ZipIndex:
     def read(self, member: ZipMember) -> bytes:
         """A member's bytes, decompressed and checked against its CRC."""
         m = self._map
-        local = m[member.offset : member.offset + _LOCAL_FMT.size]
-        if len(local) < _LOCAL_FMT.size or not local.startswith(_LOCAL):
-            raise self._member_error(member, f"no local header at byte {member.offset}")
-        name_len, extra_len = _LOCAL_FMT.unpack(local)[9:11]
-        start = member.offset + _LOCAL_FMT.size + name_len + extra_len
-        raw = m[start : start + member.compressed_size]
-        if len(raw) < member.compressed_size:
-            raise self._member_error(
-                member, f"data truncated at byte {start + len(raw)} (end of file)"
-            )
+        offset = member.offset
+        if m[offset : offset + 4] != _LOCAL or offset + _LOCAL_FMT.size > len(m):
+            raise self._member_error(member, f"no local header at byte {offset}")
+        name_len, extra_len = _LOCAL_LENGTHS.unpack_from(m, offset + 26)
+        start = offset + _LOCAL_FMT.size + name_len + extra_len
+        end = start + member.compressed_size
+        if end > len(m):
+            raise self._member_error(member, f"data truncated at byte {len(m)} (end of file)")
         try:
-            data = _decompress(member.method, raw)
+            if member.method == 8:  # deflate: nearly every member
+                data = zlib.decompress(m[start:end], -15)
+            else:
+                data = _decompress(member.method, m[start:end])
         except LogFormatError as exc:
             raise self._member_error(member, str(exc)) from None
         except Exception as exc:
@@ -431,18 +430,6 @@ class ZipIndex:
         if zlib.crc32(data) != member.crc:
             raise self._member_error(member, f"CRC mismatch (data at byte {start} is damaged)")
         return data
-
-    def read_many(self, members: list[ZipMember]) -> Iterator[bytes]:
-        """The bytes of `members`, in order, inflated in a worker thread a batch ahead of the
-        caller (zlib lets go of the GIL while it inflates; decoding goes on meanwhile)."""
-        if len(members) < 2 * _READ_BATCH:
-            yield from map(self.read, members)
-            return
-        batches = [members[i : i + _READ_BATCH] for i in range(0, len(members), _READ_BATCH)]
-        with ThreadPoolExecutor(1, thread_name_prefix="vitals-unzip") as pool:
-            ahead = pool.map(lambda batch: [self.read(m) for m in batch], batches)
-            for batch in ahead:
-                yield from batch
 
     def _member_error(self, member: ZipMember, why: str) -> LogFormatError:
         return LogFormatError(f"{self.path} (member {member.name}): {why}.")
@@ -482,8 +469,8 @@ def _eval_log(path: Path, header_only: bool) -> tuple[s.EvalLog, list[s.EvalSamp
         ]
         samples: dict[tuple[int | str, int], s.EvalSample] = {}
         with bulk_objects():
-            for member, data in zip(members, index.read_many(members), strict=True):
-                sample = decode_json(_sample_decoder, data, path, member.name)
+            for member in members:
+                sample = decode_json(_sample_decoder, index.read(member), path, member.name)
                 samples[(sample.id, sample.epoch)] = sample
         return header, list(samples.values())
 
@@ -662,7 +649,7 @@ def _solver_chat(sample: s.EvalSample, default_model: str, ours: bool) -> Chat |
         return None  # our writer's stand-in transcript of a solver that used no chat
     named = next((m.model for m in messages if type(m) is s.ChatMessageAssistant and m.model), None)
     model_id = normalize_model(named or sample.output.model or default_model)
-    return LoggedChat(_provider(model_id), lambda: _solver_transcript(sample, model_id))
+    return LoggedChat(_provider(model_id), _solver_transcript, sample)
 
 
 def _solver_transcript(sample: s.EvalSample, model_id: str) -> tuple[str | None, list[Turn]]:
