@@ -3,13 +3,14 @@
 A run keeps `max_concurrency` samples at work per stage. A sample whose
 model call was answered 429 (or failed) waits before trying again, often a
 second or more; holding its place meanwhile would leave the model idle
-while it has capacity. So a waiting sample lends its seat: one of the
-stage's spare workers (as many as seats) wakes and starts another sample.
-When its wait is over the sample goes on at once, even if every seat is
-taken; the next worker to finish a sample then parks until a seat is lent
-again. At most twice `max_concurrency` samples are open at once, and with
-no retries every worker keeps its seat from one sample to the next: no
-hand-over, no task switch per sample.
+while it has capacity. So a waiting sample lends its seat: a parked or
+spare worker starts another sample. When its wait is over the sample goes
+on at once, even if every seat is taken; the next worker to finish a
+sample then parks until a seat is lent again. Spare workers are started
+only when a seat is lent and none is parked, at most as many as seats: at
+most twice `max_concurrency` samples are open at once, and with no retries
+there are no spares and every worker keeps its seat from one sample to the
+next (no hand-over, no task switch per sample).
 
 A sample lends its seat only while its one model call in progress waits: a
 solver running calls side by side keeps its seat.
@@ -35,11 +36,20 @@ class Seats:
         >>> seats.release()             # after it
     """
 
-    def __init__(self, count: int) -> None:
+    def __init__(
+        self,
+        count: int,
+        *,
+        spawn: Callable[[], object] | None = None,
+        on_close: Callable[[], object] | None = None,
+    ) -> None:
         self.limit = count
         self.active = 0
         self._parked: deque[anyio.Event] = deque()
         self._closed = False
+        self._spawn = spawn
+        self._spares = count if spawn is not None else 0
+        self._on_close = on_close
 
     async def take(self) -> None:
         """A seat for the worker's next sample; parks while every seat is taken."""
@@ -61,9 +71,14 @@ class Seats:
         self.active -= 1
 
     def lend(self) -> None:
-        """A sample starts waiting out a retry: a parked worker may start another."""
+        """A sample starts waiting out a retry: a parked worker, or a spare one started
+        now, may start another."""
         self.active -= 1
-        self._wake()
+        if self._parked:
+            self._wake()
+        elif self._spares > 0 and not self._closed and self._spawn is not None:
+            self._spares -= 1
+            self._spawn()
 
     def come_back(self) -> None:
         """A sample's wait is over: it goes on at once (the next worker to finish parks)."""
@@ -71,9 +86,13 @@ class Seats:
 
     def close(self) -> None:
         """No more samples: wake every parked worker so it can see that and stop."""
+        if self._closed:
+            return
         self._closed = True
         while self._parked:
             self._parked.popleft().set()
+        if self._on_close is not None:
+            self._on_close()
 
     def _wake(self) -> None:
         if self._parked and self.active < self.limit:

@@ -13,7 +13,7 @@ Invariants:
   grows with concurrency, not with the number of samples.
 - A worker works on a sample only while it holds one of its stage's seats
   (`seats.py`); a sample waiting out a retry lends its seat to a parked
-  worker, so each stage has twice as many workers as seats.
+  worker, or to a spare one started then (at most as many as seats).
 - Between the stages is one bounded memory stream: a slow scorer stage
   pushes back on the solvers instead of buffering the dataset. Each worker
   holds its own clone of its stream end; the stream closes exactly when
@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 import anyio
 import anyio.lowlevel
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..samples import SampleRecord
 from .seats import Seat, Seats, sit
@@ -68,26 +69,62 @@ class Supervisor:
 
     async def run(self, records: Iterable[SampleRecord]) -> None:
         source = iter(records)
-        async with anyio.create_task_group() as tg:
-            if self.solve is not None and self.score is not None:
-                send, receive = anyio.create_memory_object_stream[SampleRecord](
-                    self.score_concurrency
-                )
-                async with send, receive:
-                    seats = Seats(self.concurrency)
-                    for _ in range(2 * self.concurrency):
-                        seat = Seat(seats)
-                        tg.start_soon(self._first_stage, source, self.solve, send.clone(), seat)
-                    seats = Seats(self.score_concurrency)
-                    for _ in range(2 * self.score_concurrency):
-                        seat = Seat(seats)
-                        tg.start_soon(self._second_stage, receive.clone(), self.score, seat)
-            else:
-                stage = self.solve or self.score
-                workers = self.concurrency if self.solve is not None else self.score_concurrency
-                seats = Seats(workers)
-                for _ in range(2 * workers):
-                    tg.start_soon(self._only_stage, source, stage, Seat(seats))
+        # Spare workers are started only when a seat is first lent; each needs its own
+        # clone of its stream end, cloned from one kept open until its stage runs dry.
+        spare_ends: list[
+            MemoryObjectSendStream[SampleRecord] | MemoryObjectReceiveStream[SampleRecord]
+        ] = []
+        try:
+            async with anyio.create_task_group() as tg:
+                if self.solve is not None and self.score is not None:
+                    send, receive = anyio.create_memory_object_stream[SampleRecord](
+                        self.score_concurrency
+                    )
+                    async with send, receive:
+                        spare_send, spare_receive = send.clone(), receive.clone()
+                        spare_ends += [spare_send, spare_receive]
+                        solve, score = self.solve, self.score
+                        solve_seats: Seats = Seats(
+                            self.concurrency,
+                            spawn=lambda: tg.start_soon(
+                                self._first_stage,
+                                source,
+                                solve,
+                                spare_send.clone(),
+                                Seat(solve_seats),
+                            ),
+                            on_close=spare_send.close,
+                        )
+                        for _ in range(self.concurrency):
+                            tg.start_soon(
+                                self._first_stage, source, solve, send.clone(), Seat(solve_seats)
+                            )
+                        score_seats: Seats = Seats(
+                            self.score_concurrency,
+                            spawn=lambda: tg.start_soon(
+                                self._second_stage,
+                                spare_receive.clone(),
+                                score,
+                                Seat(score_seats),
+                            ),
+                            on_close=spare_receive.close,
+                        )
+                        for _ in range(self.score_concurrency):
+                            tg.start_soon(
+                                self._second_stage, receive.clone(), score, Seat(score_seats)
+                            )
+                else:
+                    stage = self.solve or self.score
+                    workers = self.concurrency if self.solve is not None else self.score_concurrency
+                    seats: Seats = Seats(
+                        workers,
+                        spawn=lambda: tg.start_soon(self._only_stage, source, stage, Seat(seats)),
+                    )
+                    for _ in range(workers):
+                        tg.start_soon(self._only_stage, source, stage, Seat(seats))
+        finally:
+            for end in spare_ends:
+                end.close()
 
     async def _first_stage(
         self,

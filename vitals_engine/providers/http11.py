@@ -48,6 +48,8 @@ from .transport import HttpResponse, Timeouts, Transport
 
 __all__ = ["MAX_BODY_BYTES", "MAX_HEADER_BYTES", "Http11Transport"]
 
+#: Bodies up to this size go out in one write with their head.
+_ONE_SEND = 64 * 1024
 #: The most bytes a response's status line and headers may take.
 MAX_HEADER_BYTES = 64 * 1024
 #: The most bytes a response body may take, after decompression.
@@ -359,9 +361,12 @@ class Http11Transport(Transport):
             # One scope per round trip; each receive after the first moves its deadline.
             with anyio.CancelScope(deadline=anyio.current_time() + read) as scope:
                 try:
-                    await stream.send(request[0])
-                    if request[1]:
-                        await stream.send(request[1])
+                    head, body = request
+                    if len(body) <= _ONE_SEND:  # one write, one syscall: the common case
+                        await stream.send(head + body)
+                    else:
+                        await stream.send(head)
+                        await stream.send(body)
                 except anyio.BrokenResourceError as exc:
                     if conn.reused:
                         raise _Stale from exc  # the send found the connection closed
