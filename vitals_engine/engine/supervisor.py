@@ -133,55 +133,59 @@ class Supervisor:
         send: ObjectSendStream[SampleRecord],
         seat: Seat,
     ) -> None:
-        sit(seat)
         async with send:
-            while True:
-                await seat.take()
-                try:
-                    record = next(source, None)
-                    if record is None:
-                        seat.seats.close()
-                        return
-                    if record.error is None:
-                        await fn(record)
-                    await send.send(record)
-                finally:
-                    seat.leave()
+            await _work(seat, _pull(source), fn, send.send)
 
     async def _second_stage(
         self, receive: ObjectReceiveStream[SampleRecord], fn: Stage, seat: Seat
     ) -> None:
-        sit(seat)
         async with receive:
-            while True:
-                await seat.take()
-                try:
-                    try:
-                        record = await receive.receive()
-                    except anyio.EndOfStream:
-                        seat.seats.close()
-                        return
-                    if record.error is None:
-                        await fn(record)
-                    await self.sink(record)
-                finally:
-                    seat.leave()
+            await _work(seat, _receive(receive), fn, self.sink)
 
     async def _only_stage(
         self, source: Iterator[SampleRecord], fn: Stage | None, seat: Seat
     ) -> None:
-        sit(seat)
-        while True:
-            await seat.take()
-            try:
-                record = next(source, None)
-                if record is None:
-                    seat.seats.close()
-                    return
-                if fn is not None and record.error is None:
-                    await fn(record)
-                await self.sink(record)
-            finally:
-                seat.leave()
-            # A stage that never awaits must still let the other workers run.
+        # A stage that never awaits must still let the other workers run: checkpoint.
+        await _work(seat, _pull(source), fn, self.sink, checkpoint=True)
+
+
+Next = Callable[[], Awaitable[SampleRecord | None]]
+
+
+def _pull(source: Iterator[SampleRecord]) -> Next:
+    async def pull() -> SampleRecord | None:
+        return next(source, None)
+
+    return pull
+
+
+def _receive(receive: ObjectReceiveStream[SampleRecord]) -> Next:
+    async def take() -> SampleRecord | None:
+        try:
+            return await receive.receive()
+        except anyio.EndOfStream:
+            return None
+
+    return take
+
+
+async def _work(
+    seat: Seat, next_record: Next, fn: Stage | None, hand_off: Sink, *, checkpoint: bool = False
+) -> None:
+    """One worker: with a seat, take a record, run the stage on it (unless it already
+    failed), hand it on; until the records run out."""
+    sit(seat)
+    while True:
+        await seat.take()
+        try:
+            record = await next_record()
+            if record is None:
+                seat.seats.close()
+                return
+            if fn is not None and record.error is None:
+                await fn(record)
+            await hand_off(record)
+        finally:
+            seat.leave()
+        if checkpoint:
             await anyio.lowlevel.checkpoint()
