@@ -57,7 +57,7 @@ from .chat.turns import (
 from .config import log_dir, log_dir_set
 from .engine.calls import batch_scorer, batch_solver
 from .engine.limits import Limits
-from .engine.retry import Retry
+from .engine.retry import Retry, RetryNote
 from .log.reader import LoggedEval, read_log
 from .metrics import accuracy
 from .providers.transport import Timeouts
@@ -98,6 +98,7 @@ __all__ = [
     "ProviderUnavailable",
     "RateLimitError",
     "Retry",
+    "RetryNote",
     "Sample",
     "SampleRecord",
     "Score",

@@ -21,12 +21,13 @@ A run killed before step 3 leaves its journal: `read_log()` reads it and
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import secrets
 import string
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -130,28 +131,29 @@ def _ordered(
     return sorted(index.items(), key=lambda item: order(item[0]))
 
 
-def _samples(journal: Path, ranges: Iterable[tuple[int, int]]) -> Iterable[bytes]:
-    with journal.open("rb") as fh:
+def _samples(journal: Path, ranges: Iterable[tuple[int, int]]) -> Iterator[bytes]:
+    """The journal's byte `ranges`, one positioned read each (no seek). (Not a memory map:
+    its pages would count as the run's memory, as big as the journal.)"""
+    fd = os.open(journal, os.O_RDONLY)
+    try:
         for start, length in ranges:
-            fh.seek(start)
-            yield fh.read(length)
+            yield os.pread(fd, length, start)
+    finally:
+        os.close(fd)
 
 
 _JOIN_BATCH = 256
 
 
 def _write_joined(fh: Any, journal: Path, ranges: list[tuple[int, int]]) -> None:
-    """Write the journal's `ranges`, comma-separated: one positioned read per sample (no
-    seek), a few large writes. (Not a memory map: its pages would count as the run's
-    memory, as big as the journal.)"""
-    fd = os.open(journal, os.O_RDONLY)
-    try:
-        for i in range(0, len(ranges), _JOIN_BATCH):
-            if i:
-                fh.write(b",")
-            fh.write(b",".join([os.pread(fd, n, a) for a, n in ranges[i : i + _JOIN_BATCH]]))
-    finally:
-        os.close(fd)
+    """Write the journal's `ranges`, comma-separated, in a few large writes."""
+    samples = _samples(journal, ranges)
+    first = True
+    while batch := list(itertools.islice(samples, _JOIN_BATCH)):
+        if not first:
+            fh.write(b",")
+        fh.write(b",".join(batch))
+        first = False
 
 
 def _header_bytes(header: s.EvalLog) -> bytes:
