@@ -275,7 +275,7 @@ async def bare_client(url: str, port: int, meter: Meter) -> None:
 
 
 def _transport_sender(transport: Any, url: str) -> Send:
-    from vitals_engine.providers.transport import Timeouts
+    from vitals_engine.transport.base import Timeouts
 
     timeouts = Timeouts()
 
@@ -288,7 +288,7 @@ def _transport_sender(transport: Any, url: str) -> Send:
 
 async def aiohttp_transport(url: str, port: int, meter: Meter) -> None:
     """Our AiohttpTransport, its pool sized to the concurrency."""
-    from vitals_engine.providers.transport import AiohttpTransport
+    from vitals_engine.transport.aiohttp_client import AiohttpTransport
 
     transport = AiohttpTransport(pool_size=meter.result.concurrency)
     await meter.drive([_transport_sender(transport, url)] * meter.result.concurrency)
@@ -296,7 +296,7 @@ async def aiohttp_transport(url: str, port: int, meter: Meter) -> None:
 
 async def httpx_transport(url: str, port: int, meter: Meter) -> None:
     """Our HttpxTransport, sharded, on whichever backend runs it."""
-    from vitals_engine.providers.transport import HttpxTransport
+    from vitals_engine.transport.httpx_client import HttpxTransport
 
     transport = HttpxTransport(pool_size=meter.result.concurrency)
     await meter.drive([_transport_sender(transport, url)] * meter.result.concurrency)
@@ -304,7 +304,7 @@ async def httpx_transport(url: str, port: int, meter: Meter) -> None:
 
 async def http11_transport(url: str, port: int, meter: Meter) -> None:
     """Our Http11Transport, its pool sized to the concurrency, on whichever backend runs it."""
-    from vitals_engine.providers.http11 import Http11Transport
+    from vitals_engine.transport.http11 import Http11Transport
 
     transport = Http11Transport(pool_size=meter.result.concurrency)
     await meter.drive([_transport_sender(transport, url)] * meter.result.concurrency)
@@ -358,7 +358,11 @@ def _preload(keys: list[str], uvloop: bool) -> None:
     """Import what the children need once, so each forked child starts at once."""
     import anyio  # noqa: F401
 
-    modules = {"vitals_engine.providers.transport", "vitals_engine.providers.http11"}
+    modules = {
+        "vitals_engine.transport.aiohttp_client",
+        "vitals_engine.transport.httpx_client",
+        "vitals_engine.transport.http11",
+    }
     modules |= {"httpx", "aiohttp"}
     modules |= {"trio"} if {"httpx-trio", "http11-trio"} & set(keys) else set()
     modules |= {"uvloop"} if uvloop else set()

@@ -21,7 +21,7 @@ def no_retries(monkeypatch):
 
     import vitals_engine as ve
 
-    calls = importlib.import_module("vitals_engine.chat.calls")
+    calls = importlib.import_module("vitals_engine.chats.calls")
     monkeypatch.setattr(calls, "DEFAULT_RETRY", ve.Retry(max_attempts=1))
 
 

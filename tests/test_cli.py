@@ -447,8 +447,9 @@ def test_ls_uses_vitals_log_dir_and_reports_missing_dirs(tmp_path, monkeypatch, 
 
 @pytest.fixture
 def viewer(monkeypatch):
-    """`vitals_engine.view` with `view` and `bundle` replaced by recorders."""
-    module = importlib.import_module("vitals_engine.view")  # the package, not ve.view()
+    """The viewer's `view` and `bundle` replaced by recorders."""
+    launch = importlib.import_module("vitals_engine.viewer.launch")
+    bundles = importlib.import_module("vitals_engine.viewer.bundle")
     calls: list[tuple[str, tuple, dict]] = []
 
     def fake_view(*args, **kwargs):
@@ -458,8 +459,8 @@ def viewer(monkeypatch):
         calls.append(("bundle", args, kwargs))
         return args[1]
 
-    monkeypatch.setattr(module, "view", fake_view, raising=False)
-    monkeypatch.setattr(module, "bundle", fake_bundle, raising=False)
+    monkeypatch.setattr(launch, "view", fake_view)
+    monkeypatch.setattr(bundles, "bundle", fake_bundle)
     return calls
 
 
@@ -498,7 +499,7 @@ def test_bundle_errors_from_the_viewer_exit_2(tmp_path, monkeypatch, viewer, cap
     def refuse(*args, **kwargs):
         raise ve.ConfigError("'site' already exists. Use --overwrite.")
 
-    monkeypatch.setattr(sys.modules["vitals_engine.view"], "bundle", refuse)
+    monkeypatch.setattr(sys.modules["vitals_engine.viewer.bundle"], "bundle", refuse)
     assert main(["bundle", str(tmp_path), "--output-dir", "site"]) == 2
     assert capsys.readouterr().err.strip() == (
         "vitals bundle: error: 'site' already exists. Use --overwrite."

@@ -190,7 +190,7 @@ def test_sync_chat_inside_a_running_event_loop():
 
 async def test_records_are_made_lazily(tmp_path, monkeypatch):
     """The source makes sample records as workers ask for them, not all 1,000 up front."""
-    import vitals_engine.task as task_module
+    import vitals_engine.task.task as task_module
 
     made = 0
 

@@ -12,9 +12,9 @@ import pytest
 
 import vitals_engine as ve
 from tests.inspect_check import assert_inspect_reads
-from vitals_engine.engine.clock import VirtualClock
-from vitals_engine.engine.limits import Limits, LimitsRegistry
-from vitals_engine.engine.scope import call_scope
+from vitals_engine.pacing.clock import VirtualClock
+from vitals_engine.pacing.limits import Limits, LimitsRegistry
+from vitals_engine.pacing.scope import call_scope
 
 pytestmark = pytest.mark.anyio
 

@@ -20,11 +20,11 @@ from anyio.streams.tls import TLSListener
 
 import vitals_engine as ve
 from vitals_engine import ProviderTimeout, ProviderUnavailable
-from vitals_engine.providers import http11
-from vitals_engine.providers.http11 import Http11Transport
-from vitals_engine.providers.pool import TransportPool
-from vitals_engine.providers.transport import Timeouts
 from vitals_engine.testing import MockServer
+from vitals_engine.transport import http11
+from vitals_engine.transport.base import Timeouts
+from vitals_engine.transport.http11 import Http11Transport
+from vitals_engine.transport.pool import TransportPool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_retries")]
 

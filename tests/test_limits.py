@@ -8,9 +8,9 @@ import anyio
 import pytest
 
 import vitals_engine as ve
-from vitals_engine.engine.clock import VirtualClock
-from vitals_engine.engine.limits import EndpointLimiter, Limits, LimitsRegistry, TokenBucket
-from vitals_engine.engine.retry import Retry, backoff_delay
+from vitals_engine.pacing.clock import VirtualClock
+from vitals_engine.pacing.limits import EndpointLimiter, Limits, LimitsRegistry, TokenBucket
+from vitals_engine.pacing.retry import Retry, backoff_delay
 
 pytestmark = pytest.mark.anyio
 
@@ -291,7 +291,7 @@ def test_backoff_honours_retry_after_and_grows_exponentially():
 
 async def test_a_cancelled_waiter_passes_its_slot_on():
     """A caller cancelled while waiting for a slot does not leak it: the next waiter gets it."""
-    from vitals_engine.engine.limits import Slots
+    from vitals_engine.pacing.limits import Slots
 
     slots = Slots(1)
     await slots.acquire()

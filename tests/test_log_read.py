@@ -12,7 +12,6 @@ import pytest
 
 import vitals_engine as ve
 from vitals_engine._errors import ConfigError, LogFormatError
-from vitals_engine.chat.turns import ContentToolRequest, ContentToolResult, Turn
 from vitals_engine.log import reader, schema
 from vitals_engine.log.journal_format import (
     encode_header,
@@ -24,6 +23,7 @@ from vitals_engine.log.journal_format import (
 )
 from vitals_engine.log.reader import LoggedEval, NotALogError, read_log
 from vitals_engine.providers.replay import ReplayProvider, split_model_id
+from vitals_engine.vocab.turns import ContentToolRequest, ContentToolResult, Turn
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 VITALS = FIXTURES / "vitals"

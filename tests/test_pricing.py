@@ -9,9 +9,9 @@ import msgspec
 import pytest
 
 import vitals_engine as ve
-from vitals_engine.chat import pricing
-from vitals_engine.chat.pricing import Price, cost_of, find_price
-from vitals_engine.chat.turns import TokenUsage
+from vitals_engine.vocab import pricing
+from vitals_engine.vocab.pricing import Price, cost_of, find_price
+from vitals_engine.vocab.turns import TokenUsage
 
 
 class _Entry(msgspec.Struct, forbid_unknown_fields=True):

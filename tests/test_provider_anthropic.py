@@ -10,10 +10,10 @@ import vitals_engine as ve
 from tests.inspect_check import assert_inspect_reads
 from vitals_engine import chat_anthropic
 from vitals_engine.providers.anthropic import AnthropicProvider
-from vitals_engine.providers.base import ChatRequest
-from vitals_engine.providers.transport import Timeouts
 from vitals_engine.testing import MockReply
 from vitals_engine.testing.formats.anthropic import signature_of
+from vitals_engine.transport.base import Timeouts
+from vitals_engine.vocab.calls import ChatRequest
 
 pytestmark = pytest.mark.usefixtures("no_retries")
 

@@ -11,15 +11,10 @@ import pytest
 import vitals_engine as ve
 from tests.inspect_check import assert_inspect_reads
 from vitals_engine import chat_google_gemini
-from vitals_engine.chat.turns import (
-    ContentImage,
-    ContentText,
-    ContentThinking,
-    ContentToolRequest,
-)
 from vitals_engine.providers.google import GeminiProvider, gemini_schema
-from vitals_engine.providers.transport import Timeouts
 from vitals_engine.testing import MockToolCall, reply
+from vitals_engine.transport.base import Timeouts
+from vitals_engine.vocab.turns import ContentImage, ContentText, ContentThinking, ContentToolRequest
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_retries")]
 

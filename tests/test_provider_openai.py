@@ -12,9 +12,9 @@ import pytest
 
 import vitals_engine as ve
 from tests.inspect_check import assert_inspect_reads
-from vitals_engine.chat import pricing
-from vitals_engine.providers.transport import Timeouts
 from vitals_engine.testing import MockReply, MockToolCall
+from vitals_engine.transport.base import Timeouts
+from vitals_engine.vocab import pricing
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_retries")]
 

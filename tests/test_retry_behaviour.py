@@ -11,12 +11,13 @@ import pytest
 
 import vitals_engine as ve
 from tests.inspect_check import assert_inspect_reads
-from vitals_engine.chat.calls import call_model, estimate_tokens
-from vitals_engine.chat.turns import TokenUsage, Turn
-from vitals_engine.engine.clock import VirtualClock
-from vitals_engine.engine.limits import Limits, LimitsRegistry
-from vitals_engine.engine.scope import call_scope
-from vitals_engine.providers.base import ChatRequest, Provider
+from vitals_engine.chats.calls import call_model, estimate_tokens
+from vitals_engine.pacing.clock import VirtualClock
+from vitals_engine.pacing.limits import Limits, LimitsRegistry
+from vitals_engine.pacing.scope import call_scope
+from vitals_engine.providers.base import Provider
+from vitals_engine.vocab.calls import ChatRequest
+from vitals_engine.vocab.turns import TokenUsage, Turn
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 import vitals_engine as ve
-from vitals_engine.engine.seats import Seat, Seats
+from vitals_engine.pacing.seats import Seat, Seats
 
 pytestmark = pytest.mark.anyio
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import vitals_engine as ve
-import vitals_engine.task as task_module
+import vitals_engine.task.task as task_module
 
 pytestmark = pytest.mark.anyio
 

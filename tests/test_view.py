@@ -19,11 +19,13 @@ import vitals_engine as ve
 from vitals_engine.log import schema as s
 from vitals_engine.log.journal_format import encode_header, encode_sample, encode_start
 from vitals_engine.log.writer import write_json_log
-from vitals_engine.view import ViewServer, bundle, view
-from vitals_engine.view.api import parse_log_route
-from vitals_engine.view.catalog import Catalog
-from vitals_engine.view.contents import JournalTail, counter
-from vitals_engine.view.paths import parse_sample_key, resolve_inside, sample_key
+from vitals_engine.viewer.api import parse_log_route
+from vitals_engine.viewer.bundle import bundle
+from vitals_engine.viewer.catalog import Catalog
+from vitals_engine.viewer.contents import JournalTail, counter
+from vitals_engine.viewer.launch import view
+from vitals_engine.viewer.paths import parse_sample_key, resolve_inside, sample_key
+from vitals_engine.viewer.server import ViewServer
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 VITALS_ADDITION = "2026-01-14T16-19-11-06-00_simple-addition_add3e3e94f8e2faf092a58.json"
@@ -375,7 +377,7 @@ def test_view_blocks_until_the_server_stops(
     fixture_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`view()` with `block=True` serves until the server is stopped, then returns it."""
-    viewer = importlib.import_module("vitals_engine.view")  # the package, not ve.view()
+    viewer = importlib.import_module("vitals_engine.viewer.launch")
 
     answers: list[int] = []
 

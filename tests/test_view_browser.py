@@ -20,7 +20,9 @@ import pytest
 import vitals_engine as ve
 from vitals_engine.log import schema as s
 from vitals_engine.log.writer import write_json_log
-from vitals_engine.view import ViewServer, bundle, view
+from vitals_engine.viewer.bundle import bundle
+from vitals_engine.viewer.launch import view
+from vitals_engine.viewer.server import ViewServer
 
 from test_view import (  # isort: skip
     VITALS_ADDITION,

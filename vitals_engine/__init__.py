@@ -31,8 +31,8 @@ from ._errors import (
     VitalsError,
 )
 from .analysis import bind, read_logs
-from .chat.chat import Chat
-from .chat.constructors import (
+from .chats.chat import Chat
+from .chats.constructors import (
     chat,
     chat_anthropic,
     chat_deepseek,
@@ -44,23 +44,12 @@ from .chat.constructors import (
     chat_openrouter,
     chat_vllm,
 )
-from .chat.pricing import set_price
-from .chat.turns import (
-    ContentImage,
-    ContentText,
-    ContentThinking,
-    ContentToolRequest,
-    ContentToolResult,
-    TokenUsage,
-    Turn,
-)
 from .config import log_dir, log_dir_set
 from .engine.calls import batch_scorer, batch_solver
-from .engine.limits import Limits
-from .engine.retry import Retry, RetryNote
 from .log.reader import LoggedEval, read_log
 from .metrics import accuracy
-from .providers.transport import Timeouts
+from .pacing.limits import Limits
+from .pacing.retry import Retry
 from .report import summary
 from .samples import Sample, SampleRecord, Score, Solution, SolvedSample
 from .scorers import (
@@ -73,8 +62,21 @@ from .scorers import (
     model_graded_qa,
 )
 from .solvers import generate, generate_structured
-from .task import Task
-from .view import bundle, view
+from .task.task import Task
+from .transport.base import Timeouts
+from .viewer.bundle import bundle
+from .viewer.launch import view
+from .vocab.calls import RetryNote
+from .vocab.pricing import set_price
+from .vocab.turns import (
+    ContentImage,
+    ContentText,
+    ContentThinking,
+    ContentToolRequest,
+    ContentToolResult,
+    TokenUsage,
+    Turn,
+)
 
 __all__ = [
     "AuthenticationError",

@@ -33,7 +33,7 @@ from .log.reader import (
     score_value,
 )
 from .metrics import score_series
-from .task import Task
+from .task.task import Task
 
 __all__ = ["bind", "read_logs"]
 

@@ -36,13 +36,13 @@ from typing import Any, NoReturn
 
 from . import config
 from ._errors import ConfigError, DatasetError, EvalFailedError, LogFormatError
-from .chat.chat import Chat
-from .chat.constructors import chat as make_chat
-from .engine.limits import Limits
+from .chats.chat import Chat
+from .chats.constructors import chat as make_chat
 from .log import schema as log_schema
 from .log.reader import LOG_SUFFIXES, NotALogError, read_log
+from .pacing.limits import Limits
 from .report import summary
-from .task import Task
+from .task.task import Task
 
 __all__ = ["main"]
 
@@ -734,10 +734,10 @@ def _columns(lines: list[list[str]]) -> str:
 # -- vitals view / bundle ------------------------------------------------------------------------
 
 
-def _view_module() -> Any:
-    """`vitals_engine.view`, imported only when a command needs it."""
+def _viewer(module: str) -> Any:
+    """`vitals_engine.viewer.<module>`, imported only when a command needs it."""
     try:
-        return importlib.import_module("vitals_engine.view")
+        return importlib.import_module(f"vitals_engine.viewer.{module}")
     except ImportError as exc:
         raise RunError(f"the log viewer is not available: {exc}") from exc
 
@@ -746,7 +746,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
     directory = _default_dir(args.dir)
     if not directory.is_dir():
         raise UsageError(f"Log directory '{directory}' not found.")
-    viewer = _view_module()
+    viewer = _viewer("launch")
     try:
         viewer.view(str(directory), host=args.host, port=args.port, block=True)
     except KeyboardInterrupt:
@@ -758,7 +758,7 @@ def _cmd_bundle(args: argparse.Namespace) -> int:
     log_dir = _default_dir(args.log_dir)
     if not log_dir.is_dir():
         raise UsageError(f"Log directory '{log_dir}' not found.")
-    viewer = _view_module()
+    viewer = _viewer("bundle")
     written = viewer.bundle(str(log_dir), args.output_dir, args.overwrite)
     where = written if written is not None else args.output_dir
     if where is not None:

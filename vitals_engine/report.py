@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import polars as pl
 
-    from .task import Task
+    from .task.task import Task
 
 __all__ = ["format_cost", "summary", "ungraded_note"]
 

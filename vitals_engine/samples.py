@@ -12,12 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .chat.usage import UsageLedger
+from .vocab.usage import UsageLedger
 
 if TYPE_CHECKING:
-    from .chat.chat import Chat
-    from .engine.retry import RetryNote
-    from .engine.scope import ModelCall
+    from .chats.chat import Chat
+    from .vocab.calls import ModelCall, RetryNote
 
 __all__ = ["GRADES", "Sample", "SampleError", "SampleRecord", "Score", "Solution", "SolvedSample"]
 

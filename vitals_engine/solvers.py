@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 
 from ._errors import ConfigError, SolverError
-from .chat.chat import Chat
-from .chat.structured import schema_for
+from .chats.chat import Chat
 from .samples import Solution
+from .vocab.structured import schema_for
 
 __all__ = ["generate", "generate_structured"]
 

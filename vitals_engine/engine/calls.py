@@ -19,7 +19,7 @@ import anyio
 import anyio.to_thread
 
 from .._errors import ConfigError, ScorerError, SolverError
-from ..chat.chat import Chat
+from ..chats.chat import Chat
 from ..samples import Sample, Score, Solution, SolvedSample
 
 __all__ = [

@@ -24,9 +24,15 @@ import anyio
 import polars as pl
 
 from .._errors import ConfigError, ScorerError, SolverError, TaskStateError
-from ..chat.usage import UsageLedger
+from ..pacing.clock import Clock, SystemClock
+from ..pacing.limits import Limits, LimitsRegistry
+from ..pacing.retry import Retry
+from ..pacing.scope import CallScope
+from ..pacing.seats import current_seat
 from ..progress import Progress
 from ..samples import SampleError, SampleRecord
+from ..vocab.calls import RetryNote
+from ..vocab.usage import UsageLedger
 from .calls import (
     FunctionSpec,
     batch_column,
@@ -35,12 +41,7 @@ from .calls import (
     normalise_score,
     normalise_solution,
 )
-from .clock import Clock, SystemClock
 from .gc_tuning import relaxed_gc
-from .limits import Limits, LimitsRegistry
-from .retry import Retry, RetryNote
-from .scope import CallScope
-from .seats import current_seat
 from .supervisor import Supervisor
 
 __all__ = ["Run"]

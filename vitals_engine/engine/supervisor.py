@@ -35,8 +35,8 @@ import anyio.lowlevel
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ..pacing.seats import Seat, Seats, sit
 from ..samples import SampleRecord
-from .seats import Seat, Seats, sit
 
 __all__ = ["Sink", "Stage", "Supervisor"]
 

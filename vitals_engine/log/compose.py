@@ -8,10 +8,10 @@ from typing import Any
 
 import msgspec
 
-from ..chat.chat import Chat
-from ..chat.turns import Turn
-from ..chat.usage import UsageLedger
+from ..chats.chat import Chat
 from ..samples import SampleRecord
+from ..vocab.turns import Turn
+from ..vocab.usage import UsageLedger
 from . import schema as s
 from .events import ChatLog, sample_events
 from .messages import chat_messages, model_usage, stop_reason, to_builtins

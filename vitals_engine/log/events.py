@@ -20,11 +20,10 @@ from typing import Any
 
 import msgspec
 
-from ..chat.chat import Chat
-from ..chat.turns import Turn
-from ..engine.retry import RetryNote
-from ..engine.scope import ModelCall
+from ..chats.chat import Chat
 from ..samples import SampleRecord
+from ..vocab.calls import ModelCall, RetryNote
+from ..vocab.turns import Turn
 from . import schema as s
 from .messages import chat_messages, model_usage, stop_reason, turn_message
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..chat.chat import Chat
-from ..chat.turns import Turn
+from ..chats.chat import Chat
 from ..providers.base import Provider
+from ..vocab.turns import Turn
 
 __all__ = ["LoggedChat"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from ..chat.turns import (
+from ..vocab.turns import (
     Content,
     ContentImage,
     ContentText,

@@ -34,8 +34,12 @@ import msgspec
 import polars as pl
 
 from .._errors import LogFormatError
-from ..chat.chat import Chat
-from ..chat.turns import (
+from ..chats.chat import Chat
+from ..frames import records_frame
+from ..providers.replay import ReplayProvider, provider_display_name, split_model_id
+from ..samples import Sample, SampleError, SampleRecord, Score
+from ..vocab.calls import RetryNote
+from ..vocab.turns import (
     Content,
     ContentImage,
     ContentText,
@@ -45,11 +49,7 @@ from ..chat.turns import (
     TokenUsage,
     Turn,
 )
-from ..chat.usage import COST_SCHEMA
-from ..engine.retry import RetryNote
-from ..frames import records_frame
-from ..providers.replay import ReplayProvider, provider_display_name, split_model_id
-from ..samples import Sample, SampleError, SampleRecord, Score
+from ..vocab.usage import COST_SCHEMA
 from . import schema as s
 from .journal_format import JournalDamage, bulk_objects, read_journal, read_journal_header
 from .logged_chat import LoggedChat

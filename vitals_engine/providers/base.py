@@ -5,33 +5,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
-from ..chat.turns import Turn
+from ..vocab.calls import ChatRequest
+from ..vocab.turns import Turn
 
 if TYPE_CHECKING:
-    from ..engine.limits import Limits
-    from ..engine.retry import Retry
+    from ..pacing.limits import Limits
+    from ..pacing.retry import Retry
 
-__all__ = ["ChatRequest", "Provider", "ToolDef"]
-
-
-class ToolDef(msgspec.Struct, frozen=True):
-    """A tool the model may call: its name, description and JSON-schema parameters."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-
-
-class ChatRequest(msgspec.Struct, frozen=True):
-    """Everything one model call needs."""
-
-    turns: list[Turn]
-    system_prompt: str | None = None
-    tools: list[ToolDef] = msgspec.field(default_factory=list)
-    output_schema: dict[str, Any] | None = None
-    params: dict[str, Any] = msgspec.field(default_factory=dict)
+__all__ = ["Provider"]
 
 
 class Provider(ABC):

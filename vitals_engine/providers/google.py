@@ -24,7 +24,9 @@ from typing import Any, ClassVar
 import msgspec
 
 from .._errors import AuthenticationError, ProviderError, RateLimitError
-from ..chat.turns import (
+from ..transport.base import HttpResponse
+from ..vocab.calls import ChatRequest, ToolDef
+from ..vocab.turns import (
     Content,
     ContentImage,
     ContentText,
@@ -34,9 +36,7 @@ from ..chat.turns import (
     TokenUsage,
     Turn,
 )
-from .base import ChatRequest, ToolDef
 from .http import HttpProvider
-from .transport import HttpResponse
 
 __all__ = ["GeminiProvider", "gemini_schema"]
 

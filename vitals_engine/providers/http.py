@@ -31,10 +31,11 @@ from .._errors import (
     ProviderUnavailable,
     RateLimitError,
 )
-from ..chat.turns import Turn
-from .base import ChatRequest, Provider
-from .pool import TransportPool, current_pool, transport_scope
-from .transport import HttpResponse, Timeouts
+from ..transport.base import HttpResponse, Timeouts
+from ..transport.pool import TransportPool, current_pool, transport_scope
+from ..vocab.calls import ChatRequest
+from ..vocab.turns import Turn
+from .base import Provider
 
 __all__ = ["HttpProvider", "retry_after_seconds"]
 

@@ -18,9 +18,10 @@ import anyio
 import msgspec
 
 from .._errors import ConfigError
-from ..chat.structured import example_value
-from ..chat.turns import ContentText, TokenUsage, Turn
-from .base import ChatRequest, Provider
+from ..vocab.calls import ChatRequest
+from ..vocab.structured import example_value
+from ..vocab.turns import ContentText, TokenUsage, Turn
+from .base import Provider
 
 __all__ = ["MockProvider", "mock_reply"]
 

@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from ..chat.turns import (
+from ..vocab.calls import ChatRequest
+from ..vocab.turns import (
     Content,
     ContentImage,
     ContentText,
@@ -21,7 +22,6 @@ from ..chat.turns import (
     TokenUsage,
     Turn,
 )
-from .base import ChatRequest
 from .http import HttpProvider
 
 __all__ = [

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from .._errors import ConfigError
-from ..chat.turns import Turn
-from .base import ChatRequest, Provider
+from ..vocab.calls import ChatRequest
+from ..vocab.turns import Turn
+from .base import Provider
 
 __all__ = ["ReplayProvider", "provider_display_name", "split_model_id"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from .._errors import ConfigError, ScorerError
 from .._logging import log
-from ..chat.chat import Chat
+from ..chats.chat import Chat
 from ..samples import Score, SolvedSample
 
 __all__ = [

@@ -22,8 +22,8 @@ from typing import Any
 
 import msgspec
 
-from ..chat.structured import example_value
 from ..providers.mock import count_tokens, mock_reply
+from ..vocab.structured import example_value
 
 __all__ = ["MockMessage", "MockReply", "MockRequest", "MockToolCall", "Script", "answer"]
 

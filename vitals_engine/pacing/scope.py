@@ -12,34 +12,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..vocab.calls import ModelCall, RetryNote
 from .clock import Clock
-from .limits import EndpointLimiter, LimitsRegistry
-from .retry import Retry, RetryNote
+from .limits import EndpointLimiter, Limits, LimitsRegistry
+from .retry import Retry
 from .seats import Seat
 
 if TYPE_CHECKING:
-    from ..chat.turns import Turn
-    from ..chat.usage import UsageLedger
-    from ..providers.base import ChatRequest, Provider
+    from ..vocab.usage import UsageLedger
 
-__all__ = ["CallScope", "ModelCall", "call_scope", "current_scope"]
-
-
-@dataclass(slots=True)
-class ModelCall:
-    """One model call made for a sample: what was asked, what came back, when, retries."""
-
-    role: str
-    model_id: str
-    request: ChatRequest
-    reply: Turn | None
-    started: float
-    completed: float
-    retries: list[RetryNote] = field(default_factory=list)
-    error: str | None = None
+__all__ = ["CallScope", "call_scope", "current_scope"]
 
 
 @dataclass(slots=True)
@@ -57,8 +42,10 @@ class CallScope:
 
     _token: Token[CallScope | None] | None = None
 
-    def limiter(self, provider: Provider) -> EndpointLimiter | None:
-        return self.limits.get(provider.endpoint, provider.limits) if self.limits else None
+    def limiter(self, endpoint: tuple[str, str, str], own: Limits | None) -> EndpointLimiter | None:
+        """The run's limiter of `endpoint` (provider, base URL, model), given the model's
+        own limits."""
+        return self.limits.get(endpoint, own) if self.limits else None
 
     def __enter__(self) -> CallScope:
         self._token = _scope.set(self)

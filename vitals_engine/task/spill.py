@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .chat.chat import Chat
-from .chat.usage import UsageLedger
-from .log.reader import normalize_model, read_log, sample_record
-from .samples import SampleRecord
+from ..chats.chat import Chat
+from ..log.reader import normalize_model, read_log, sample_record
+from ..samples import SampleRecord
+from ..vocab.usage import UsageLedger
 
 __all__ = ["SPILL_AFTER", "is_spilled", "rehydrate", "spill"]
 

@@ -44,7 +44,7 @@ import anyio
 import anyio.abc
 
 from .._errors import ProviderTimeout, ProviderUnavailable
-from .transport import HttpResponse, Timeouts, Transport
+from .base import HttpResponse, Timeouts, Transport
 
 __all__ = ["MAX_BODY_BYTES", "MAX_HEADER_BYTES", "Http11Transport"]
 

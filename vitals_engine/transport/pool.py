@@ -22,8 +22,10 @@ from typing import Any
 
 import anyio
 
+from .aiohttp_client import AiohttpTransport
+from .base import Transport
 from .http11 import Http11Transport
-from .transport import AiohttpTransport, HttpxTransport, Transport
+from .httpx_client import HttpxTransport
 
 __all__ = ["TransportPool", "current_pool", "transport_scope"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .._errors import ConfigError, ProviderError, RateLimitError
 
-__all__ = ["Retry", "RetryNote", "backoff_delay", "is_retryable"]
+__all__ = ["Retry", "backoff_delay", "is_retryable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,17 +46,6 @@ class Retry:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"Retry({name}={value!r}) must be positive or None.")
-
-
-@dataclass(frozen=True, slots=True)
-class RetryNote:
-    """One retried attempt: when, of which model, why, and how long we waited."""
-
-    at: float
-    model: str
-    attempt: int
-    reason: str
-    wait: float
 
 
 def is_retryable(error: BaseException) -> bool:

@@ -8,9 +8,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ._errors import ConfigError
-from .engine.limits import Limits
-from .engine.retry import Retry
+from .._errors import ConfigError
+from ..pacing.limits import Limits
+from ..pacing.retry import Retry
 
 __all__ = ["DEFAULT_CONCURRENCY", "RunOptions", "allowed_failures", "check_epochs"]
 

@@ -23,14 +23,15 @@ import msgspec
 
 from .._errors import ConfigError, ProviderError, ProviderTimeout, RateLimitError
 from .._logging import log
-from ..engine.clock import Clock, SystemClock
-from ..engine.limits import EndpointLimiter
-from ..engine.retry import Retry, RetryNote, backoff_delay
-from ..engine.scope import CallScope, ModelCall, current_scope
-from ..engine.seats import Seat
-from ..providers.base import ChatRequest, Provider
-from .pricing import cost_of
-from .turns import TokenUsage, Turn
+from ..pacing.clock import Clock, SystemClock
+from ..pacing.limits import EndpointLimiter
+from ..pacing.retry import Retry, backoff_delay
+from ..pacing.scope import CallScope, current_scope
+from ..pacing.seats import Seat
+from ..providers.base import Provider
+from ..vocab.calls import ChatRequest, ModelCall, RetryNote
+from ..vocab.pricing import cost_of
+from ..vocab.turns import TokenUsage, Turn
 
 __all__ = ["call_model", "estimate_tokens"]
 
@@ -102,7 +103,7 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
             "sample_timeout is a run setting, pass it to eval(retry=Retry(sample_timeout=...))."
         )
     clock = scope.clock if scope and scope.clock else _SYSTEM_CLOCK
-    limiter = scope.limiter(provider) if scope else None
+    limiter = scope.limiter(provider.endpoint, provider.limits) if scope else None
     estimate = estimate_tokens(request) if limiter is not None and limiter.tokens else 0
     seat = scope.seat if scope else None
     if seat is not None:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any, TypedDict, Unpack
 
 from .._errors import ConfigError
-from ..engine.limits import Limits
-from ..engine.retry import Retry
+from ..pacing.limits import Limits
+from ..pacing.retry import Retry
 from ..providers.anthropic import AnthropicProvider
 from ..providers.google import GeminiProvider
 from ..providers.http import HttpProvider
@@ -32,7 +32,7 @@ from ..providers.openai import (
     OpenRouterProvider,
     VLLMProvider,
 )
-from ..providers.transport import Timeouts
+from ..transport.base import Timeouts
 from .chat import Chat
 
 __all__ = [

@@ -22,26 +22,26 @@ from typing import Any
 import anyio
 import polars as pl
 
-from . import config
-from ._errors import ConfigError, EvalFailedError, TaskStateError, VitalsError
-from ._sync import run_sync
-from .chat.chat import Chat
-from .chat.usage import UsageLedger
-from .dataset import DatasetRow, dataset_name, expand_epochs, load_dataset
-from .engine.calls import FunctionSpec, describe, route_kwargs
-from .engine.limits import Limits
-from .engine.retry import Retry
-from .engine.run import Run
-from .frames import dataset_frame, records_frame
-from .log import schema as log_schema
-from .log.compose import RunHeader, compose_header, compose_sample
-from .log.writer import LogWriter, clean_task_name, log_file_name, new_id, write_json_log
-from .metrics import Metric, check_metrics, compute_metrics, score_series
+from .. import config
+from .._errors import ConfigError, EvalFailedError, TaskStateError, VitalsError
+from .._sync import run_sync
+from ..chats.chat import Chat
+from ..dataset import DatasetRow, dataset_name, expand_epochs, load_dataset
+from ..engine.calls import FunctionSpec, describe, route_kwargs
+from ..engine.run import Run
+from ..frames import dataset_frame, records_frame
+from ..log import schema as log_schema
+from ..log.compose import RunHeader, compose_header, compose_sample
+from ..log.writer import LogWriter, clean_task_name, log_file_name, new_id, write_json_log
+from ..metrics import Metric, check_metrics, compute_metrics, score_series
+from ..pacing.limits import Limits
+from ..pacing.retry import Retry
+from ..progress import ProgressBar
+from ..samples import SampleRecord
+from ..transport.pool import transport_scope
+from ..vocab.usage import UsageLedger
 from .options import DEFAULT_CONCURRENCY, RunOptions, allowed_failures, check_epochs
-from .progress import ProgressBar
-from .providers.pool import transport_scope
 from .resume import Resumed, find_resumable, load_resume
-from .samples import SampleRecord
 from .spill import SPILL_AFTER, is_spilled, rehydrate, spill
 from .streaming import SampleStream, Sink, first_error
 
@@ -738,7 +738,7 @@ class Task:
 
         Returns the running viewer (`.url`, `.stop()`).
         """
-        from .view import view
+        from ..viewer.launch import view
 
         return view(self.dir, block=False)
 

@@ -18,13 +18,13 @@ from typing import Any
 
 import msgspec
 
-from ._errors import ConfigError, LogFormatError
-from .chat.chat import Chat
-from .chat.usage import UsageLedger
-from .log import schema as s
-from .log.journal_format import JOURNAL_SUFFIX, JournalStart, read_journal
-from .log.reader import normalize_model, read_log, sample_record
-from .samples import SampleRecord
+from .._errors import ConfigError, LogFormatError
+from ..chats.chat import Chat
+from ..log import schema as s
+from ..log.journal_format import JOURNAL_SUFFIX, JournalStart, read_journal
+from ..log.reader import normalize_model, read_log, sample_record
+from ..samples import SampleRecord
+from ..vocab.usage import UsageLedger
 
 __all__ = ["Resumed", "find_resumable", "load_resume"]
 

@@ -19,8 +19,8 @@ import anyio.to_thread
 import msgspec
 
 from .._errors import ConfigError
-from ..providers.base import ToolDef
-from .turns import ContentToolRequest, ContentToolResult
+from ..vocab.calls import ToolDef
+from ..vocab.turns import ContentToolRequest, ContentToolResult
 
 __all__ = ["Tool", "tool_from_function"]
 

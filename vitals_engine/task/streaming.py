@@ -25,8 +25,8 @@ from types import TracebackType
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream, TaskGroup
 
-from ._errors import TaskStateError
-from .samples import SampleRecord
+from .._errors import TaskStateError
+from ..samples import SampleRecord
 
 __all__ = ["SampleStream", "Sink", "first_error"]
 

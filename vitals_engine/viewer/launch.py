@@ -1,18 +1,9 @@
-"""The log viewer: `view()` serves a log directory to a browser, `bundle()` writes a static site.
+"""`view()`: serve a log directory to a browser, in the foreground or the background.
 
-One single-page app (plain HTML, CSS and JavaScript in `static/`) reads the
-same data API from the live server and from a bundle (`api.py`): the list
-of logs, one log (metrics, score chart, cost, timing, a paged sample table)
-and one sample (the conversation, the judge's reasoning, metadata, errors,
-retries, token usage). Served live, the page follows running evals.
-
-Example:
-    >>> import vitals_engine as ve
-    >>> server = ve.view("logs", block=False)
-    Viewer running at http://127.0.0.1:53117
-    >>> server.stop()
-    >>> ve.bundle("logs", "site")
-    PosixPath('site')
+The servers started here are remembered per directory (a second `view()` of
+the same directory replaces the first) and stopped when the process exits.
+The HTTP server's own imports are not free, so `server.py` is imported only
+when a viewer starts.
 """
 
 from __future__ import annotations
@@ -24,28 +15,18 @@ import sys
 import threading
 import webbrowser
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._errors import ConfigError
 from ..config import DEFAULT_LOG_DIR, log_dir
-from .bundle import bundle
 
 if TYPE_CHECKING:
     from .server import ViewServer
 
-__all__ = ["ViewServer", "bundle", "view"]
+__all__ = ["view"]
 
 _servers: dict[Path, ViewServer] = {}
 _servers_lock = threading.Lock()
-
-
-def __getattr__(name: str) -> Any:
-    """`ViewServer` is imported on first use: the HTTP server's imports are not free."""
-    if name == "ViewServer":
-        from .server import ViewServer
-
-        return ViewServer
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _interactive() -> bool:

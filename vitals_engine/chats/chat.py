@@ -19,11 +19,12 @@ import polars as pl
 
 from .._errors import ConfigError
 from .._sync import run_sync
-from ..providers.base import ChatRequest, Provider
+from ..providers.base import Provider
+from ..vocab.calls import ChatRequest
+from ..vocab.structured import parse_structured, schema_for
+from ..vocab.turns import Content, ContentText, ContentToolRequest, ContentToolResult, Turn
 from .calls import call_model
-from .structured import parse_structured, schema_for
 from .tools import Tool, tool_from_function
-from .turns import Content, ContentText, ContentToolRequest, ContentToolResult, Turn
 
 __all__ = ["Chat"]
 

@@ -1,1 +1,0 @@
-"""The model client layer: chats, turns, tools, structured output, usage and prices."""

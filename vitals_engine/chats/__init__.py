@@ -1,0 +1,2 @@
+"""The model client layer: `Chat` (a conversation with one model), its tools, one constructor
+per provider, and `call_model`, the one path every model request takes."""
