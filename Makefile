@@ -40,6 +40,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/pyright
+	$(VENV)/bin/lint-imports --no-cache --no-logo
 
 bench: setup
 	$(VENV)/bin/python bench/throughput.py

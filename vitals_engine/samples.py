@@ -121,7 +121,7 @@ class SampleRecord:
     score_completed: float | None = None
     usage: UsageLedger = field(default_factory=UsageLedger)
     calls: list[ModelCall] = field(default_factory=list)
-    #: Its chats were dropped from memory; the log holds them (see spill.py).
+    #: Its chats were dropped from memory; the log holds them (see task/spill.py).
     spilled: bool = False
     #: Retries read back from a log, whose model calls are not in memory.
     logged_retries: list[RetryNote] | None = None

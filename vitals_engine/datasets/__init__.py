@@ -14,6 +14,6 @@ Example:
     ... )
 """
 
-from .ape import ape
+from .ape_questions import ape
 
 __all__ = ["ape"]

@@ -1,7 +1,7 @@
 """The scope of one sample stage: where its model calls are accounted and limited.
 
 The engine opens a `call_scope()` around each sample's solve and score stage;
-`call_model` (in the chat layer) finds it through a context variable. The
+`call_model` (in `chats/calls.py`) finds it through a context variable. The
 scope names the role (solver or scorer), the ledgers to charge (the run's
 and the sample's), the run's endpoint limits and retry policy, and the list
 where the sample's model calls are recorded for its log.

@@ -1,7 +1,7 @@
 """Token and cost accounting that belongs to a run, not to the process.
 
 A `UsageLedger` sums every model call per (role, provider, model). The engine
-opens a call scope (`engine/scope.py`) around each sample's solve and score
+opens a call scope (`pacing/scope.py`) around each sample's solve and score
 stage; every completed call is recorded into the ledgers of the scope it
 runs in (the run's and the sample's). Outside any scope (a chat used on its
 own) nothing is recorded globally: the chat's own turns carry their tokens.
