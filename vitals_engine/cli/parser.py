@@ -1,0 +1,299 @@
+"""The `vitals` argument parser, its commands' options and help, and `main()`, which
+dispatches to a command and turns its errors into one line and an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.metadata
+import math
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from .._errors import ConfigError, DatasetError
+from .bundle import run_bundle
+from .eval import run_eval
+from .ls import run_ls
+from .shared import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    RunError,
+    UsageError,
+    report,
+    say,
+)
+from .view import run_view
+
+__all__ = ["build_parser", "main"]
+
+MAIN_EPILOG = """\
+Examples:
+  vitals eval evals/arithmetic.py                        run every Task in the file
+  vitals eval evals/arithmetic.py:hard --epochs 3        run only the task `hard`, 3 epochs
+  vitals eval evals/arithmetic.py --model openai/gpt-4.1-mini --rpm 500
+  vitals ls                                              list the logs in VITALS_LOG_DIR (or ./logs)
+  vitals view logs --port 7576                           open the log viewer
+  vitals bundle logs --output-dir site                   a static site of the viewer and logs
+
+Run `vitals COMMAND --help` for the options of a command.
+"""
+
+EVAL_EPILOG = """\
+The file is imported as a module (its directory goes on sys.path). Tasks are
+module-level `Task` objects, or functions without required arguments that
+return one (annotated `-> Task` or ending in `return ve.Task(...)`). With
+several tasks and no `:name`, all of them run in order.
+
+Examples:
+  vitals eval examples/cli_task.py
+  vitals eval evals/suite.py:arithmetic --epochs 5 --max-concurrency 20
+  vitals eval evals/suite.py --model anthropic/claude-sonnet-4-5 --rpm 50
+  vitals eval evals/suite.py --fail-on-error 0.05 --log-dir runs/today
+  vitals eval evals/suite.py --log-format eval --no-progress
+  vitals eval evals/suite.py --resume                  continue the newest unfinished run
+  vitals eval evals/suite.py --resume logs/2026-01-14T16-19-11-00-00_suite_abc.journal
+
+Exit codes: 0 success, 1 samples failed beyond --fail-on-error (the log is
+still written) or the run failed, 2 usage error.
+"""
+
+LS_EPILOG = """\
+One line per log, newest first: date, task, model, status, samples, first
+metric and file. Reads .json and .eval logs and the journals of runs still
+going (or killed), header only.
+
+Examples:
+  vitals ls
+  vitals ls runs/today
+"""
+
+VIEW_EPILOG = """\
+Examples:
+  vitals view                       the logs in VITALS_LOG_DIR (or ./logs), on a free port
+  vitals view runs/today --port 7576
+  vitals view logs --host 0.0.0.0 --port 8080
+"""
+
+BUNDLE_EPILOG = """\
+Writes the viewer and every log into one directory that any static web host
+(GitHub Pages, S3, Netlify ...) can serve.
+
+Examples:
+  vitals bundle --output-dir site
+  vitals bundle runs/today --output-dir public/evals --overwrite
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, raised rather than exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return value
+
+
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}")
+    return value
+
+
+def _fail_on_error(text: str) -> bool | int | float:
+    """`--fail-on-error`: "true"/"false", a count ("5") or a fraction below 1 ("0.1")."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "yes"):
+        return True
+    if lowered in ("false", "no"):
+        return False
+    with contextlib.suppress(ValueError):
+        count = int(lowered)
+        if count >= 0:
+            return count
+    with contextlib.suppress(ValueError):
+        fraction = float(lowered)
+        if 0 <= fraction < 1:
+            return fraction
+    raise argparse.ArgumentTypeError(
+        f"must be true (no failed sample allowed), false (any number), a count such as 5 "
+        f"or a fraction below 1 such as 0.1, not {text!r}"
+    )
+
+
+def _add_debug(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print the full traceback of an error",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of the `vitals` command and its subcommands."""
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(
+        prog="vitals",
+        description="Evaluate products built on large language models: run evals, "
+        "list, view and bundle their logs.",
+        epilog=MAIN_EPILOG,
+        formatter_class=formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"vitals-engine {_version()}")
+    parser.add_argument(
+        "--debug", action="store_true", default=False, help="print the full traceback of an error"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    run = commands.add_parser(
+        "eval",
+        help="run the Task(s) of a Python file",
+        description="Run the Task(s) defined in a Python file and print a summary.",
+        epilog=EVAL_EPILOG,
+        formatter_class=formatter,
+    )
+    run.add_argument(
+        "target", metavar="FILE.py[:task]", help="the task file, and optionally a task name"
+    )
+    run.add_argument(
+        "--model",
+        metavar="PROVIDER/MODEL",
+        help="run the solver on this model instead (e.g. openai/gpt-4.1-mini); "
+        "the solver must take `solver_chat`, as ve.generate() does",
+    )
+    run.add_argument("--epochs", type=_positive_int, metavar="N", help="runs per sample")
+    run.add_argument(
+        "--max-concurrency", type=_positive_int, metavar="N", help="samples in flight at once"
+    )
+    run.add_argument(
+        "--rpm", type=_positive_number, metavar="N", help="requests per minute for every model"
+    )
+    run.add_argument("--log-dir", metavar="DIR", help="where to write the log(s)")
+    run.add_argument(
+        "--resume",
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="LOG",
+        help="continue an unfinished run: the newest journal of the task, or this journal or log",
+    )
+    run.add_argument(
+        "--fail-on-error",
+        type=_fail_on_error,
+        metavar="X",
+        help="failed samples tolerated: a count (5), a fraction (0.1), true (none, the "
+        "default) or false (any)",
+    )
+    run.add_argument("--log-format", choices=["json", "eval"], help="the log's format")
+    run.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+    _add_debug(run)
+    run.set_defaults(handler=run_eval)
+
+    ls = commands.add_parser(
+        "ls",
+        help="list the logs of a directory",
+        description="List the eval logs of a directory, newest first.",
+        epilog=LS_EPILOG,
+        formatter_class=formatter,
+    )
+    ls.add_argument("dir", nargs="?", metavar="DIR", help="default: VITALS_LOG_DIR, else ./logs")
+    _add_debug(ls)
+    ls.set_defaults(handler=run_ls)
+
+    view = commands.add_parser(
+        "view",
+        help="open the log viewer",
+        description="Serve the log viewer on a log directory until interrupted.",
+        epilog=VIEW_EPILOG,
+        formatter_class=formatter,
+    )
+    view.add_argument("dir", nargs="?", metavar="DIR", help="default: VITALS_LOG_DIR, else ./logs")
+    view.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
+    view.add_argument("--port", type=_port, metavar="N", help="default: a free port")
+    _add_debug(view)
+    view.set_defaults(handler=run_view)
+
+    bundle = commands.add_parser(
+        "bundle",
+        help="write a static site of the viewer and the logs",
+        description="Bundle the log viewer and the logs of a directory into a static site.",
+        epilog=BUNDLE_EPILOG,
+        formatter_class=formatter,
+    )
+    bundle.add_argument(
+        "log_dir", nargs="?", metavar="LOG_DIR", help="default: VITALS_LOG_DIR, else ./logs"
+    )
+    bundle.add_argument("--output-dir", metavar="DIR", help="where to write the site")
+    bundle.add_argument(
+        "--overwrite", action="store_true", help="replace the output directory if it exists"
+    )
+    _add_debug(bundle)
+    bundle.set_defaults(handler=run_bundle)
+    return parser
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number between 0 and 65535, not {text!r}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `vitals` with `argv` (default: the process's arguments); return the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+    except UsageError as exc:
+        say(str(exc))
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    debug = bool(getattr(args, "debug", False))
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        say("interrupted.")
+        return EXIT_INTERRUPTED
+    except UsageError as exc:
+        report(exc, debug, prefix=f"vitals {args.command}: error: ")
+        return EXIT_USAGE
+    except (ConfigError, DatasetError) as exc:
+        report(exc, debug, prefix=f"vitals {args.command}: error: ")
+        return EXIT_USAGE
+    except RunError as exc:
+        report(exc, debug, prefix=f"vitals {args.command}: error: ", cause=exc.__cause__)
+        return EXIT_FAILED
+    except Exception as exc:
+        report(exc, debug, prefix=f"vitals {args.command}: error: {type(exc).__name__}: ")
+        return EXIT_FAILED
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("vitals-engine")
+    except importlib.metadata.PackageNotFoundError:
+        return "0"

@@ -1,0 +1,66 @@
+"""What the `vitals` commands share: exit codes, their two errors, one-line messages on
+stderr, the default log directory and the lazily imported viewer."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from .. import config
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "RunError",
+    "UsageError",
+    "default_dir",
+    "import_viewer",
+    "report",
+    "say",
+]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """A mistake in how the command was called: exit code 2."""
+
+
+class RunError(Exception):
+    """A failure while running user code (importing the task file, building a task): exit 1."""
+
+
+def say(message: str) -> None:
+    """Print `message` on stderr, on one line."""
+    print(" ".join(message.split()) if "\n" in message else message, file=sys.stderr)
+
+
+def report(
+    exc: BaseException, debug: bool, prefix: str, cause: BaseException | None = None
+) -> None:
+    """Say `prefix` and `exc`; with `debug`, the traceback of `cause` (else `exc`) first."""
+    if debug:
+        shown = cause or exc
+        traceback.print_exception(type(shown), shown, shown.__traceback__, file=sys.stderr)
+    say(prefix + str(exc))
+
+
+def default_dir(given: str | None) -> Path:
+    """`given`, else VITALS_LOG_DIR, else ./logs."""
+    return Path(given or config.log_dir() or config.DEFAULT_LOG_DIR)
+
+
+def import_viewer(module: str) -> Any:
+    """`vitals_engine.viewer.<module>`, imported only when a command needs it."""
+    try:
+        return importlib.import_module(f"vitals_engine.viewer.{module}")
+    except ImportError as exc:
+        raise RunError(f"the log viewer is not available: {exc}") from exc

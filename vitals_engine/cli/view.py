@@ -1,0 +1,22 @@
+"""`vitals view`: serve the log viewer on a log directory until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+
+from .shared import EXIT_OK, UsageError, default_dir, import_viewer, say
+
+__all__ = ["run_view"]
+
+
+def run_view(args: argparse.Namespace) -> int:
+    """`vitals view [DIR]`: serve the viewer until interrupted."""
+    directory = default_dir(args.dir)
+    if not directory.is_dir():
+        raise UsageError(f"Log directory '{directory}' not found.")
+    viewer = import_viewer("launch")
+    try:
+        viewer.view(str(directory), host=args.host, port=args.port, block=True)
+    except KeyboardInterrupt:
+        say("Viewer stopped.")
+    return EXIT_OK
