@@ -39,7 +39,9 @@ from ._errors import ConfigError, DatasetError, EvalFailedError, LogFormatError
 from .chats.chat import Chat
 from .chats.constructors import chat as make_chat
 from .log import schema as log_schema
-from .log.reader import LOG_SUFFIXES, NotALogError, read_log
+from .log.decoding import NotALogError
+from .log.formats import LOG_SUFFIXES
+from .log.reader import read_log
 from .pacing.limits import Limits
 from .report import summary
 from .task.task import Task
