@@ -12,7 +12,8 @@ import pytest
 
 import vitals_engine as ve
 from vitals_engine._errors import ConfigError, LogFormatError
-from vitals_engine.log import reader, schema
+from vitals_engine.log import eval_reader, json_reader, schema
+from vitals_engine.log.decoding import NotALogError
 from vitals_engine.log.journal_format import (
     encode_header,
     encode_sample,
@@ -21,7 +22,9 @@ from vitals_engine.log.journal_format import (
     read_journal,
     read_journal_header,
 )
-from vitals_engine.log.reader import LoggedEval, NotALogError, read_log
+from vitals_engine.log.logged_eval import LoggedEval
+from vitals_engine.log.logged_sample import normalize_model
+from vitals_engine.log.reader import read_log
 from vitals_engine.providers.replay import ReplayProvider, split_model_id
 from vitals_engine.vocab.turns import ContentToolRequest, ContentToolResult, Turn
 
@@ -305,8 +308,8 @@ class _Exploding:
 @pytest.mark.parametrize("path", [SIMPLE_ADDITION, R_EVAL, TINY_JSON, TINY_EVAL, PARTIAL])
 def test_header_only_never_decodes_samples(monkeypatch, path):
     """Header-only reads use neither the full-log nor the sample decoder."""
-    monkeypatch.setattr(reader, "_log_decoder", _Exploding())
-    monkeypatch.setattr(reader, "_sample_decoder", _Exploding())
+    monkeypatch.setattr(json_reader, "_log_decoder", _Exploding())
+    monkeypatch.setattr(eval_reader, "_sample_decoder", _Exploding())
     logged = read_log(path, header_only=True)
     assert logged.samples == []
     assert logged.task
@@ -579,7 +582,7 @@ def test_split_model_ids():
     assert split_model_id("openrouter/meta/llama") == ("openrouter", "meta/llama")
     assert split_model_id("claude-3-7-sonnet-latest") == ("anthropic", "claude-3-7-sonnet-latest")
     assert split_model_id("mystery") == ("unknown", "mystery")
-    assert reader.normalize_model("generate(chat_claude()) (claude-x)") == "anthropic/claude-x"
+    assert normalize_model("generate(chat_claude()) (claude-x)") == "anthropic/claude-x"
 
 
 def test_no_grade_marker_reads_as_unscored(tmp_path):

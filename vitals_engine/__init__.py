@@ -46,7 +46,8 @@ from .chats.constructors import (
 )
 from .config import log_dir, log_dir_set
 from .engine.calls import batch_scorer, batch_solver
-from .log.reader import LoggedEval, read_log
+from .log.logged_eval import LoggedEval
+from .log.reader import read_log
 from .metrics import accuracy
 from .pacing.limits import Limits
 from .pacing.retry import Retry

@@ -19,19 +19,13 @@ import polars as pl
 
 from ._errors import ConfigError, LogFormatError
 from .log import schema as s
+from .log.decoding import NotALogError, decode_json
+from .log.eval_reader import eval_summaries
+from .log.formats import LOG_SUFFIXES
 from .log.journal_format import JOURNAL_SUFFIX, read_journal
-from .log.reader import (
-    LOG_SUFFIXES,
-    LoggedEval,
-    NotALogError,
-    decode_json,
-    eval_summaries,
-    first_score,
-    normalize_model,
-    read_log,
-    sample_result,
-    score_value,
-)
+from .log.logged_eval import LoggedEval
+from .log.logged_sample import first_score, normalize_model, sample_result, score_value
+from .log.reader import read_log
 from .metrics import score_series
 from .task.task import Task
 

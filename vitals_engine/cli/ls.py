@@ -9,7 +9,9 @@ from pathlib import Path
 
 from .._errors import LogFormatError
 from ..log import schema as log_schema
-from ..log.reader import LOG_SUFFIXES, NotALogError, read_log
+from ..log.decoding import NotALogError
+from ..log.formats import LOG_SUFFIXES
+from ..log.reader import read_log
 from .shared import EXIT_OK, UsageError, default_dir
 
 __all__ = ["run_ls"]

@@ -22,7 +22,8 @@ from .._errors import ConfigError, LogFormatError
 from ..chats.chat import Chat
 from ..log import schema as s
 from ..log.journal_format import JOURNAL_SUFFIX, JournalStart, read_journal
-from ..log.reader import normalize_model, read_log, sample_record
+from ..log.logged_sample import normalize_model, sample_record
+from ..log.reader import read_log
 from ..samples import SampleRecord
 from ..vocab.usage import UsageLedger
 

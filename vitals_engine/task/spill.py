@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..chats.chat import Chat
-from ..log.reader import normalize_model, read_log, sample_record
+from ..log.logged_sample import normalize_model, sample_record
+from ..log.reader import read_log
 from ..samples import SampleRecord
 from ..vocab.usage import UsageLedger
 

@@ -21,8 +21,9 @@ from typing import Any
 
 from .._errors import LogFormatError
 from ..log import schema as s
+from ..log.decoding import NotALogError
 from ..log.journal_format import JOURNAL_SUFFIX
-from ..log.reader import NotALogError, read_log
+from ..log.reader import read_log
 from .contents import Contents, JournalTail, count_samples, counter, file_stamp, load_contents
 from .paths import LogFile, log_files
 from .rows import log_entry

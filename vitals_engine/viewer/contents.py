@@ -30,8 +30,9 @@ import msgspec
 
 from .._errors import LogFormatError
 from ..log import schema as s
+from ..log.decoding import decode_json
+from ..log.eval_reader import ZipIndex
 from ..log.journal_format import JOURNAL_VERSION, bulk_objects
-from ..log.reader import ZipIndex, decode_json
 from .paths import sample_key
 from .rows import LiteSample, add_usage, lite_decoder, summary_row
 

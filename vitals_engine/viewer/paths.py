@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..log.formats import LOG_SUFFIXES
 from ..log.journal_format import JOURNAL_SUFFIX
-from ..log.reader import LOG_SUFFIXES
 
 __all__ = [
     "MANIFESTS",

@@ -15,7 +15,8 @@ from typing import Any
 import msgspec
 
 from ..log import schema as s
-from ..log.reader import LoggedEval, normalize_model
+from ..log.logged_eval import LoggedEval
+from ..log.logged_sample import normalize_model
 
 __all__ = [
     "LiteSample",

@@ -1,0 +1,51 @@
+"""Which reader reads which log: the dispatch on the suffix (`.json`, `.eval`, `.journal`).
+
+Invariant: whatever goes wrong with the file (missing, a directory, an
+unknown suffix, an OS error, a damaged log) raises `LogFormatError` naming it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .._errors import LogFormatError
+from . import schema as s
+from .eval_reader import eval_log
+from .journal_format import JournalDamage, read_journal, read_journal_header
+from .json_reader import json_header, json_log
+
+__all__ = ["LOG_SUFFIXES", "read_parts"]
+
+LOG_SUFFIXES = (".json", ".eval", ".journal")
+
+
+def read_parts(
+    path: str | Path, header_only: bool
+) -> tuple[s.EvalLog, list[s.EvalSample], JournalDamage | None]:
+    """A log's header, its samples ([] when `header_only`) and where a journal broke."""
+    path = Path(path)
+    if not path.exists():
+        raise LogFormatError(f"{path}: the log does not exist.")
+    if path.is_dir():
+        raise LogFormatError(f"{path} is a directory, not a log; read_logs() reads directories.")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".journal":
+            if header_only:
+                return read_journal_header(path), [], None
+            header, samples, damage = read_journal(path)
+            return header, samples, damage
+        if suffix == ".eval":
+            header, samples = eval_log(path, header_only)
+        elif suffix == ".json":
+            if header_only:
+                header, samples = json_header(path), []
+            else:
+                header, samples = json_log(path)
+        else:
+            raise LogFormatError(
+                f"{path}: not a log file: expected a .json, .eval or .journal file."
+            )
+    except OSError as exc:
+        raise LogFormatError(f"{path}: cannot read the log: {exc}.") from None
+    return header, samples, None
