@@ -190,17 +190,17 @@ def test_sync_chat_inside_a_running_event_loop():
 
 async def test_records_are_made_lazily(tmp_path, monkeypatch):
     """The source makes sample records as workers ask for them, not all 1,000 up front."""
-    import vitals_engine.task.task as task_module
+    import vitals_engine.task.running as running
 
     made = 0
 
-    class CountingRecord(task_module.SampleRecord):
+    class CountingRecord(running.SampleRecord):
         def __init__(self, *args, **kwargs):
             nonlocal made
             made += 1
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(task_module, "SampleRecord", CountingRecord)
+    monkeypatch.setattr(running, "SampleRecord", CountingRecord)
     made_at_first_solve = []
 
     async def solver(input):

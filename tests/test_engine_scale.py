@@ -75,7 +75,7 @@ async def test_retries_are_recorded_on_the_sample(server, tmp_path):
         sums(1), solver=ve.generate(openai(server)), scorer=ve.detect_includes(), dir=tmp_path
     )
     await task.eval_async(retry=ve.Retry(max_attempts=3, backoff=0.01))
-    (record,) = task._records
+    (record,) = task._state.records
     assert record.retries == 2
     (call,) = record.calls
     assert [note.reason.split(":")[0] for note in call.retries] == ["HTTP 503", "HTTP 503"]
@@ -126,7 +126,7 @@ async def test_a_hanging_request_times_out_and_is_retried(server, tmp_path):
     )
     await task.eval_async(retry=ve.Retry(timeout=0.3, backoff=0.01))
     assert task.metrics == {"accuracy": 1.0}
-    (record,) = task._records
+    (record,) = task._state.records
     assert "ProviderTimeout" in record.calls[0].retries[0].reason
 
 

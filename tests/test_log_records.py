@@ -32,7 +32,7 @@ async def test_retries_are_logged_with_their_reasons(server, tmp_path):
     task = openai_task(server, tmp_path, 1)
     await task.eval_async(retry=ve.Retry(backoff=0.01))
 
-    (record,) = task._records
+    (record,) = task._state.records
     notes = record.retry_notes
     assert [n.attempt for n in notes] == [1, 2]
     assert "429" in notes[0].reason

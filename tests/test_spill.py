@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import vitals_engine as ve
-import vitals_engine.task.task as task_module
+import vitals_engine.task.running as running
 
 pytestmark = pytest.mark.anyio
 
@@ -16,7 +16,7 @@ def sums(n):
 
 @pytest.fixture
 def spill_after_three(monkeypatch):
-    monkeypatch.setattr(task_module, "SPILL_AFTER", 3)
+    monkeypatch.setattr(running, "SPILL_AFTER", 3)
 
 
 @pytest.mark.usefixtures("spill_after_three")
@@ -26,7 +26,7 @@ async def test_samples_past_the_threshold_drop_their_chats(tmp_path):
         sums(8), solver=ve.generate(ve.chat_mock()), scorer=ve.model_graded_qa(), dir=tmp_path
     )
     await task.eval_async(max_concurrency=1)
-    records = task._records
+    records = task._state.records
     assert sum(r.spilled for r in records) == 5
     assert all(r.result is not None and r.score is not None for r in records)
     assert all(r.solver_chat is None for r in records if r.spilled)

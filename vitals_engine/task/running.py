@@ -1,0 +1,239 @@
+"""One run of a task: solving and/or scoring its samples through the engine, logged
+as they finish, with the task's state updated when the run ends, however it ends.
+
+A run reads the task's `TaskSetup` and writes its `RunState`. Each finished sample
+goes to the run's journal before the caller's sink sees it; past `SPILL_AFTER`
+logged samples, its chats are dropped from memory. A run that stops on an error,
+a cancellation or a KeyboardInterrupt still records its state, logs every sample
+that had started, and writes the log when any record exists, then re-raises.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from .._errors import ConfigError, EvalFailedError, VitalsError
+from ..dataset import expand_epochs
+from ..engine.run import Run
+from ..frames import records_frame
+from ..log import schema as log_schema
+from ..log.compose import compose_header, compose_sample
+from ..log.writer import log_file_name, new_id
+from ..metrics import compute_metrics, score_series
+from ..progress import ProgressBar
+from ..samples import SampleRecord
+from ..transport.pool import transport_scope
+from .logfile import eval_error, finalize_log, open_writer, rehydrate_records, run_header
+from .options import RunOptions, allowed_failures
+from .resume import Resumed, find_resumable, load_resume
+from .spill import SPILL_AFTER, spill
+from .state import RunState, TaskSetup
+from .streaming import Sink, first_error
+
+__all__ = ["raise_if_failed", "resumable", "run_task"]
+
+
+async def run_task(
+    setup: TaskSetup,
+    state: RunState,
+    options: RunOptions,
+    *,
+    solve: bool,
+    score: bool,
+    solver_kwargs: dict[str, Any] | None = None,
+    scorer_kwargs: dict[str, Any] | None = None,
+    sink: Sink | None = None,
+    resume: Resumed | None = None,
+) -> None:
+    """Solve and/or score the task's samples; see the module docstring."""
+    epochs = options.epochs or (resume.epochs if resume else None) or setup.epochs or 1
+    if solve:
+        state.reset_solutions()
+        state.run_id = new_id()
+        if resume is not None:
+            state.eval_id, state.created = resume.eval_id, resume.created
+            state.log_name = resume.log_name
+        else:
+            state.eval_id, state.created = new_id(), time.time()
+            ext = "eval" if options.log_format == "eval" else "json"
+            state.log_name = log_file_name(state.created, setup.name, state.eval_id, ext)
+        state.epochs = epochs
+        records: list[SampleRecord] = []
+        done = resume.finished if resume is not None else {}
+        source: Any = _collecting(expand_epochs(setup.rows, epochs), records, done)
+        total = len(setup.rows) * epochs - len(done)
+    else:
+        state.reset_scores()
+        records = list(state.records or [])
+        rehydrate_records(setup, state, records)
+        source = records
+        total = len(records)
+    state.concurrency = options.max_concurrency
+    bar = ProgressBar(setup.name) if options.progress else None
+    run = Run(
+        solver=setup.solver_spec if solve else None,
+        scorer=setup.scorer_spec if score else None,
+        solver_kwargs=solver_kwargs,
+        scorer_kwargs=scorer_kwargs,
+        concurrency=options.max_concurrency,
+        samples_frame=lambda recs: records_frame(recs, None, scored=False),
+        limits=options.limits,
+        retry=options.retry,
+        total=total,
+        on_progress=bar.update if bar is not None else None,
+    )
+    state.status = "started"
+    state.error = None
+    writer = open_writer(setup, state, fresh=solve and resume is None)
+    if resume is not None:
+        state.solve_ledger.merge(resume.ledger, role="solver")
+        state.score_ledger.merge(resume.ledger, role="scorer")
+    scorer = setup.scorer_label
+
+    logged_keys: set[tuple[Any, int]] = set()
+
+    async def logged(record: SampleRecord) -> None:
+        writer.add(compose_sample(record, scorer))
+        logged_keys.add(record.key)
+        if sink is not None:
+            await sink(record)
+        if len(logged_keys) > SPILL_AFTER:
+            spill(record)
+
+    try:
+        async with (
+            transport_scope(pool_size=options.max_concurrency),
+            anyio.create_task_group() as tg,
+        ):
+            await tg.start(writer.run)
+            try:
+                if resume is not None and resume.source != writer.journal:
+                    for logged_sample in resume.logged.values():  # events and times kept
+                        writer.add(logged_sample)
+                await run.execute(source, logged)
+            finally:
+                writer.stop()
+    except BaseException as exc:
+        error = first_error(exc)
+        _finish_run(setup, state, run, options, solve, score, records, failed=error)
+        for record in records:  # solved when the run stopped, but not through the pipeline
+            started = record.result is not None or record.error is not None
+            if started and record.key not in logged_keys:
+                writer.add(compose_sample(record, scorer))
+        await writer.close()
+        if records:
+            finalize_log(setup, state, writer)
+        if error is not exc:
+            raise error from None
+        raise
+    finally:
+        if bar is not None:
+            bar.update(run.progress(), force=True)
+            bar.close()
+    _finish_run(setup, state, run, options, solve, score, records, failed=None)
+    await writer.close(compose_header(run_header(setup, state, records)))
+
+
+def resumable(setup: TaskSetup, resume: bool | str | Path | None) -> Resumed | None:
+    """What `eval(resume=...)` continues from, or None for a fresh run."""
+    if resume is None or resume is False:
+        return None
+    if resume is True:
+        found = find_resumable(setup.dir, setup.name)
+        if found is None:
+            raise ConfigError(
+                f"Nothing to resume: no journal of task '{setup.name}' in '{setup.dir}'. "
+                "Pass the path of a journal or unfinished log, or run without resume."
+            )
+        path = found
+    else:
+        path = Path(resume)
+    return load_resume(path, setup.name, setup.live_chats())
+
+
+def _finish_run(
+    setup: TaskSetup,
+    state: RunState,
+    run: Run,
+    options: RunOptions,
+    solve: bool,
+    score: bool,
+    records: list[SampleRecord],
+    failed: BaseException | None,
+) -> None:
+    state.solve_ledger.merge(run.ledger, role="solver")
+    state.score_ledger.merge(run.ledger, role="scorer")
+    state.limit_history = [
+        log_schema.ConnectionLimitChange(when, f"{provider.lower()}/{model}", old, new, why)
+        for (provider, _, model), limiter in run.limits.items()
+        for when, old, new, why in limiter.history
+    ]
+    if solve:
+        state.records = records
+        state.started_at = run.started_at
+    state.completed_at = time.time()
+    if score and failed is None:
+        state.scored = True
+    if failed is not None:
+        if score:
+            state.partial_metrics = _metrics_so_far(setup, records)
+        cancelled = isinstance(failed, anyio.get_cancelled_exc_class() | KeyboardInterrupt)
+        state.status = "cancelled" if cancelled else "error"
+        state.error = eval_error(failed)
+    else:
+        failures = sum(1 for r in records if r.error is not None)
+        allowed = allowed_failures(options.fail_on_error, len(records))
+        state.status = "error" if failures > allowed else "success"
+
+
+def _metrics_so_far(setup: TaskSetup, records: list[SampleRecord]) -> dict[str, float] | None:
+    """Metrics over the samples scored before the run stopped, for its log."""
+    values = [r.score.value for r in records if r.score is not None and r.error is None]
+    if not values:
+        return None
+    try:
+        return compute_metrics(score_series(values), setup.metric_fns)
+    except VitalsError:  # a metric that cannot cope with a partial run: leave it out
+        return None
+
+
+def raise_if_failed(state: RunState, options: RunOptions) -> None:
+    """Raise `EvalFailedError` when more samples failed than `fail_on_error` allows."""
+    records = state.records or []
+    failed = [r for r in records if r.error is not None]
+    allowed = allowed_failures(options.fail_on_error, len(records))
+    if len(failed) <= allowed:
+        return
+    reasons = collections.Counter(str(r.error) for r in failed)
+    common = "; ".join(f"{why} ({n}x)" for why, n in reasons.most_common(3))
+    allowance = "none" if allowed == 0 else f"at most {allowed:g}"
+    raise EvalFailedError(
+        f"{len(failed)} of {len(records)} samples failed (fail_on_error allows {allowance}). "
+        f"Most common: {common}. The log with every finished sample: {state.log_path}",
+        failed=len(failed),
+        total=len(records),
+        log_path=str(state.log_path) if state.log_path else None,
+    )
+
+
+def _collecting(
+    source: Iterator[Any],
+    into: list[SampleRecord],
+    done: dict[tuple[Any, int], SampleRecord] | None = None,
+) -> Iterator[SampleRecord]:
+    """Records made lazily from samples, remembered in run order as they are made.
+    Samples in `done` (finished in a run being resumed) are remembered, not run."""
+    for sample in source:
+        finished = done.get((sample.id, sample.epoch)) if done else None
+        if finished is not None:
+            into.append(finished)
+            continue
+        record = SampleRecord(sample)
+        into.append(record)
+        yield record

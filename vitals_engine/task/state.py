@@ -1,0 +1,109 @@
+"""What a `Task` holds: its setup, which its runs read, and the state its last run left.
+
+`TaskSetup` is what the user configured: the dataset, the solver and scorer, the
+metrics, the name and the log directory. Runs never change it; the setters do.
+
+`RunState` is what the last run left and what its log is made from. Invariants:
+`records` is None until a run solves, and a solving run replaces them (in run
+order); a scoring run keeps them and clears their scores first. `scored` turns
+True only when a scoring run ends without failing. Each run starts with `status`
+"started" and ends "success", "error" or "cancelled"; `partial_metrics` are the
+metrics of a run that did not succeed, for its log. The ledgers hold the usage of
+every run since the last reset, by role. `writer` is the journal of the current
+run: one per solving run, reopened under the same name by a scoring run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..chats.chat import Chat
+from ..dataset import DatasetRow
+from ..engine.calls import FunctionSpec
+from ..log import schema as log_schema
+from ..log.writer import LogWriter
+from ..metrics import Metric
+from ..samples import SampleRecord
+from ..vocab.usage import UsageLedger
+from .options import DEFAULT_CONCURRENCY
+
+__all__ = ["RunState", "TaskSetup"]
+
+
+@dataclass(slots=True)
+class TaskSetup:
+    """What the task evaluates and where it logs, as configured."""
+
+    name: str
+    dir: Path
+    rows: list[DatasetRow]
+    solver: Callable[..., Any]
+    solver_spec: FunctionSpec
+    scorer: Callable[..., Any] | None
+    scorer_spec: FunctionSpec | None
+    metric_fns: dict[str, Metric] | None
+    epochs: int | None
+    positions: dict[Any, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.positions = {row.id: i for i, row in enumerate(self.rows)}
+
+    @property
+    def scorer_label(self) -> str | None:
+        return self.scorer_spec.label if self.scorer_spec else None
+
+    def live_chats(self) -> list[Chat]:
+        candidates = (
+            getattr(self.solver, "solver_chat", None),
+            getattr(self.scorer, "scorer_chat", None),
+        )
+        return [c for c in candidates if isinstance(c, Chat)]
+
+    def order(self, key: tuple[Any, int]) -> tuple[int, int]:
+        return (self.positions.get(key[0], len(self.positions)), key[1])
+
+
+@dataclass(slots=True)
+class RunState:
+    """The results of the task's last run and what its log needs. See the module docstring."""
+
+    records: list[SampleRecord] | None = None
+    scored: bool = False
+    metrics: dict[str, float] | None = None
+    #: Metrics over the samples scored before a run was cancelled or failed (the log's).
+    partial_metrics: dict[str, float] | None = None
+    solve_ledger: UsageLedger = field(default_factory=UsageLedger)
+    score_ledger: UsageLedger = field(default_factory=UsageLedger)
+    run_id: str | None = None
+    eval_id: str | None = None
+    created: float | None = None
+    started_at: float | None = None
+    completed_at: float | None = None
+    status: log_schema.Status = "started"
+    error: log_schema.EvalError | None = None
+    epochs: int = 1
+    limit_history: list[log_schema.ConnectionLimitChange] = field(default_factory=list)
+    writer: LogWriter | None = None
+    log_name: str | None = None
+    log_path: Path | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+
+    def reset_solutions(self) -> None:
+        self.records = None
+        self.solve_ledger = UsageLedger()
+        self.reset_scores()
+
+    def reset_scores(self) -> None:
+        self.scored = False
+        self.metrics = None
+        self.partial_metrics = None
+        self.score_ledger = UsageLedger()
+        for record in self.records or []:
+            record.score = None
+            record.score_started = record.score_completed = None
+            record.usage.drop_role("scorer")
+            if record.error is not None and record.error.stage == "score":
+                record.error = None
