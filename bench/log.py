@@ -46,7 +46,7 @@ def run_eval(n: int, directory: Path) -> ve.Task:
 def write_cost(task: ve.Task, directory: Path) -> tuple[float, float]:
     """CPU ms per sample to compose + encode each sample, append the journal, compose the log,
     under the garbage-collector settings a run has (`relaxed_gc`)."""
-    records = task._records or []
+    records = task._state.records or []
     header = ve.read_log(task.log_path, header_only=True).header
     writer = LogWriter(directory / "bench.json", header)
     gc.collect()

@@ -107,7 +107,7 @@ def child_engine(port: int, n: int, c: int) -> dict[str, Any]:
         )
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        records = task._records or []
+        records = task._state.records or []
         size = task.log_path.stat().st_size if task.log_path else 0
     return {
         "wall": wall,
@@ -116,7 +116,7 @@ def child_engine(port: int, n: int, c: int) -> dict[str, Any]:
         "finished": sum(1 for r in records if r.score is not None and r.error is None),
         "failed": sum(1 for r in records if r.error is not None),
         "accuracy": (task.metrics or {}).get("accuracy"),
-        "retries": sum(r.retries for r in task._records or []),
+        "retries": sum(r.retries for r in task._state.records or []),
         "log_mb": size / 1e6,
     }
 
