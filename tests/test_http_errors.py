@@ -290,3 +290,24 @@ async def test_extra_headers_are_sent():
     assert seen[0]["x-team"] == "evals"
     assert seen[0]["authorization"] == "Bearer sk-test"
     assert seen[0]["content-type"] == "application/json"
+
+
+@pytest.mark.parametrize("status", [503, 529])
+async def test_unavailable_carries_the_retry_after_it_was_given(status):
+    """A 503 or 529 with Retry-After carries that wait, and its message says it."""
+    chat = chat_with(
+        answer_with(status, json={"error": {"message": "overloaded"}}, headers={"retry-after": "7"})
+    )
+    with pytest.raises(ve.ProviderUnavailable, match=r"overloaded \(retry after 7s\)") as info:
+        await chat.chat_async("hi")
+    assert info.value.retry_after == 7.0
+
+
+async def test_unavailable_ignores_the_rate_limit_reset_headers():
+    """The rate-limit reset headers some providers send on every answer say when a rate
+    window resets, not when an overloaded server recovers: a 503 does not wait for them."""
+    headers = {"x-ratelimit-reset-requests": "6m0s", "anthropic-ratelimit-tokens-reset": "x"}
+    chat = chat_with(answer_with(503, json={"error": {"message": "busy"}}, headers=headers))
+    with pytest.raises(ve.ProviderUnavailable) as info:
+        await chat.chat_async("hi")
+    assert info.value.retry_after is None

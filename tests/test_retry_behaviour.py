@@ -242,3 +242,23 @@ async def test_a_run_cancelled_while_calls_wait_to_retry_logs_what_finished(serv
     full = assert_inspect_reads(task.log_path)
     assert full.status == "cancelled"
     assert sorted(s.id for s in full.samples if s.scores) == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("kind", "header"),
+    [
+        ("503", "retry-after"),
+        ("529", "retry-after"),
+        ("500", "retry-after"),
+        ("503", "retry-after-ms"),
+    ],
+)
+async def test_any_retryable_answer_with_retry_after_is_retried_no_sooner(server, kind, header):
+    """A 503, a 529 (overloaded) or a 500 that says Retry-After (or retry-after-ms) is retried
+    no sooner than that, as a 429 is, however short the backoff."""
+    server.fail(kind, retry_after=0.3, header=header)
+    chat = openai(server, retry=ve.Retry(backoff=0.001, max_backoff=0.001))
+    assert await chat.chat_async("What's 1+1?") == "1 + 1 = 2"
+    failed, retried = server.log
+    assert failed.outcome == kind
+    assert retried.at >= failed.answered + 0.3

@@ -11,7 +11,7 @@ VitalsError
  ├── ProviderError          a model provider failed a request
  │    ├── RateLimitError        429: carries `retry_after` seconds
  │    ├── AuthenticationError   401/403: missing or wrong API key
- │    ├── ProviderUnavailable   5xx, 529, 408, 409, dropped connections
+ │    ├── ProviderUnavailable   5xx, 529, 408, 409, dropped connections (may carry `retry_after`)
  │    ├── ProviderTimeout       connect or read timeout
  │    └── MalformedResponse     a body that is not the JSON the provider promised
  ├── ExtractionError        a structured reply that does not validate against its type
@@ -79,7 +79,9 @@ class ProviderError(VitalsError):
     """A model provider failed a request.
 
     Attributes name the provider, the model, the HTTP status (when there was
-    a response), the provider's request id, and whether a retry may succeed.
+    a response), the provider's request id, whether a retry may succeed, and
+    `retry_after`: the seconds the provider asked to wait before one (RFC 9110
+    gives Retry-After to 429 and 503; providers send it on 529 too).
     """
 
     retryable: bool = False
@@ -93,6 +95,7 @@ class ProviderError(VitalsError):
         status: int | None = None,
         request_id: str | None = None,
         body: Any = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -101,6 +104,7 @@ class ProviderError(VitalsError):
         self.status = status
         self.request_id = request_id
         self.body = body
+        self.retry_after = retry_after
 
     def __str__(self) -> str:
         where = "/".join(p for p in (self.provider, self.model) if p)
@@ -116,10 +120,6 @@ class RateLimitError(ProviderError):
     """The provider answered 429; `retry_after` is the wait it asked for, in seconds."""
 
     retryable = True
-
-    def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.retry_after = retry_after
 
 
 class AuthenticationError(ProviderError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .._errors import ConfigError, ProviderError, RateLimitError
+from .._errors import ConfigError, ProviderError
 
 __all__ = ["Retry", "backoff_delay", "is_retryable"]
 
@@ -60,12 +60,13 @@ def backoff_delay(
 ) -> float:
     """Seconds to wait before attempt `attempt + 1`.
 
-    A Retry-After is honoured (plus up to 10% jitter so waiters do not all
-    return at once); otherwise `backoff * 2**(attempt-1)`, capped, with
-    "equal jitter" (between half and all of it).
+    A Retry-After, on any retryable answer (429, 503, 529 ...), is honoured
+    (plus up to 10% jitter so waiters do not all return at once); otherwise
+    `backoff * 2**(attempt-1)`, capped, with "equal jitter" (between half and
+    all of it).
     """
     draw = (rng or _RANDOM).random
-    retry_after = error.retry_after if isinstance(error, RateLimitError) else None
+    retry_after = error.retry_after if isinstance(error, ProviderError) else None
     if retry_after is not None:
         return retry_after * (1 + 0.1 * draw())
     base = min(policy.max_backoff, policy.backoff * 2 ** (attempt - 1))

@@ -74,10 +74,10 @@ def _seconds_until(stamp: str) -> float | None:
     return max(0.0, when - time.time())
 
 
-def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """The wait a provider asks for, from `retry-after-ms`, `retry-after`, or the
-    rate-limit reset headers of OpenAI (`x-ratelimit-reset-*`) and Anthropic
-    (`anthropic-ratelimit-*-reset`). None when no header says."""
+def retry_after_seconds(headers: Mapping[str, str], *, resets: bool = True) -> float | None:
+    """The wait a provider asks for, from `retry-after-ms`, `retry-after`, or (with
+    `resets`, for a 429) the rate-limit reset headers of OpenAI (`x-ratelimit-reset-*`)
+    and Anthropic (`anthropic-ratelimit-*-reset`). None when no header says."""
     headers = {k.lower(): v for k, v in headers.items()}
     if "retry-after-ms" in headers:
         millis = _parse_duration(headers["retry-after-ms"])
@@ -90,6 +90,8 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
             seconds = _seconds_until(value)
         if seconds is not None:
             return seconds
+    if not resets:
+        return None
     waits = []
     for name, value in headers.items():
         if name.startswith("x-ratelimit-reset"):
@@ -272,9 +274,15 @@ class HttpProvider(Provider):
             "request_id": self._request_id(response.headers),
             "body": self._excerpt(response),
         }
+        # Reset headers (sent on every answer by some) say when a rate window resets: a
+        # 429's business only. Retry-After itself counts on any answer worth retrying.
+        wait = (
+            retry_after_seconds(response.headers, resets=cls is RateLimitError)
+            if cls.retryable
+            else None
+        )
+        hint = f" (retry after {wait:g}s)" if wait is not None else ""
         if cls is RateLimitError:
-            wait = retry_after_seconds(response.headers)
-            hint = f" (retry after {wait:g}s)" if wait is not None else ""
             return RateLimitError(f"rate limited: {said}{hint}", retry_after=wait, **kw)
         if cls is AuthenticationError:
             where = f" Check {self.key_variables} or api_key=." if self.env_key else ""
@@ -283,7 +291,7 @@ class HttpProvider(Provider):
             return ProviderError(
                 f"not found: {said}. Check the model name '{self.model}' and base_url.", **kw
             )
-        return cls(said, **kw)
+        return cls(said + hint, retry_after=wait, **kw)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} model={self.model!r} base_url={self.base_url!r}>"

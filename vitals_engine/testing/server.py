@@ -55,7 +55,7 @@ class Failure:
     kind: str
     times: int | None = 1  # None: every time
     model: str | None = None
-    retry_after: float | None = 1.0
+    retry_after: float | None = None
     header: str = "retry-after"  # or "retry-after-ms", or "reset" (provider reset headers)
 
 
@@ -71,6 +71,11 @@ class RecordedRequest:
     body: Any
     outcome: str = "ok"
     answered: float = 0.0  # when the answer (or failure) was sent
+
+
+def _wait(kind: str, retry_after: float | None) -> float | None:
+    """The Retry-After a failure announces: as asked, else 1 s for a 429 and none otherwise."""
+    return 1.0 if retry_after is None and kind == "429" else retry_after
 
 
 def _formats() -> list[WireFormat]:
@@ -176,24 +181,31 @@ class MockServer:
         *,
         times: int | None = 1,
         model: str | None = None,
-        retry_after: float | None = 1.0,
+        retry_after: float | None = None,
         header: str = "retry-after",
     ) -> None:
-        """Fail the next `times` requests (for `model`, or any) with `kind`."""
+        """Fail the next `times` requests (for `model`, or any) with `kind`.
+
+        `retry_after` seconds go into the answer's `header` ("retry-after",
+        "retry-after-ms", or "reset" for the provider's rate-limit reset headers);
+        a 429 says 1 s unless told otherwise, other kinds say nothing unless told.
+        """
         if kind not in KINDS:
             raise ValueError(f"unknown failure kind {kind!r}; one of {sorted(KINDS)}")
         if times is not None and times <= 0:
             return
         with self._lock:
-            self._state.plans.append(Failure(kind, times, model, retry_after, header))
+            self._state.plans.append(Failure(kind, times, model, _wait(kind, retry_after), header))
 
     def failure_rate(
-        self, rate: float, kind: str = "429", *, retry_after: float | None = 1.0
+        self, rate: float, kind: str = "429", *, retry_after: float | None = None
     ) -> None:
-        """Fail a random share `rate` of requests with `kind` (0 turns it off)."""
+        """Fail a random share `rate` of requests with `kind` (0 turns it off); `retry_after`
+        as in `fail()`."""
         if kind not in KINDS:
             raise ValueError(f"unknown failure kind {kind!r}")
-        self._state.rate = (rate, Failure(kind, None, None, retry_after)) if rate else None
+        failure = Failure(kind, None, None, _wait(kind, retry_after))
+        self._state.rate = (rate, failure) if rate else None
 
     def rpm(self, limit: int | None) -> None:
         """Answer 429 + Retry-After beyond `limit` requests in any 60 s window."""
@@ -418,7 +430,7 @@ class MockServer:
             400: "Invalid request",
             529: "Overloaded",
         }.get(status, "The server had an error while processing your request")
-        if status == 429 and failure.retry_after is not None:
+        if failure.retry_after is not None:
             wait = failure.retry_after
             if failure.header == "retry-after-ms":
                 headers["retry-after-ms"] = str(int(wait * 1000))
