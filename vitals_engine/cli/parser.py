@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.metadata
 import math
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from .._errors import ConfigError, DatasetError
+from .._version import version
 from .bundle import run_bundle
 from .eval import run_eval
 from .ls import run_ls
@@ -154,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=MAIN_EPILOG,
         formatter_class=formatter,
     )
-    parser.add_argument("--version", action="version", version=f"vitals-engine {_version()}")
+    parser.add_argument("--version", action="version", version=f"vitals-engine {version()}")
     parser.add_argument(
         "--debug", action="store_true", default=False, help="print the full traceback of an error"
     )
@@ -290,10 +290,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         report(exc, debug, prefix=f"vitals {args.command}: error: {type(exc).__name__}: ")
         return EXIT_FAILED
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("vitals-engine")
-    except importlib.metadata.PackageNotFoundError:
-        return "0"

@@ -3,8 +3,9 @@
 The engine opens a `call_scope()` around each sample's solve and score stage;
 `call_model` (in `chats/calls.py`) finds it through a context variable. The
 scope names the role (solver or scorer), the ledgers to charge (the run's
-and the sample's), the run's endpoint limits and retry policy, and the list
-where the sample's model calls are recorded for its log.
+and the sample's), the run's endpoint limits and retry policy, the list
+where the sample's model calls are recorded for its log, and where the text
+of a streamed reply goes as it arrives (`text_sink()`, for the live viewer).
 """
 
 from __future__ import annotations
@@ -24,7 +25,11 @@ from .seats import Seat
 if TYPE_CHECKING:
     from ..vocab.usage import UsageLedger
 
-__all__ = ["CallScope", "call_scope", "current_scope"]
+__all__ = ["CallScope", "TextSink", "call_scope", "current_scope", "text_sink"]
+
+#: Takes the text of a streamed reply as it arrives: (the attempt it belongs to, new text).
+#: Each attempt of a call has its own key (any object), so a retried stream starts afresh.
+TextSink = Callable[[object, str], None]
 
 
 @dataclass(slots=True)
@@ -39,6 +44,7 @@ class CallScope:
     clock: Clock | None = None
     on_retry: Callable[[RetryNote], None] | None = None
     seat: Seat | None = None
+    on_text: TextSink | None = None
 
     _token: Token[CallScope | None] | None = None
 
@@ -63,6 +69,20 @@ _scope: ContextVar[CallScope | None] = ContextVar("vitals_call_scope", default=N
 def current_scope() -> CallScope | None:
     """The call scope of the running sample stage, if any."""
     return _scope.get()
+
+
+def text_sink() -> TextSink | None:
+    """Where the running sample stage wants streamed text, if anywhere.
+
+    Example:
+        >>> sink = text_sink()
+        >>> attempt = object()
+        >>> if sink is not None:
+        ...     sink(attempt, "Hel")
+        ...     sink(attempt, "lo")
+    """
+    scope = _scope.get()
+    return scope.on_text if scope is not None else None
 
 
 @contextmanager

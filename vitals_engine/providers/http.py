@@ -5,12 +5,18 @@ A wire format subclasses `HttpProvider` and implements four methods:
 (API keys, sending through the run's transport, timing, mapping HTTP
 failures to our error tree, reading rate-limit waits from headers) is here.
 
-Secrets: the API key lives only in the headers of the request being sent.
-It is never part of `repr()`, of an error message, or of anything logged.
+Every request says who sends it (`User-Agent: vitals-engine/<version>`,
+unless the user's own headers say otherwise). Credentials in a base URL
+(`https://user:pass@host/v1`) become Basic auth and leave the URL.
+
+Secrets: the API key and URL passwords live only in the headers of the
+request being sent. They are never part of `repr()`, of an error message,
+or of anything logged.
 """
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import math
 import os
@@ -20,6 +26,7 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, ClassVar
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 import msgspec
 
@@ -31,6 +38,7 @@ from .._errors import (
     ProviderUnavailable,
     RateLimitError,
 )
+from .._version import version
 from ..transport.base import HttpResponse, Timeouts
 from ..transport.pool import TransportPool, current_pool, transport_scope
 from ..vocab.calls import ChatRequest
@@ -40,6 +48,12 @@ from .base import Provider
 __all__ = ["HttpProvider", "retry_after_seconds"]
 
 _encoder = msgspec.json.Encoder()
+
+
+def _user_agent() -> str:
+    return f"vitals-engine/{version()}"
+
+
 _EXCERPT = 500
 _DURATION = re.compile(
     r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+)ms)?$"
@@ -60,6 +74,40 @@ def _parse_duration(text: str) -> float | None:
         return None
     hours, minutes, seconds, millis = (float(g) if g else 0.0 for g in match.groups())
     return hours * 3600 + minutes * 60 + seconds + millis / 1000
+
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def _checked_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The user's extra headers, lower-cased, or a ConfigError naming one that cannot be
+    sent (its value is never shown: it may be a secret)."""
+    checked: dict[str, str] = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+            raise ConfigError(
+                f"The header name {name!r} cannot be sent: a header name is one word of "
+                "letters, digits and !#$%&'*+-.^_`|~ (no spaces, no colon)."
+            )
+        if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+            raise ConfigError(
+                f"The value of header {name!r} cannot be sent: it must be a string without "
+                "line breaks or NUL characters."
+            )
+        checked[name.lower()] = value
+    return checked
+
+
+def _split_credentials(url: str) -> tuple[str, str | None, str | None]:
+    """(the URL without user info, a Basic authorization value, the user name)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None, None
+    user = unquote(parts.username or "")
+    password = unquote(parts.password or "")
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    bare = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    return bare, f"Basic {token}", user
 
 
 def _seconds_until(stamp: str) -> float | None:
@@ -126,7 +174,8 @@ class HttpProvider(Provider):
     ) -> None:
         if not model:
             raise ConfigError(f"{self.name} needs a model name: pass model=...")
-        super().__init__(model, (base_url or self.default_base_url).rstrip("/"), params)
+        url, basic_auth, user = _split_credentials((base_url or self.default_base_url).rstrip("/"))
+        super().__init__(model, url, params)
         names = [self.env_key, *self.fallback_env_keys] if self.env_key else []
         key = api_key
         if key is None:
@@ -141,7 +190,17 @@ class HttpProvider(Provider):
         self._api_key = key or ""
         self.client = client
         self.timeouts = timeouts or Timeouts()
-        self.extra_headers = dict(headers or {})
+        self.extra_headers = _checked_headers(headers or {})
+        self._basic_auth = basic_auth
+        if basic_auth is not None and "authorization" in {
+            name.lower() for name in self.headers(self._api_key)
+        }:
+            raise ConfigError(
+                f"base_url holds credentials (user '{user}') for Basic auth, but {self.name} "
+                "sends its API key in the Authorization header, and a request has only one. "
+                "Remove the credentials from base_url, or pass headers={'Authorization': ...} "
+                "yourself."
+            )
         self._all_headers: dict[str, str] | None = None
 
     @property
@@ -208,7 +267,10 @@ class HttpProvider(Provider):
         body = _encoder.encode(self.body(request))
         headers = self._all_headers
         if headers is None:  # built once: the key and extra headers do not change
-            headers = {"content-type": "application/json", **self.headers(self._api_key)}
+            headers = {"content-type": "application/json", "user-agent": _user_agent()}
+            headers.update((k.lower(), v) for k, v in self.headers(self._api_key).items())
+            if self._basic_auth is not None:
+                headers["authorization"] = self._basic_auth
             headers.update(self.extra_headers)
             self._all_headers = headers
         started = time.time()
@@ -221,6 +283,8 @@ class HttpProvider(Provider):
             raise
         if response.status >= 400:
             raise self._error(response)
+        if 300 <= response.status < 400:
+            raise self._redirect(url, response)
         data = self._decode(response)
         try:
             turn = self.parse(data)
@@ -259,6 +323,18 @@ class HttpProvider(Provider):
             if name in headers:
                 return headers[name]
         return None
+
+    def _redirect(self, url: str, response: HttpResponse) -> ProviderError:
+        location = response.headers.get("location")
+        where = urljoin(url, location) if location else "no address"
+        return ProviderError(
+            f"the server answered with a redirect to {where}, which is not followed (only "
+            "307 and 308 to the same server are): point base_url at the new address",
+            provider=self.name,
+            model=self.model,
+            status=response.status,
+            request_id=self._request_id(response.headers),
+        )
 
     def _error(self, response: HttpResponse) -> ProviderError:
         try:

@@ -4,12 +4,12 @@ the final log, and the chats of spilled samples read back from either."""
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import time
 import traceback
 from pathlib import Path
 
 from .._errors import TaskStateError
+from .._version import version
 from ..chats.chat import Chat
 from ..engine.calls import FunctionSpec
 from ..log import schema as log_schema
@@ -126,17 +126,10 @@ def run_header(setup: TaskSetup, state: RunState, records: list[SampleRecord]) -
         error=state.error,
         limit_history=state.limit_history,
         max_samples=state.concurrency,
-        packages={"vitals_engine": _version()},
+        packages={"vitals_engine": version()},
     )
 
 
 def eval_error(exc: BaseException) -> log_schema.EvalError:
     text = "".join(traceback.format_exception(exc))
     return log_schema.EvalError(f"{type(exc).__name__}: {exc}", text, text)
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("vitals-engine")
-    except importlib.metadata.PackageNotFoundError:
-        return "0"
