@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import httpx
+import msgspec
 import pytest
 
 import vitals_engine as ve
@@ -422,3 +423,204 @@ def test_command_line_server_answers_and_stops():
     assert proc.returncode is not None
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+# -- streaming ------------------------------------------------------------------------------------
+
+
+def events_of(response: httpx.Response) -> list:
+    """The server-sent events of a whole response body."""
+    from vitals_engine.transport.sse import EventStreamParser
+
+    assert response.headers["content-type"] == "text/event-stream"
+    return EventStreamParser().feed(response.text)
+
+
+def stream_openai(client, server, content="What's 2+2?", **extra) -> httpx.Response:
+    return ask(client, server, content, stream=True, **extra)
+
+
+def test_streams_in_the_openai_shape(client, server):
+    """`"stream": true` gets chat.completion.chunk events: the role, the text a word per
+    delta, the finish reason, the usage chunk (asked with include_usage), then [DONE]."""
+    usage = {"include_usage": True}
+    events = events_of(stream_openai(client, server, model="gpt-x", stream_options=usage))
+    assert events[-1].data == "[DONE]"
+    chunks = [msgspec.json.decode(e.data) for e in events[:-1]]
+    assert {c["object"] for c in chunks} == {"chat.completion.chunk"}
+    assert {c["model"] for c in chunks} == {"gpt-x"}
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    deltas = [c["choices"][0]["delta"].get("content") for c in chunks[1:-2]]
+    assert deltas == ["2 ", "+ ", "2 ", "= ", "4"]
+    assert chunks[-2]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[-1]["choices"] == []
+    assert chunks[-1]["usage"]["prompt_tokens"] == 2
+    assert chunks[-1]["usage"]["completion_tokens"] == 5
+    assert server.log[-1].request.stream
+
+
+def test_openai_streams_usage_only_when_asked(client, server):
+    """Without stream_options.include_usage no chunk carries usage, as with the API; and
+    stream_options without stream is refused with 400, as the API does."""
+    chunks = [msgspec.json.decode(e.data) for e in events_of(stream_openai(client, server))[:-1]]
+    assert all("usage" not in chunk for chunk in chunks)
+    refused = ask(client, server, stream_options={"include_usage": True})
+    assert refused.status_code == 400
+    assert "only allowed when 'stream' is enabled" in refused.json()["error"]["message"]
+
+
+def test_openai_streams_tool_calls_by_index_with_argument_fragments(client, server):
+    """A tool call opens with its index, id and name, and its arguments follow in pieces."""
+    server.script(lambda req: MockReply(tool_calls=[MockToolCall("c1", "add", {"a": 1, "b": 2})]))
+    chunks = [msgspec.json.decode(e.data) for e in events_of(stream_openai(client, server))[:-1]]
+    calls = [
+        d["tool_calls"][0] for c in chunks if (d := c["choices"][0]["delta"]).get("tool_calls")
+    ]
+    assert calls[0] == {
+        "index": 0,
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "add", "arguments": ""},
+    }
+    assert len(calls) > 2
+    assert "".join(c["function"]["arguments"] for c in calls) == '{"a":1,"b":2}'
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_streams_in_the_anthropic_shape(client, server):
+    """`"stream": true` on /v1/messages gets the Messages events in order, each named as its
+    type, with thinking and signature deltas, text deltas and usage at start and end."""
+    server.script(lambda req: MockReply(text="2 + 2 = 4", reasoning="add them"))
+    body = {
+        "model": "claude-x",
+        "max_tokens": 100,
+        "stream": True,
+        "messages": [{"role": "user", "content": "What's 2+2?"}],
+    }
+    events = events_of(client.post(server.base_url("anthropic") + "/messages", json=body))
+    data = [msgspec.json.decode(e.data) for e in events]
+    assert [e.event for e in events] == [d["type"] for d in data]
+    assert [e.event for e in events] == [
+        "message_start",
+        "ping",
+        "content_block_start",
+        *["content_block_delta"] * 3,  # "add ", "them", the signature
+        "content_block_stop",
+        "content_block_start",
+        *["content_block_delta"] * 5,
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
+    assert data[0]["message"]["usage"]["input_tokens"] == 2
+    assert data[5]["delta"]["type"] == "signature_delta"
+    assert [d["delta"]["text"] for d in data[8:13]] == ["2 ", "+ ", "2 ", "= ", "4"]
+    assert data[-2]["delta"]["stop_reason"] == "end_turn"
+    assert data[-2]["usage"]["output_tokens"] == 5
+
+
+def gemini_stream(client, server, query="?alt=sse") -> httpx.Response:
+    url = f"{server.base_url('google')}/models/gemini-x:streamGenerateContent{query}"
+    return client.post(
+        url, json={"contents": [{"role": "user", "parts": [{"text": "What's 2+2?"}]}]}
+    )
+
+
+def test_streams_in_the_gemini_shape(client, server):
+    """`:streamGenerateContent?alt=sse` gets one GenerateContentResponse per event, a word
+    each, a thought's signature on its last piece, and the finishReason and final usage on
+    the last chunk only; without alt=sse it is a 400."""
+    server.script(lambda req: MockReply(text="2 + 2 = 4", reasoning="add them"))
+    chunks = [msgspec.json.decode(e.data) for e in events_of(gemini_stream(client, server))]
+    parts = [c["candidates"][0]["content"]["parts"][0] for c in chunks]
+    assert [p["text"] for p in parts] == ["add ", "them", "2 ", "+ ", "2 ", "= ", "4"]
+    assert [bool(p.get("thought")) for p in parts] == [True, True] + [False] * 5
+    assert ["thoughtSignature" in p for p in parts] == [False, True] + [False] * 5
+    assert [c["candidates"][0].get("finishReason") for c in chunks] == [None] * 6 + ["STOP"]
+    assert chunks[-1]["usageMetadata"]["candidatesTokenCount"] == 5
+    assert "candidatesTokenCount" not in chunks[0]["usageMetadata"]
+    refused = gemini_stream(client, server, query="")
+    assert refused.status_code == 400
+    assert "alt=sse" in refused.json()["error"]["message"]
+
+
+def test_stream_failures_pass_whole_requests_by(client, server):
+    """ "cut" waits for a streamed request: a whole one before it is answered as usual, and
+    the streamed one breaks off mid-body after half its events."""
+    server.fail("cut")
+    assert text_of(ask(client, server)) == "2 + 2 = 4"
+    with client.stream(
+        "POST",
+        server.base_url() + "/chat/completions",
+        json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+    ) as response:
+        received: list[str] = []
+        with pytest.raises(httpx.RemoteProtocolError):
+            received.extend(response.iter_lines())
+    assert [line for line in received if line.startswith("data:")] != []
+    assert not any("[DONE]" in line for line in received)
+    assert [r.outcome for r in server.log] == ["ok", "cut"]
+
+
+def test_a_stream_error_after_n_events_in_the_format_shape(client, server):
+    """`fail("stream-error", after=2, status=429)` sends two events, then the format's
+    error chunk for a rate limit, and ends without [DONE]."""
+    server.fail("stream-error", after=2, status=429)
+    events = events_of(stream_openai(client, server))
+    assert len(events) == 3
+    error = msgspec.json.decode(events[-1].data)["error"]
+    assert error["code"] == "rate_limit_exceeded"
+    assert error["message"] == "Rate limit reached for requests"
+    server.fail("stream-error")  # the format's overload by default
+    body = {
+        "model": "c",
+        "max_tokens": 10,
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    events = events_of(client.post(server.base_url("anthropic") + "/messages", json=body))
+    assert events[-1].event == "error"
+    assert msgspec.json.decode(events[-1].data)["error"]["type"] == "overloaded_error"
+
+
+def test_malformed_on_a_stream_is_an_event_that_is_not_json(client, server):
+    """On a streamed request "malformed" sends an event whose data is not JSON."""
+    server.fail("malformed", after=1)
+    events = events_of(stream_openai(client, server))
+    assert len(events) == 2
+    with pytest.raises(msgspec.DecodeError):
+        msgspec.json.decode(events[-1].data)
+
+
+def test_stream_delay_and_hold_are_knobs_that_reset_restores(client, server):
+    """stream_delay is settable and reset() restores it; a hold released beforehand lets a
+    stream through (counted as held), and after reset() streams are no longer held."""
+    server.stream_delay = 0.01
+    assert server.stream_delay == 0.01
+    hold = server.hold_stream()
+    hold.release()
+    assert len(events_of(stream_openai(client, server))) == 8
+    assert (hold.held, hold.timed_out) == (1, False)
+    server.reset()
+    assert server.stream_delay == 0.0
+    events_of(stream_openai(client, server))
+    assert hold.held == 1
+
+
+def test_unknown_stream_failure_kinds_are_refused(server):
+    """The stream kinds are known failure kinds; a misspelt one is a ValueError naming them."""
+    with pytest.raises(ValueError, match="stream-error"):
+        server.fail("stream_error")
+
+
+def test_command_line_help_documents_streaming():
+    """`--help` names the stream delay and how a request asks for a stream."""
+    result = subprocess.run(
+        [sys.executable, "-m", "vitals_engine.testing", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "--stream-delay" in result.stdout
+    assert "streamGenerateContent?alt=sse" in result.stdout.replace("\n", "")

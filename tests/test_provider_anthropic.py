@@ -14,6 +14,7 @@ from vitals_engine.testing import MockReply
 from vitals_engine.testing.formats.anthropic import signature_of
 from vitals_engine.transport.base import Timeouts
 from vitals_engine.vocab.calls import ChatRequest
+from vitals_engine.vocab.turns import Turn
 
 pytestmark = pytest.mark.usefixtures("no_retries")
 
@@ -669,3 +670,146 @@ async def test_a_task_runs_against_the_server(server, tmp_path):
     assert usage.input_tokens == row["input_tokens"]
     assert usage.output_tokens == row["output_tokens"]
     assert usage.total_cost == pytest.approx(row["cost"])
+
+
+# -- streaming -------------------------------------------------------------------------
+
+
+def ask(prompt: str) -> ChatRequest:
+    """One request of a single user prompt, for the provider itself."""
+    return ChatRequest([Turn.user(prompt)])
+
+
+def sse_client(*events):
+    """An httpx client answering every request with these (name, data) events."""
+    body = "".join(
+        f"event: {name}\ndata: {msgspec.json.encode(data).decode()}\n\n" for name, data in events
+    ).encode()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+
+def streamed(client):
+    return chat_anthropic(
+        "claude-test", base_url="https://api.test/v1", api_key=KEY, client=client, stream=True
+    )
+
+
+def start(**usage):
+    shell = {**message([], stop_reason=None), "usage": {"input_tokens": 3, "output_tokens": 1}}
+    shell["usage"].update(usage)
+    return ("message_start", {"type": "message_start", "message": shell})
+
+
+def block(index, content, *deltas):
+    events = [
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": content},
+        ),
+    ]
+    events += [
+        ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+        for d in deltas
+    ]
+    events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    return events
+
+
+def end(stop_reason="end_turn", **usage):
+    return [
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": usage},
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+
+
+@pytest.mark.anyio
+async def test_streamed_usage_takes_the_last_counts_of_message_delta():
+    """Counts in message_delta are cumulative and win over message_start's, input and cache
+    counts included (as the API now sends them)."""
+    client = sse_client(
+        start(cache_read_input_tokens=0),
+        *block(0, {"type": "text", "text": ""}, {"type": "text_delta", "text": "ok"}),
+        *end(output_tokens=7, input_tokens=10, cache_read_input_tokens=4),
+    )
+    chat = streamed(client)
+    assert await chat.chat_async("hi") == "ok"
+    assert chat.last_turn().tokens == ve.TokenUsage(input=10, output=7, cached_input=4)
+    await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_streamed_redacted_thinking_pings_and_new_event_types():
+    """A redacted_thinking block comes whole in its start event and is kept; pings and
+    event types this version does not know are passed over."""
+    client = sse_client(
+        start(),
+        ("ping", {"type": "ping"}),
+        *block(0, {"type": "redacted_thinking", "data": "EncRypted=="}),
+        ("future_event", {"type": "future_event", "what": 1}),
+        *block(1, {"type": "text", "text": ""}, {"type": "text_delta", "text": "4"}),
+        *end(output_tokens=2),
+    )
+    chat = streamed(client)
+    assert await chat.chat_async("hi") == "4"
+    assert chat.last_turn().contents[0] == ve.ContentThinking("EncRypted==", redacted=True)
+    await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_streamed_tool_input_with_no_fragments_is_empty():
+    """A tool_use whose input streams no fragment at all has the input {}."""
+    tool = {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}}
+    client = sse_client(start(), *block(0, tool), *end("tool_use", output_tokens=3))
+    turn = await streamed(client).provider.generate(ask("What time is it?"))
+    assert [(c.id, c.name, c.arguments) for c in turn.tool_requests] == [("toolu_1", "now", {})]
+    await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_stream_without_message_start_is_malformed(no_retries):
+    """A stream that ends properly but never started a message is MalformedResponse."""
+    client = sse_client(("message_stop", {"type": "message_stop"}))
+    with pytest.raises(ve.MalformedResponse, match="message_start"):
+        await streamed(client).chat_async("hi")
+    await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_streamed_structured_output_comes_from_input_json_deltas(server):
+    """extract_data over a stream: the forced tool's input arrives as input_json_delta
+    fragments and is the reply, as when answered whole."""
+    chat = claude(server, stream=True)
+    assert await chat.extract_data_async("Name a city", type=City) == City("mock", 1)
+    assert server.log[-1].request.stream
+    assert chat.last_turn().finish_reason == "stop"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("kind", "error"),
+    [
+        ("overloaded_error", ve.ProviderUnavailable),
+        ("api_error", ve.ProviderUnavailable),
+        ("rate_limit_error", ve.RateLimitError),
+        ("authentication_error", ve.AuthenticationError),
+        ("invalid_request_error", ve.ProviderError),
+        ("some_new_error", ve.ProviderUnavailable),
+    ],
+)
+async def test_an_error_event_is_the_error_of_its_type(kind, error):
+    """`event: error` is classified by its type as the HTTP status it stands for; a type
+    this version does not know counts as a server error."""
+    failure = {"type": "error", "error": {"type": kind, "message": "no"}}
+    client = sse_client(start(), ("error", failure))
+    with pytest.raises(ve.ProviderError) as info:
+        await streamed(client).chat_async("hi")
+    assert type(info.value) is error
+    assert kind in info.value.message
+    await client.aclose()

@@ -14,7 +14,14 @@ from vitals_engine import chat_google_gemini
 from vitals_engine.providers.google import GeminiProvider, gemini_schema
 from vitals_engine.testing import MockToolCall, reply
 from vitals_engine.transport.base import Timeouts
-from vitals_engine.vocab.turns import ContentImage, ContentText, ContentThinking, ContentToolRequest
+from vitals_engine.vocab.calls import ChatRequest
+from vitals_engine.vocab.turns import (
+    ContentImage,
+    ContentText,
+    ContentThinking,
+    ContentToolRequest,
+    Turn,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_retries")]
 
@@ -672,3 +679,122 @@ async def test_task_eval_with_gemini(server, tmp_path):
     assert sample.output.model == "google/gemini-eval"
     assert [m.role for m in sample.messages] == ["system", "user", "assistant"]
     assert full.stats.model_usage["google/gemini-eval"].total_tokens == 18
+
+
+# -- streaming --------------------------------------------------------------------------------
+
+
+def ask(prompt: str) -> ChatRequest:
+    """One request of a single user prompt, for the provider itself."""
+    return ChatRequest([Turn.user(prompt)])
+
+
+def sse_client(*chunks):
+    """An httpx client answering every request with these chunks as server-sent events."""
+    body = "".join(f"data: {json.dumps(c)}\r\n\r\n" for c in chunks).encode()
+    urls: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        urls.append(str(request.url))
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler)), urls
+
+
+def streamed(client):
+    return chat_google_gemini(
+        "gemini-test",
+        base_url="https://gemini.test/v1beta",
+        api_key="test-key",
+        client=client,
+        stream=True,
+    )
+
+
+def chunk(*parts, finish=None, **top):
+    candidate: dict = {"content": {"role": "model", "parts": list(parts)}, "index": 0}
+    if finish:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate], **top}
+
+
+async def test_a_signature_on_the_last_text_chunk_goes_on_the_joined_text():
+    """Gemini sends a text part's signature on its last piece (sometimes an empty one): the
+    pieces join into one text part that carries it, as the whole answer has it."""
+    client, urls = sse_client(
+        chunk({"text": "Hello "}),
+        chunk({"text": "there"}),
+        chunk(
+            {"text": "", "thoughtSignature": "c2ln"},
+            finish="STOP",
+            usageMetadata={"promptTokenCount": 3, "candidatesTokenCount": 2},
+        ),
+    )
+    chat = streamed(client)
+    assert await chat.chat_async("hi") == "Hello there"
+    assert chat.last_turn().contents == [
+        ContentThinking("", signature="c2ln"),
+        ContentText("Hello there"),
+    ]
+    assert urls == ["https://gemini.test/v1beta/models/gemini-test:streamGenerateContent?alt=sse"]
+    await client.aclose()
+
+
+async def test_thoughts_and_text_stay_apart_and_function_calls_come_whole():
+    """Thought pieces join into one thought, text into one text, and a functionCall part
+    (with its signature) stays as it came."""
+    call = {"functionCall": {"name": "add", "args": {"a": 1, "b": 2}}, "thoughtSignature": "c2ln"}
+    client, _ = sse_client(
+        chunk({"text": "Let me ", "thought": True}),
+        chunk({"text": "add.", "thought": True, "thoughtSignature": "dGhv"}),
+        chunk({"text": "Adding."}),
+        chunk(call, finish="STOP"),
+    )
+    turn = await streamed(client).provider.generate(ask("Use add"))
+    assert turn.contents == [
+        ContentThinking("Let me add.", signature="dGhv"),
+        ContentText("Adding."),
+        ContentThinking("", signature="c2ln"),
+        ContentToolRequest("call_0_add", "add", {"a": 1, "b": 2}),
+    ]
+    assert turn.finish_reason == "tool_calls"
+    await client.aclose()
+
+
+async def test_a_blocked_prompt_in_a_stream_is_a_content_filter_turn():
+    """A stream whose only chunk says the prompt was blocked is whole: a content_filter turn."""
+    client, _ = sse_client({"promptFeedback": {"blockReason": "SAFETY"}})
+    turn = await streamed(client).provider.generate(ask("something bad"))
+    assert turn.finish_reason == "content_filter"
+    assert "SAFETY" in turn.text
+    await client.aclose()
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        ({"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}, ve.ProviderUnavailable),
+        ({"message": "quota", "status": "RESOURCE_EXHAUSTED"}, ve.RateLimitError),
+        (
+            {"code": 400, "message": "API key not valid", "status": "INVALID_ARGUMENT"},
+            ve.AuthenticationError,
+        ),
+    ],
+    ids=["code", "status-name", "bad-key"],
+)
+async def test_an_error_chunk_is_classified_like_an_error_answer(error, expected):
+    """A `{"error": ...}` chunk is classified by its code (or status name) the way an error
+    answer is, Gemini's bad-key 400 included."""
+    client, _ = sse_client(chunk({"text": "Hel"}), {"error": error})
+    with pytest.raises(ve.ProviderError) as info:
+        await streamed(client).chat_async("hi")
+    assert type(info.value) is expected
+    await client.aclose()
+
+
+async def test_a_stream_without_a_finish_reason_is_cut():
+    """Chunks that end without a finishReason are not a whole reply: ProviderUnavailable."""
+    client, _ = sse_client(chunk({"text": "Hello "}), chunk({"text": "there"}))
+    with pytest.raises(ve.ProviderUnavailable, match="cut after 2 events, before a last chunk"):
+        await streamed(client).chat_async("hi")
+    await client.aclose()

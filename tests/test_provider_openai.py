@@ -15,6 +15,8 @@ from tests.inspect_check import assert_inspect_reads
 from vitals_engine.testing import MockReply, MockToolCall
 from vitals_engine.transport.base import Timeouts
 from vitals_engine.vocab import pricing
+from vitals_engine.vocab.calls import ChatRequest
+from vitals_engine.vocab.turns import Turn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_retries")]
 
@@ -646,3 +648,124 @@ def test_sync_chat_in_a_plain_script(server):
     assert chat.chat("What's 2+2?") == "2 + 2 = 4"
     assert chat.extract_data("Ann is 31", type=Person) == Person(name="mock", age=1)
     assert server.requests == 2
+
+
+# -- streaming ----------------------------------------------------------------------------------
+
+
+def ask(prompt: str) -> ChatRequest:
+    """One request of a single user prompt, for the provider itself."""
+    return ChatRequest([Turn.user(prompt)])
+
+
+def sse_client(*chunks):
+    """An httpx client answering every request with these chunks as server-sent events (a
+    string is sent as it is), followed by [DONE]."""
+    lines = [c if isinstance(c, str) else msgspec.json.encode(c).decode() for c in chunks]
+    body = "".join(f"data: {line}\n\n" for line in [*lines, "[DONE]"]).encode()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+
+def streamed_chat(client):
+    return ve.chat_openai(
+        "gpt-test", base_url="https://api.test/v1", api_key=KEY, client=client, stream=True
+    )
+
+
+def delta(finish=None, **fields):
+    return {"choices": [{"index": 0, "delta": fields, "finish_reason": finish}]}
+
+
+async def test_streamed_tool_calls_are_put_together_by_index():
+    """Two tool calls whose deltas interleave are told apart by `index`: each keeps the id
+    and name of its first delta and joins its argument fragments, in index order."""
+    first = {"index": 0, "id": "c0", "type": "function", "function": {"name": "add"}}
+    second = {"index": 1, "id": "c1", "type": "function", "function": {"name": "divide"}}
+    client = sse_client(
+        delta(tool_calls=[first]),
+        delta(tool_calls=[second]),
+        delta(tool_calls=[{"index": 1, "function": {"arguments": '{"a": 6, '}}]),
+        delta(tool_calls=[{"index": 0, "function": {"arguments": '{"a": 1, "b"'}}]),
+        delta(tool_calls=[{"index": 1, "function": {"arguments": '"b": 3}'}}]),
+        delta(tool_calls=[{"index": 0, "function": {"arguments": ": 2}"}}]),
+        delta("tool_calls"),
+        {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 9}},
+    )
+    chat = streamed_chat(client)
+    turn = await chat.provider.generate(ask("Add and divide"))
+    assert [(c.id, c.name, c.arguments) for c in turn.tool_requests] == [
+        ("c0", "add", {"a": 1, "b": 2}),
+        ("c1", "divide", {"a": 6, "b": 3}),
+    ]
+    assert turn.finish_reason == "tool_calls"
+    assert turn.tokens == ve.TokenUsage(input=4, output=9)
+    await client.aclose()
+
+
+async def test_streamed_tool_calls_without_an_index_are_each_whole():
+    """Servers that leave out `index` send each tool call whole in one delta: each is a
+    call of its own."""
+    client = sse_client(
+        delta(tool_calls=[{"id": "c0", "function": {"name": "add", "arguments": '{"a": 1}'}}]),
+        delta(tool_calls=[{"id": "c1", "function": {"name": "add", "arguments": '{"a": 2}'}}]),
+        delta("tool_calls"),
+    )
+    turn = await streamed_chat(client).provider.generate(ask("Add twice"))
+    assert [(c.id, c.arguments) for c in turn.tool_requests] == [("c0", {"a": 1}), ("c1", {"a": 2})]
+    await client.aclose()
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        ({"object": "error", "message": "bad", "type": "BadRequestError", "code": 400}, "400"),
+        ({"code": 502, "message": "Provider returned error"}, "502"),
+        ({"message": "busy", "type": "server_error", "code": None}, "500"),
+        ({"message": "slow down", "type": "tokens", "code": "rate_limit_exceeded"}, "429"),
+        ({"message": "something new"}, "500"),
+    ],
+    ids=["vllm-code", "openrouter-code", "server-error", "rate-limit", "unknown-kind"],
+)
+async def test_an_error_chunk_stands_for_its_code_or_type(error, expected):
+    """An error chunk's status comes from an HTTP-like `code` (vLLM, OpenRouter), else from
+    its code or type name; a mid-stream failure of unknown kind counts as a server error
+    (retryable)."""
+    client = sse_client(delta(content="Hel"), {"error": error})
+    with pytest.raises(ve.ProviderError) as info:
+        await streamed_chat(client).chat_async("hi")
+    assert info.value.status == int(expected)
+    assert info.value.retryable is (expected != "400")
+    assert error["message"] in info.value.message
+    await client.aclose()
+
+
+async def test_a_refusal_streams_as_the_reply_text():
+    """A refusal streamed in `refusal` deltas is the reply's text, as when answered whole."""
+    client = sse_client(delta(refusal="I can't "), delta(refusal="help."), delta("stop"))
+    assert await streamed_chat(client).chat_async("hi") == "I can't help."
+    await client.aclose()
+
+
+async def test_streamed_chunk_that_is_not_an_object_is_malformed():
+    """A chunk that is JSON but not an object is MalformedResponse, not a crash."""
+    client = sse_client("[1, 2]")
+    with pytest.raises(ve.MalformedResponse, match="event 1 of the stream"):
+        await streamed_chat(client).chat_async("hi")
+    await client.aclose()
+
+
+async def test_reading_stops_at_done():
+    """The reply ends at `data: [DONE]`: whatever a server sends after it is not read."""
+    trailing = b"data: [DONE]\n\ndata: {not json after the end\n\n"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = b"data: " + msgspec.json.encode(delta(content="4")) + b"\n\n" + trailing
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    assert await streamed_chat(client).chat_async("hi") == "4"
+    await client.aclose()

@@ -7,8 +7,10 @@ Every constructor takes the model and these keyword options (`ChatOptions`):
 - `system_prompt`;
 - `params`: request parameters such as `temperature` or `max_tokens`;
 - `client`: your own `httpx.AsyncClient` (proxies, custom auth);
-- `timeouts`: `Timeouts(connect=, read=)` per attempt;
+- `timeouts`: `Timeouts(connect=, read=)` per attempt (streamed, `read` bounds
+  each wait between two events, not the whole reply);
 - `headers`: extra request headers;
+- `stream`: receive the reply as server-sent events (see `ChatOptions`);
 - `limits`: `Limits(max_concurrency=, rpm=, tpm=)` for this model;
 - `retry`: `Retry(max_attempts=, timeout=, ...)` for this model.
 """
@@ -51,7 +53,17 @@ __all__ = [
 
 
 class ChatOptions(TypedDict, total=False):
-    """Keyword options every HTTP chat constructor takes."""
+    """Keyword options every HTTP chat constructor takes.
+
+    `stream`: True receives every reply as server-sent events, as it is made: a long
+    generation keeps the connection busy instead of silent (so `Timeouts(read=)` is
+    the longest pause between two pieces, not the time for the whole reply), and the
+    text shows in the live viewer as it arrives. The reply is the same `Turn` either
+    way; a stream cut short is retried, never taken as the answer. False never
+    streams. None (the default) streams only where the API requires it: Anthropic
+    requests with `max_tokens` above 21,333, which the API refuses whole. A
+    `"stream": true` in `params` counts as asking, unless `stream=False`.
+    """
 
     base_url: str | None
     api_key: str | None
@@ -60,6 +72,7 @@ class ChatOptions(TypedDict, total=False):
     client: Any
     timeouts: Timeouts | None
     headers: dict[str, str] | None
+    stream: bool | None
     limits: Limits | None
     retry: Retry | None
 
@@ -106,6 +119,7 @@ def _http_chat(cls: type[HttpProvider], model: str, options: ChatOptions) -> Cha
         client=options.get("client"),
         timeouts=options.get("timeouts"),
         headers=options.get("headers"),
+        stream=options.get("stream"),
     )
     provider.limits = options.get("limits")
     provider.retry = options.get("retry")
@@ -117,9 +131,12 @@ def chat_openai(model: str = "gpt-4.1-mini", **options: Unpack[ChatOptions]) -> 
 
     The key defaults to `OPENAI_API_KEY`.
 
+    `stream=True` streams the reply (with a last chunk holding the usage).
+
     Example:
         >>> chat = chat_openai(model="gpt-4.1-mini", params={"temperature": 0})
         >>> local = chat_openai(model="qwen3", base_url="http://localhost:8000/v1", api_key="x")
+        >>> streamed = chat_openai(model="gpt-4.1-mini", stream=True)
     """
     return _http_chat(OpenAIProvider, model, options)
 
@@ -130,11 +147,15 @@ def chat_anthropic(model: str = "claude-sonnet-4-5", **options: Unpack[ChatOptio
     The key defaults to `ANTHROPIC_API_KEY`. `max_tokens` defaults to 4096
     (the API requires one); set it, `temperature`, `thinking` and the like in
     `params`. `headers` adds request headers such as `anthropic-beta`.
+    A request with `max_tokens` above 21,333 (thinking budget included) streams
+    unless `stream=False`: the API refuses it whole, expecting it to take over ten
+    minutes. `stream=True` streams every request.
 
     Example:
         >>> chat = chat_anthropic(model="claude-sonnet-4-5", params={"temperature": 0})
         >>> thinking = {"type": "enabled", "budget_tokens": 2048}
         >>> thinker = chat_anthropic(params={"thinking": thinking})
+        >>> long = chat_anthropic(params={"max_tokens": 64_000})  # streams by itself
     """
     return _http_chat(AnthropicProvider, model, options)
 
@@ -146,9 +167,11 @@ def chat_google_gemini(model: str = "gemini-2.5-flash", **options: Unpack[ChatOp
     into Gemini's `generationConfig`: `max_tokens`, `temperature`, `top_p`,
     `top_k`, `stop` and `thinking_budget` are translated, other keys pass
     through as given; `safety_settings` and `tool_config` go to the top.
+    `stream=True` calls `streamGenerateContent` (server-sent events) instead.
 
     Example:
         >>> chat = chat_google_gemini(model="gemini-2.5-flash", params={"temperature": 0})
+        >>> streamed = chat_google_gemini(model="gemini-2.5-flash", stream=True)
     """
     return _http_chat(GeminiProvider, model, options)
 

@@ -11,6 +11,16 @@ Thinking blocks keep their signatures and are sent back with the assistant
 turns that made them, as the API requires when extended thinking meets
 tools. Redacted thinking keeps its opaque `data` in `thinking` (with
 `redacted=True`), as Inspect does.
+
+Streaming: the request says `"stream": true`, and its events (`message_start`,
+`content_block_start` / `_delta` / `_stop` with text, thinking and signature
+deltas and tool input as `input_json_delta` fragments, `message_delta` with
+the stop reason and usage) are put together into the message the whole answer
+would be, up to `message_stop`. An `event: error` is the error of the HTTP
+status its type stands for (`overloaded_error` 529, `rate_limit_error` 429 ...).
+With `stream=None` a request streams by itself when its `max_tokens` is above
+`NONSTREAMING_MAX_TOKENS`: the API refuses non-streaming requests it expects
+to take over ten minutes.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
+from ..transport.sse import ServerSentEvent
 from ..vocab.calls import ChatRequest
 from ..vocab.turns import (
     Content,
@@ -30,12 +41,16 @@ from ..vocab.turns import (
     TokenUsage,
     Turn,
 )
-from .http import HttpProvider
+from .http import HttpProvider, StreamErrorEvent, StreamReader
 
-__all__ = ["AnthropicProvider"]
+__all__ = ["NONSTREAMING_MAX_TOKENS", "AnthropicProvider"]
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
+#: The largest max_tokens sent without streaming when nobody chose: the API refuses a
+#: non-streaming request it expects to take over 10 minutes, which Anthropic's SDK
+#: estimates as 60 minutes x max_tokens / 128,000 (so above 21,333 tokens).
+NONSTREAMING_MAX_TOKENS = 21_333
 STRUCTURED_TOOL = "_structured_output"
 _WRAPPED_TOOL = "_structured_output_value"
 _STRUCTURED_DESCRIPTION = (
@@ -50,6 +65,21 @@ _FINISH = {
     "model_context_window_exceeded": "max_tokens",
     "tool_use": "tool_calls",
     "refusal": "content_filter",
+}
+
+
+#: The HTTP status an error event's type stands for (Anthropic's error types).
+_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
 }
 
 
@@ -152,6 +182,75 @@ def _usage(data: dict[str, Any]) -> TokenUsage:
     )
 
 
+class _AnthropicStream(StreamReader):
+    """Message stream events put together into the message they stand for."""
+
+    marker = "message_stop"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._message: dict[str, Any] | None = None
+        self._blocks: dict[int, dict[str, Any]] = {}
+        self._inputs: dict[int, list[str]] = {}  # tool input JSON, by block index
+
+    def feed(self, event: ServerSentEvent) -> str | None:
+        data = msgspec.json.decode(event.data)
+        if not isinstance(data, dict):
+            raise TypeError(f"an event is a JSON object, not {type(data).__name__}")
+        kind = data.get("type") or event.event
+        if kind == "error":
+            error = data.get("error")
+            name = error.get("type") if isinstance(error, dict) else None
+            raise StreamErrorEvent(_ERROR_STATUS.get(name or "", 500), event.data)
+        if kind == "message_start":
+            self._message = dict(data["message"])
+            self._message["usage"] = dict(self._message.get("usage") or {})
+        elif kind == "content_block_start":
+            index = data["index"]
+            block = self._blocks[index] = dict(data["content_block"])
+            if block["type"] in ("tool_use", "server_tool_use"):
+                self._inputs[index] = []
+        elif kind == "content_block_delta":
+            return self._delta(self._blocks[data["index"]], data["index"], data["delta"])
+        elif kind == "content_block_stop":
+            index = data["index"]
+            if index in self._inputs:
+                raw = "".join(self._inputs.pop(index))
+                self._blocks[index]["input"] = msgspec.json.decode(raw) if raw else {}
+        elif kind == "message_delta":
+            message = self._started()
+            message.update(data.get("delta") or {})
+            for key, value in (data.get("usage") or {}).items():
+                if value is not None:  # counts are cumulative: the last one is the total
+                    message["usage"][key] = value
+        elif kind == "message_stop":
+            self.complete = True
+        return None  # ping, and event types added later
+
+    def _delta(self, block: dict[str, Any], index: int, delta: dict[str, Any]) -> str | None:
+        kind = delta["type"]
+        if kind == "text_delta":
+            block["text"] = block.get("text", "") + delta["text"]
+            return delta["text"]
+        if kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta["thinking"]
+        elif kind == "signature_delta":
+            block["signature"] = delta["signature"]
+        elif kind == "input_json_delta":
+            self._inputs[index].append(delta["partial_json"])
+        return None
+
+    def _started(self) -> dict[str, Any]:
+        if self._message is None:
+            raise KeyError("message_start")
+        return self._message
+
+    def body(self) -> dict[str, Any]:
+        message = self._started()
+        message["content"] = [self._blocks[i] for i in sorted(self._blocks)]
+        return message
+
+
 class AnthropicProvider(HttpProvider):
     """Anthropic Messages (`POST {base_url}/messages`)."""
 
@@ -193,6 +292,15 @@ class AnthropicProvider(HttpProvider):
         if tools:
             body["tools"] = tools
         return body
+
+    def auto_stream(self, body: dict[str, Any]) -> bool:
+        """Stream when the API would refuse the request whole: max_tokens above
+        `NONSTREAMING_MAX_TOKENS`."""
+        max_tokens = body.get("max_tokens")
+        return isinstance(max_tokens, int) and max_tokens > NONSTREAMING_MAX_TOKENS
+
+    def stream_reader(self) -> StreamReader:
+        return _AnthropicStream()
 
     def parse(self, data: Any) -> Turn:
         contents: list[Content] = []

@@ -14,6 +14,14 @@ Gemini's shapes differ from OpenAI's in a few ways this module absorbs:
   came with. A signature on a thought part stays on its `ContentThinking`;
   one on any other part is kept as an empty `ContentThinking` just before
   that part's content, and re-attached to it when the turn is sent back.
+- Streaming is another method: `:streamGenerateContent?alt=sse`, whose
+  events each carry a `GenerateContentResponse` with the next parts. They
+  are put together into the response the whole answer would be: text pieces
+  of the same kind (thought or not) join into one part, and a signature that
+  comes with a later piece (Gemini sends it on the last) goes on the joined
+  part; function calls come whole. The last chunk has the `finishReason` and
+  the final `usageMetadata`; a stream without it, or cut after it, is not
+  whole. A chunk `{"error": {...}}` is the error its `code` stands for.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import msgspec
 
 from .._errors import AuthenticationError, ProviderError, RateLimitError
 from ..transport.base import HttpResponse
+from ..transport.sse import ServerSentEvent
 from ..vocab.calls import ChatRequest, ToolDef
 from ..vocab.turns import (
     Content,
@@ -36,7 +45,7 @@ from ..vocab.turns import (
     TokenUsage,
     Turn,
 )
-from .http import HttpProvider
+from .http import HttpProvider, StreamErrorEvent, StreamReader
 
 __all__ = ["GeminiProvider", "gemini_schema"]
 
@@ -50,6 +59,22 @@ _FINISH = {
     "PROHIBITED_CONTENT": "content_filter",
     "SPII": "content_filter",
     "IMAGE_SAFETY": "content_filter",
+}
+
+#: The HTTP status of a `google.rpc.Code` name, for an error chunk without a number.
+_STATUS_CODES = {
+    "INVALID_ARGUMENT": 400,
+    "FAILED_PRECONDITION": 400,
+    "OUT_OF_RANGE": 400,
+    "UNAUTHENTICATED": 401,
+    "PERMISSION_DENIED": 403,
+    "NOT_FOUND": 404,
+    "ABORTED": 409,
+    "RESOURCE_EXHAUSTED": 429,
+    "INTERNAL": 500,
+    "UNKNOWN": 500,
+    "UNAVAILABLE": 503,
+    "DEADLINE_EXCEEDED": 504,
 }
 
 #: Request parameters with a Gemini name of their own in `generationConfig`.
@@ -326,6 +351,88 @@ def _bad_key(error: dict[str, Any]) -> bool:
     )
 
 
+_TEXT_PART = frozenset(("text", "thought", "thoughtSignature"))
+
+
+def _joins(last: dict[str, Any], part: dict[str, Any]) -> bool:
+    """Whether a streamed text `part` continues the text part `last` (same kind, at most
+    one signature between them)."""
+    if "text" not in last or "text" not in part or not _TEXT_PART.issuperset(last):
+        return False
+    if not _TEXT_PART.issuperset(part):
+        return False
+    if last.get("thoughtSignature") and part.get("thoughtSignature"):
+        return False
+    return bool(last.get("thought")) == bool(part.get("thought"))
+
+
+class _GeminiStream(StreamReader):
+    """`GenerateContentResponse` chunks put together into the response they stand for."""
+
+    marker = "a last chunk with a finishReason and the end of the stream"
+    stops_at_marker = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._parts: list[dict[str, Any]] = []
+        self._candidate: dict[str, Any] = {}
+        self._top: dict[str, Any] = {}  # usageMetadata, modelVersion, promptFeedback ...
+
+    def feed(self, event: ServerSentEvent) -> str | None:
+        chunk = msgspec.json.decode(event.data)
+        if not isinstance(chunk, dict):
+            raise TypeError(f"a chunk is a JSON object, not {type(chunk).__name__}")
+        error = chunk.get("error")
+        if error:
+            raise StreamErrorEvent(_error_status(error), event.data)
+        self._top.update((k, v) for k, v in chunk.items() if k != "candidates")
+        if (chunk.get("promptFeedback") or {}).get("blockReason"):
+            self.complete = True  # a blocked prompt: no candidates will come
+        candidates = chunk.get("candidates") or []
+        if not candidates:
+            return None
+        candidate = candidates[0]
+        text: list[str] = []
+        for part in (candidate.get("content") or {}).get("parts") or []:
+            self._add(part)
+            if not part.get("thought") and isinstance(part.get("text"), str):
+                text.append(part["text"])
+        self._candidate.update((k, v) for k, v in candidate.items() if k != "content")
+        if candidate.get("finishReason"):
+            self.complete = True
+        return "".join(text) or None
+
+    def _add(self, part: dict[str, Any]) -> None:
+        if self._parts and _joins(self._parts[-1], part):
+            last = self._parts[-1]
+            last["text"] += part["text"]
+            if part.get("thoughtSignature"):
+                last["thoughtSignature"] = part["thoughtSignature"]
+        else:
+            self._parts.append(dict(part))
+
+    def body(self) -> dict[str, Any]:
+        out = dict(self._top)
+        if self._candidate or self._parts:
+            candidate = dict(self._candidate)
+            if self._parts:
+                candidate["content"] = {"role": "model", "parts": self._parts}
+            out["candidates"] = [candidate]
+        return out
+
+
+def _error_status(error: Any) -> int:
+    """The HTTP status an error chunk's `error` stands for."""
+    if isinstance(error, dict):
+        code = error.get("code")
+        if isinstance(code, int) and 400 <= code < 600:
+            return code
+        status = error.get("status")
+        if isinstance(status, str) and status in _STATUS_CODES:
+            return _STATUS_CODES[status]
+    return 500
+
+
 class GeminiProvider(HttpProvider):
     """Google Gemini (`POST {base_url}/models/{model}:generateContent`).
 
@@ -339,9 +446,24 @@ class GeminiProvider(HttpProvider):
     fallback_env_keys = ("GOOGLE_API_KEY",)
     default_base_url = "https://generativelanguage.googleapis.com/v1beta"
 
-    def url(self) -> str:
+    def _model_url(self) -> str:
         path = self.model if self.model.startswith(("models/", "tunedModels/")) else None
-        return f"{self.base_url}/{path or 'models/' + self.model}:generateContent"
+        return f"{self.base_url}/{path or 'models/' + self.model}"
+
+    def url(self) -> str:
+        return f"{self._model_url()}:generateContent"
+
+    def stream_url(self) -> str:
+        return f"{self._model_url()}:streamGenerateContent?alt=sse"
+
+    def stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        return body  # the method says it, not the body
+
+    def streams(self, body: dict[str, Any]) -> bool:
+        return bool(self.stream)  # only when asked: Gemini has no `stream` field
+
+    def stream_reader(self) -> StreamReader:
+        return _GeminiStream()
 
     def headers(self, api_key: str) -> dict[str, str]:
         return {"x-goog-api-key": api_key}

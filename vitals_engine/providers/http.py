@@ -5,6 +5,19 @@ A wire format subclasses `HttpProvider` and implements four methods:
 (API keys, sending through the run's transport, timing, mapping HTTP
 failures to our error tree, reading rate-limit waits from headers) is here.
 
+Streaming: a wire format that can stream also implements `stream_reader()`
+(a `StreamReader` that reads the server-sent events of one reply into the
+body the API would have answered whole, which `parse()` then reads), and
+where it differs, `stream_url()` and `stream_body()`. `HttpProvider` streams
+when `stream=True`, or when `auto_stream(body)` says the API wants it. The
+reply comes back as the same `Turn` the whole body would give; on the way,
+each piece of its text goes to the run's `text_sink()`, under a key of its
+own per attempt. A stream that ends before its completion marker is
+`ProviderUnavailable` (retryable; the partial reply is never the answer), an
+error event is classified like the HTTP status it stands for (and carries
+that status), and an event that is not the JSON the API promises is
+`MalformedResponse`. `Timeouts.read` bounds each wait between two events.
+
 Every request says who sends it (`User-Agent: vitals-engine/<version>`,
 unless the user's own headers say otherwise). Credentials in a base URL
 (`https://user:pass@host/v1`) become Basic auth and leave the URL.
@@ -22,10 +35,11 @@ import math
 import os
 import re
 import time
-from abc import abstractmethod
-from collections.abc import Mapping
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn, cast
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 import msgspec
@@ -35,19 +49,28 @@ from .._errors import (
     ConfigError,
     MalformedResponse,
     ProviderError,
+    ProviderTimeout,
     ProviderUnavailable,
     RateLimitError,
 )
 from .._version import version
-from ..transport.base import HttpResponse, Timeouts
+from ..pacing.scope import text_sink
+from ..transport.base import HttpResponse, StreamedResponse, Timeouts
 from ..transport.pool import TransportPool, current_pool, transport_scope
+from ..transport.sse import ServerSentEvent, server_sent_events
 from ..vocab.calls import ChatRequest
 from ..vocab.turns import Turn
 from .base import Provider
 
-__all__ = ["HttpProvider", "retry_after_seconds"]
+__all__ = ["HttpProvider", "StreamErrorEvent", "StreamReader", "retry_after_seconds"]
 
 _encoder = msgspec.json.Encoder()
+#: Body keys of a streamed request, dropped when `stream=False` overrides `params`.
+_STREAM_KEYS = frozenset(("stream", "stream_options"))
+
+
+def _events(count: int) -> str:
+    return f"{count} event" + ("" if count == 1 else "s")
 
 
 def _user_agent() -> str:
@@ -150,6 +173,43 @@ def retry_after_seconds(headers: Mapping[str, str], *, resets: bool = True) -> f
     return max(known) if known else None
 
 
+class StreamErrorEvent(Exception):
+    """Raised by a `StreamReader` for an error event in the stream: the HTTP status it
+    stands for, and the event's data (the provider's error body)."""
+
+    def __init__(self, status: int, data: str) -> None:
+        super().__init__(status, data)
+        self.status = status
+        self.data = data
+
+
+class StreamReader(ABC):
+    """Reads the server-sent events of one streamed reply into the body the API would have
+    answered whole (for `HttpProvider.parse()`).
+
+    `feed()` takes each event and returns the new reply text it carries (None if none).
+    It raises `StreamErrorEvent` for an error event, and msgspec.DecodeError, KeyError,
+    TypeError, IndexError or ValueError for an event that is not what the API promises.
+    """
+
+    #: The completion marker, as the error for a stream cut before it names it.
+    marker: ClassVar[str] = "its completion marker"
+    #: Whether reading stops at the marker; if not, the stream must also end after it.
+    stops_at_marker: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        #: Whether the completion marker came.
+        self.complete = False
+
+    @abstractmethod
+    def feed(self, event: ServerSentEvent) -> str | None:
+        """Take one event; the reply text it adds (not thinking), or None."""
+
+    @abstractmethod
+    def body(self) -> Any:
+        """The whole reply, as the non-streaming API would have answered it."""
+
+
 class HttpProvider(Provider):
     """A provider reached over HTTP with a JSON body."""
 
@@ -171,6 +231,7 @@ class HttpProvider(Provider):
         client: Any = None,
         timeouts: Timeouts | None = None,
         headers: Mapping[str, str] | None = None,
+        stream: bool | None = None,
     ) -> None:
         if not model:
             raise ConfigError(f"{self.name} needs a model name: pass model=...")
@@ -190,6 +251,8 @@ class HttpProvider(Provider):
         self._api_key = key or ""
         self.client = client
         self.timeouts = timeouts or Timeouts()
+        #: True: stream every reply; False: never; None: when `auto_stream()` says so.
+        self.stream = stream
         self.extra_headers = _checked_headers(headers or {})
         self._basic_auth = basic_auth
         if basic_auth is not None and "authorization" in {
@@ -231,6 +294,31 @@ class HttpProvider(Provider):
         lacks what the API promises: those become `MalformedResponse`.
         """
 
+    # -- what a wire format that streams implements --------------------------------
+
+    def stream_url(self) -> str:
+        """The endpoint to POST a streamed request to (default: `url()`)."""
+        return self.url()
+
+    def stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`body` (from `body()`) asking for a streamed reply."""
+        return {**body, "stream": True}
+
+    def stream_reader(self) -> StreamReader:
+        """A reader for one streamed reply."""
+        raise NotImplementedError(f"{self.name} cannot stream")
+
+    def auto_stream(self, body: dict[str, Any]) -> bool:
+        """Whether to stream `body` when nobody said (`stream=None`): default never."""
+        return False
+
+    def streams(self, body: dict[str, Any]) -> bool:
+        """Whether `body` goes out streamed: as `stream=` says; unset, when `params` hold
+        `"stream": true` or `auto_stream(body)` says so."""
+        if self.stream is not None:
+            return self.stream
+        return body.get("stream") is True or self.auto_stream(body)
+
     def error_message(self, data: Any) -> str | None:
         """The provider's own words from an error body, if it has any."""
         if isinstance(data, dict):
@@ -262,9 +350,7 @@ class HttpProvider(Provider):
                 return await self._send(own, request)
         return await self._send(pool, request)
 
-    async def _send(self, pool: TransportPool, request: ChatRequest) -> Turn:
-        url = self.url()
-        body = _encoder.encode(self.body(request))
+    def _request_headers(self) -> dict[str, str]:
         headers = self._all_headers
         if headers is None:  # built once: the key and extra headers do not change
             headers = {"content-type": "application/json", "user-agent": _user_agent()}
@@ -273,28 +359,135 @@ class HttpProvider(Provider):
                 headers["authorization"] = self._basic_auth
             headers.update(self.extra_headers)
             self._all_headers = headers
+        return headers
+
+    async def _send(self, pool: TransportPool, request: ChatRequest) -> Turn:
+        payload = self.body(request)
+        streaming = self.streams(payload)
+        if streaming:
+            url = self.stream_url()
+            payload = self.stream_body(payload)
+        else:
+            url = self.url()
+            if payload.get("stream") is True:  # params said stream, stream=False says not
+                payload = {k: v for k, v in payload.items() if k not in _STREAM_KEYS}
+        body = _encoder.encode(payload)
+        headers = self._request_headers()
         started = time.time()
+        transport = pool.get(self.base_url, self.client)
         try:
-            response = await pool.get(self.base_url, self.client).post(
-                url, headers, body, self.timeouts
-            )
+            if streaming:
+                async with transport.stream(url, headers, body, self.timeouts) as streamed:
+                    turn = await self._read_streamed(url, streamed)
+            else:
+                turn = self._read_whole(
+                    url, await transport.post(url, headers, body, self.timeouts)
+                )
         except ProviderError as exc:
             exc.provider, exc.model = self.name, self.model
             raise
+        return msgspec.structs.replace(
+            turn,
+            model=turn.model or self.model,
+            started_at=started,
+            duration=time.time() - started,
+        )
+
+    def _read_whole(self, url: str, response: HttpResponse) -> Turn:
         if response.status >= 400:
             raise self._error(response)
         if 300 <= response.status < 400:
             raise self._redirect(url, response)
         data = self._decode(response)
         try:
-            turn = self.parse(data)
+            return self.parse(data)
         except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
             raise self._malformed(response, f"missing or wrong field ({exc!r})") from exc
-        return msgspec.structs.replace(
-            turn,
-            model=turn.model or self.model,
-            started_at=started,
-            duration=time.time() - started,
+
+    async def _read_streamed(self, url: str, response: StreamedResponse) -> Turn:
+        kind = response.headers.get("content-type", "").lower()
+        if response.status >= 300 or "json" in kind:  # an error, or a reply sent whole
+            return self._read_whole(
+                url, HttpResponse(response.status, response.headers, await response.read())
+            )
+        reader = self.stream_reader()
+        sink = text_sink()
+        attempt = object()  # this attempt's key: a retried stream starts afresh
+        count = 0
+        # An async generator, though typed as an iterator: closed at once when we stop early.
+        events = cast(AsyncGenerator[ServerSentEvent], server_sent_events(response.chunks()))
+        async with aclosing(events):
+            while True:
+                try:
+                    event = await anext(events)
+                except StopAsyncIteration:
+                    break
+                except ProviderTimeout as exc:  # the read timeout, between two events
+                    raise ProviderTimeout(
+                        f"{exc.message}, after {_events(count)} of the stream",
+                        request_id=self._request_id(response.headers),
+                    ) from exc
+                except ProviderUnavailable as exc:  # the connection dropped
+                    raise self._cut(response, count, reader, exc.message) from exc
+                count += 1
+                text = self._feed(reader, event, count, response)
+                if text and sink is not None:
+                    sink(attempt, text)
+                if reader.complete and reader.stops_at_marker:
+                    break
+        if not reader.complete:
+            raise self._cut(response, count, reader, "the body ended")
+        data: Any = None
+        try:
+            data = reader.body()
+            return self.parse(data)
+        except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
+            whole = HttpResponse(response.status, response.headers, _encoder.encode(data))
+            raise self._malformed(whole, f"the streamed reply lacks a field ({exc!r})") from exc
+
+    def _feed(
+        self, reader: StreamReader, event: ServerSentEvent, count: int, response: StreamedResponse
+    ) -> str | None:
+        try:
+            return reader.feed(event)
+        except StreamErrorEvent as exc:
+            raise self._stream_error(exc, count, response) from None
+        except msgspec.DecodeError as exc:
+            self._malformed_event(event, count, response, "is not valid JSON", exc)
+        except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
+            self._malformed_event(event, count, response, f"lacks a field ({exc!r})", exc)
+
+    def _malformed_event(
+        self,
+        event: ServerSentEvent,
+        count: int,
+        response: StreamedResponse,
+        why: str,
+        exc: Exception,
+    ) -> NoReturn:
+        data = HttpResponse(response.status, response.headers, event.data.encode())
+        raise self._malformed(data, f"event {count} of the stream ({event.event!r}) {why}") from exc
+
+    def _stream_error(
+        self, exc: StreamErrorEvent, count: int, response: StreamedResponse
+    ) -> ProviderError:
+        """The error an error event stands for: classified as its HTTP status would be."""
+        error = self._error(HttpResponse(exc.status, response.headers, exc.data.encode()))
+        error.message = (
+            f"{error.message} (an error event in the stream, after {_events(count - 1)})"
+        )
+        error.args = (error.message,)
+        return error
+
+    def _cut(
+        self, response: StreamedResponse, count: int, reader: StreamReader, how: str
+    ) -> ProviderUnavailable:
+        return ProviderUnavailable(
+            f"the stream was cut after {_events(count)}, before {reader.marker} ({how}); "
+            "the partial reply was dropped and the call may be retried",
+            provider=self.name,
+            model=self.model,
+            request_id=self._request_id(response.headers),
         )
 
     def _decode(self, response: HttpResponse) -> Any:

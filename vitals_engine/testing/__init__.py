@@ -3,13 +3,16 @@
 It serves OpenAI's `/v1/chat/completions`, Anthropic's `/v1/messages` and
 Gemini's `/v1beta/models/{model}:generateContent` over real HTTP on
 127.0.0.1, with deterministic answers, usage blocks, tool calls, structured
-output, latency, failure injection and request counters. See `MockServer`.
+output, latency, failure injection and request counters. Each streams when
+asked (OpenAI and Anthropic `"stream": true`, Gemini `:streamGenerateContent?alt=sse`),
+in the provider's own server-sent events, with a delay between events and
+failures mid-stream. See `MockServer`.
 
 Run it on its own with `python -m vitals_engine.testing --port 8765`.
 """
 
 from .brain import MockMessage, MockReply, MockRequest, MockToolCall
-from .server import Failure, MockServer, RecordedRequest, mock_server, reply
+from .server import Failure, MockServer, RecordedRequest, StreamHold, mock_server, reply
 
 __all__ = [
     "Failure",
@@ -19,6 +22,7 @@ __all__ = [
     "MockServer",
     "MockToolCall",
     "RecordedRequest",
+    "StreamHold",
     "mock_server",
     "reply",
 ]

@@ -1,4 +1,6 @@
-"""`python -m vitals_engine.testing --port 8765 --latency 0.1`: serve the mock models."""
+"""`python -m vitals_engine.testing --port 8765 --latency 0.1`: serve the mock models.
+
+`--stream-delay 0.05` spaces the events of streamed replies, to watch them arrive."""
 
 from __future__ import annotations
 
@@ -42,10 +44,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         prog="python -m vitals_engine.testing",
         description="Serve mock OpenAI, Anthropic and Gemini models on 127.0.0.1.",
+        epilog="Replies stream (server-sent events, as each API streams them) when a request "
+        'asks: OpenAI and Anthropic with "stream": true in the body, Gemini with '
+        ":streamGenerateContent?alt=sse.",
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument(
+        "--stream-delay",
+        type=float,
+        default=0.0,
+        help="seconds between two events of a streamed reply",
+    )
     parser.add_argument(
         "--failure-rate",
         type=float,
@@ -63,7 +74,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     server = MockServer(
-        args.port, host=args.host, latency=args.latency, keep_log=args.record is not None
+        args.port,
+        host=args.host,
+        latency=args.latency,
+        keep_log=args.record is not None,
+        stream_delay=args.stream_delay,
     )
     if args.failure_rate:
         server.failure_rate(args.failure_rate, "429", retry_after=args.retry_after)

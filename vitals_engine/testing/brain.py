@@ -60,6 +60,10 @@ class MockRequest:
     tools: list[dict[str, Any]] = field(default_factory=list)  # {name, description, parameters}
     schema: dict[str, Any] | None = None
     max_tokens: int | None = None
+    #: Whether the reply is to be streamed (server-sent events).
+    stream: bool = False
+    #: Whether a streamed reply ends with a usage chunk (OpenAI's `include_usage`).
+    stream_usage: bool = False
 
     @property
     def prompt(self) -> str:

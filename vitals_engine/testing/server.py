@@ -22,6 +22,28 @@ limit answered with 429 + Retry-After, `script(fn)` for per-test replies,
 Failure kinds: "429", "500", "503", "529", "400", "401", "404",
 "malformed" (invalid JSON), "incomplete" (JSON without the promised
 fields), "hang" (never answers), "drop" (closes the connection).
+
+Streaming: a request that asks for it (OpenAI and Anthropic `"stream": true`,
+Gemini `:streamGenerateContent?alt=sse`) is answered with the provider's real
+server-sent events: the same reply as the whole answer, its text and
+thinking a word per delta, tool calls as the format streams them, usage,
+and the format's completion marker. Its knobs:
+
+- `stream_delay`: seconds between two events (the first goes at once);
+- failure kinds only for streamed requests (others pass them by):
+  "cut" (the connection closes after some events) and "stream-error" (an
+  error event after some events: Anthropic `overloaded_error`, an OpenAI
+  error chunk, a Gemini error chunk; `fail(..., status=429)` for another
+  kind); on a streamed request "malformed" sends an event that is not JSON.
+  `fail(..., after=n)` sends n events first (default: half of them);
+- `hold_stream()`: streamed replies pause after their first text delta until
+  the test releases them (to see text arrive before the stream ends).
+
+```python
+server.stream_delay = 0.05
+server.fail("cut", after=3)                    # the next streamed reply breaks off
+server.fail("stream-error", status=429)        # ... or carries a rate-limit error event
+```
 """
 
 from __future__ import annotations
@@ -42,10 +64,24 @@ from aiohttp import web
 from .brain import MockReply, MockRequest, Script, answer
 from .formats import WireFormat
 
-__all__ = ["Failure", "MockServer", "RecordedRequest"]
+__all__ = ["Failure", "MockServer", "RecordedRequest", "StreamHold"]
 
 _STATUS = {"429": 429, "500": 500, "503": 503, "529": 529, "400": 400, "401": 401, "404": 404}
-KINDS = frozenset(_STATUS) | {"malformed", "incomplete", "hang", "drop"}
+#: Failures that only a streamed request can have.
+STREAM_KINDS = frozenset({"cut", "stream-error"})
+KINDS = frozenset(_STATUS) | {"malformed", "incomplete", "hang", "drop"} | STREAM_KINDS
+_MESSAGES = {
+    429: "Rate limit reached for requests",
+    401: "Incorrect API key provided",
+    404: "The model does not exist",
+    400: "Invalid request",
+    529: "Overloaded",
+    503: "The model is overloaded. Please try again later.",
+}
+
+
+def _message(status: int) -> str:
+    return _MESSAGES.get(status, "The server had an error while processing your request")
 
 
 @dataclass(slots=True)
@@ -57,6 +93,41 @@ class Failure:
     model: str | None = None
     retry_after: float | None = None
     header: str = "retry-after"  # or "retry-after-ms", or "reset" (provider reset headers)
+    after: int | None = None  # streamed: events sent before the failure (None: half)
+    status: int | None = None  # "stream-error": the HTTP status it stands for
+
+    def applies(self, model: str, streaming: bool) -> bool:
+        """Whether this failure is for a request to `model`, streamed or not."""
+        return (self.model is None or self.model == model) and (
+            streaming or self.kind not in STREAM_KINDS
+        )
+
+
+class StreamHold:
+    """Holds streamed replies after their first text delta until `release()`.
+
+    Made by `MockServer.hold_stream()`. A reply waits at most `timeout` seconds, then
+    goes on and `timed_out` says so. `release()` may be called from any thread.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
+        self._loop = loop
+        self._released = asyncio.Event()
+        self.timeout = timeout
+        #: Streams that reached the hold.
+        self.held = 0
+        self.timed_out = False
+
+    def release(self) -> None:
+        """Let held streams (and later ones) go on."""
+        self._loop.call_soon_threadsafe(self._released.set)
+
+    async def wait(self) -> None:
+        self.held += 1
+        try:
+            await asyncio.wait_for(self._released.wait(), self.timeout)
+        except TimeoutError:
+            self.timed_out = True
 
 
 @dataclass(slots=True)
@@ -104,6 +175,8 @@ class _State:
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     keep_log: bool = True
+    stream_delay: float = 0.0
+    hold: StreamHold | None = None
 
 
 class MockServer:
@@ -114,6 +187,7 @@ class MockServer:
         latency: seconds before each answer, or a (low, high) range.
         seed: seed of the random draws (latency ranges, failure rates).
         keep_log: remember every request in `server.log` (turn off for benchmarks).
+        stream_delay: seconds between two events of a streamed reply.
     """
 
     def __init__(
@@ -124,11 +198,13 @@ class MockServer:
         latency: float | tuple[float, float] = 0.0,
         seed: int = 0,
         keep_log: bool = True,
+        stream_delay: float = 0.0,
     ) -> None:
         self.host = host
         self.port = port
-        self._state = _State(latency=latency, keep_log=keep_log)
+        self._state = _State(latency=latency, keep_log=keep_log, stream_delay=stream_delay)
         self._initial_latency = latency
+        self._initial_stream_delay = stream_delay
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._formats = {f.name: f for f in _formats()}
@@ -154,6 +230,15 @@ class MockServer:
     @latency.setter
     def latency(self, value: float | tuple[float, float]) -> None:
         self._state.latency = value
+
+    @property
+    def stream_delay(self) -> float:
+        """Seconds between two events of a streamed reply."""
+        return self._state.stream_delay
+
+    @stream_delay.setter
+    def stream_delay(self, value: float) -> None:
+        self._state.stream_delay = value
 
     @property
     def cached_tokens(self) -> int:
@@ -183,29 +268,45 @@ class MockServer:
         model: str | None = None,
         retry_after: float | None = None,
         header: str = "retry-after",
+        after: int | None = None,
+        status: int | None = None,
     ) -> None:
         """Fail the next `times` requests (for `model`, or any) with `kind`.
 
         `retry_after` seconds go into the answer's `header` ("retry-after",
         "retry-after-ms", or "reset" for the provider's rate-limit reset headers);
         a 429 says 1 s unless told otherwise, other kinds say nothing unless told.
+        "cut" and "stream-error" fail only streamed requests (the next ones that are);
+        `after` events go out before them (default: half the reply's), and `status`
+        is the HTTP status a "stream-error" stands for (default: the format's overload).
         """
         if kind not in KINDS:
             raise ValueError(f"unknown failure kind {kind!r}; one of {sorted(KINDS)}")
         if times is not None and times <= 0:
             return
+        wait = _wait(kind, retry_after)
+        plan = Failure(kind, times, model, wait, header, after, status)
         with self._lock:
-            self._state.plans.append(Failure(kind, times, model, _wait(kind, retry_after), header))
+            self._state.plans.append(plan)
 
     def failure_rate(
         self, rate: float, kind: str = "429", *, retry_after: float | None = None
     ) -> None:
         """Fail a random share `rate` of requests with `kind` (0 turns it off); `retry_after`
-        as in `fail()`."""
+        as in `fail()`. "cut" and "stream-error" fail a share of the streamed requests."""
         if kind not in KINDS:
             raise ValueError(f"unknown failure kind {kind!r}")
         failure = Failure(kind, None, None, _wait(kind, retry_after))
         self._state.rate = (rate, failure) if rate else None
+
+    def hold_stream(self, timeout: float = 10.0) -> StreamHold:
+        """Hold streamed replies after their first text delta until `release()` on the
+        returned hold (at most `timeout` seconds each). `reset()` ends it."""
+        if self._loop is None:
+            raise RuntimeError("start the server before holding its streams")
+        hold = StreamHold(self._loop, timeout)
+        self._state.hold = hold
+        return hold
 
     def rpm(self, limit: int | None) -> None:
         """Answer 429 + Retry-After beyond `limit` requests in any 60 s window."""
@@ -214,9 +315,13 @@ class MockServer:
 
     def reset(self) -> None:
         """Back to how the server started: counters, request log, failures, limits,
-        scripts, latency and token knobs."""
+        scripts, latency, stream delay, held streams and token knobs."""
         with self._lock:
             self._state.latency = self._initial_latency
+            self._state.stream_delay = self._initial_stream_delay
+            hold, self._state.hold = self._state.hold, None
+            if hold is not None:
+                hold.release()
             self._state.cached_tokens = 0
             self._state.reasoning_tokens = 0
             self.requests = 0
@@ -323,17 +428,21 @@ class MockServer:
 
         return handle
 
-    def _pick_failure(self, model: str) -> Failure | None:
+    def _pick_failure(self, model: str, streaming: bool) -> Failure | None:
         with self._lock:
             for plan in self._state.plans:
-                if plan.model is None or plan.model == model:
+                if plan.applies(model, streaming):
                     if plan.times is not None:
                         plan.times -= 1
                         if plan.times <= 0:
                             self._state.plans.remove(plan)
                     return plan
             rate = self._state.rate
-            if rate is not None and self._random.random() < rate[0]:
+            if (
+                rate is not None
+                and rate[1].applies(model, streaming)
+                and self._random.random() < rate[0]
+            ):
                 return rate[1]
             limit = self._state.rpm_limit
             if limit is not None:
@@ -366,7 +475,7 @@ class MockServer:
         raw = await http.read()
         try:
             body = msgspec.json.decode(raw)
-            request = fmt.parse(body, http.match_info)
+            request = fmt.parse(body, http.match_info, http.query)
         except (msgspec.DecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
             return web.json_response(fmt.error_body(400, f"invalid request: {exc}"), status=400)
         with self._lock:
@@ -380,8 +489,11 @@ class MockServer:
         delay = self._delay()
         if delay > 0:
             await asyncio.sleep(delay)
-        failure = self._pick_failure(request.model)
-        if failure is not None:
+        failure = self._pick_failure(request.model, request.stream)
+        midstream = failure is not None and (
+            failure.kind in STREAM_KINDS or (request.stream and failure.kind == "malformed")
+        )
+        if failure is not None and not midstream:
             record.outcome = failure.kind
             record.answered = time.time()
             return await self._fail(fmt, http, failure)
@@ -392,12 +504,61 @@ class MockServer:
         if self._state.reasoning_tokens and not reply.reasoning_tokens:
             reply.reasoning_tokens = self._state.reasoning_tokens
             reply.output_tokens += reply.reasoning_tokens
+        if request.stream:
+            return await self._stream(fmt, http, request, reply, record, failure)
         record.answered = time.time()
         return web.Response(
             body=msgspec.json.encode(fmt.render(request, reply)),
             content_type="application/json",
             headers={"x-request-id": f"req_{self.requests}"},
         )
+
+    async def _stream(
+        self,
+        fmt: WireFormat,
+        http: web.Request,
+        request: MockRequest,
+        reply: MockReply,
+        record: RecordedRequest,
+        failure: Failure | None,
+    ) -> web.StreamResponse:
+        """Send `reply` as the format's server-sent events, failing mid-stream as planned."""
+        events = fmt.render_stream(request, reply)
+        stop = len(events) + 1  # never
+        if failure is not None:
+            record.outcome = failure.kind
+            stop = len(events) // 2 if failure.after is None else min(failure.after, len(events))
+        response = web.StreamResponse(
+            headers={
+                "content-type": "text/event-stream",
+                "cache-control": "no-cache",
+                "x-request-id": f"req_{self.requests}",
+            }
+        )
+        await response.prepare(http)
+        hold = self._state.hold
+        for sent, event in enumerate(events):
+            if sent == stop:
+                break
+            if sent and self._state.stream_delay > 0:
+                await asyncio.sleep(self._state.stream_delay)
+            await response.write(event.encode())
+            if event.text and hold is not None:
+                await hold.wait()
+                hold = None  # once per stream
+        record.answered = time.time()
+        if failure is not None:
+            if failure.kind == "cut":
+                if http.transport is not None:
+                    http.transport.close()  # what was written goes out, then the end
+                return response
+            if failure.kind == "stream-error":
+                status = failure.status or fmt.stream_error_status
+                await response.write(fmt.stream_error(status, _message(status)).encode())
+            else:  # malformed
+                await response.write(fmt.malformed_event().encode())
+        await response.write_eof()
+        return response
 
     async def _fail(
         self, fmt: WireFormat, http: web.Request, failure: Failure
@@ -423,13 +584,7 @@ class MockServer:
             return web.json_response(fmt.incomplete_body())
         status = _STATUS[kind]
         headers: dict[str, str] = {"x-request-id": f"req_{self.requests}"}
-        message = {
-            429: "Rate limit reached for requests",
-            401: "Incorrect API key provided",
-            404: "The model does not exist",
-            400: "Invalid request",
-            529: "Overloaded",
-        }.get(status, "The server had an error while processing your request")
+        message = _message(status)
         if failure.retry_after is not None:
             wait = failure.retry_after
             if failure.header == "retry-after-ms":

@@ -1,15 +1,55 @@
 """Wire formats the mock server speaks: each turns a request body into a
-`MockRequest` and a `MockReply` into the provider's real response body."""
+`MockRequest` and a `MockReply` into the provider's real response body, or
+into the server-sent events of the provider's real stream."""
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import msgspec
 
 from ..brain import MockReply, MockRequest
 
-__all__ = ["WireFormat"]
+__all__ = ["StreamEvent", "WireFormat", "fragments", "pieces"]
+
+_WORD = re.compile(r"\S+\s*|\s+")
+
+
+def pieces(text: str | None) -> list[str]:
+    """`text` cut into the deltas a model streams: a word each, with its trailing space.
+
+    Example:
+        >>> pieces("2 + 2 = 4")
+        ['2 ', '+ ', '2 ', '= ', '4']
+    """
+    return _WORD.findall(text or "")
+
+
+def fragments(text: str, count: int = 3) -> list[str]:
+    """`text` (tool-call JSON) cut anywhere into `count` fragments, as APIs stream it."""
+    if not text:
+        return []
+    size = max(1, -(-len(text) // count))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEvent:
+    """One server-sent event: its data (JSON, or a string sent as is), its name, and
+    whether it carries a piece of the reply's text."""
+
+    data: Any
+    event: str | None = None
+    text: bool = False
+
+    def encode(self) -> bytes:
+        data = self.data if isinstance(self.data, str) else msgspec.json.encode(self.data).decode()
+        head = f"event: {self.event}\n" if self.event else ""
+        return f"{head}data: {data}\n\n".encode()
 
 
 class WireFormat(ABC):
@@ -19,10 +59,15 @@ class WireFormat(ABC):
     name: ClassVar[str]
     #: aiohttp route of the endpoint, e.g. "/v1/chat/completions".
     route: ClassVar[str]
+    #: The HTTP status a "stream-error" stands for unless told: the format's overload.
+    stream_error_status: ClassVar[int] = 503
 
     @abstractmethod
-    def parse(self, body: Any, path: Mapping[str, str]) -> MockRequest:
-        """The request body (and path parameters) as a `MockRequest`.
+    def parse(
+        self, body: Any, path: Mapping[str, str], query: Mapping[str, str] | None = None
+    ) -> MockRequest:
+        """The request body (and path and query parameters) as a `MockRequest`, with
+        `stream` set when the request asks for a streamed reply.
 
         Raise ValueError with a message for a request the real API would
         refuse with 400.
@@ -31,6 +76,19 @@ class WireFormat(ABC):
     @abstractmethod
     def render(self, request: MockRequest, reply: MockReply) -> dict[str, Any]:
         """The provider's response body for `reply`, usage block included."""
+
+    @abstractmethod
+    def render_stream(self, request: MockRequest, reply: MockReply) -> list[StreamEvent]:
+        """The events of the provider's stream for `reply`: the same reply as `render()`,
+        its text in several deltas, up to the format's completion marker."""
+
+    @abstractmethod
+    def stream_error(self, status: int, message: str) -> StreamEvent:
+        """The error event the provider sends mid-stream for a failure of `status`."""
+
+    def malformed_event(self) -> StreamEvent:
+        """An event whose data is not JSON."""
+        return StreamEvent('{"choices": [oops')
 
     @abstractmethod
     def error_body(self, status: int, message: str) -> dict[str, Any]:

@@ -9,6 +9,14 @@ keep the signature the server gave it.
 A forced `tool_choice` (`{"type": "tool", "name": ...}`) is structured
 output: the brain answers in that tool's input schema and the reply is
 rendered as a `tool_use` of that tool, as Claude answers.
+
+With `"stream": true` the same message comes as the API streams it:
+`message_start` (usage with the input tokens), a `ping`, then per content
+block `content_block_start`, its deltas (`thinking_delta` pieces then one
+`signature_delta`, `text_delta` pieces, `input_json_delta` fragments of a
+tool's input) and `content_block_stop`, then `message_delta` (stop reason and
+output tokens) and `message_stop`. A mid-stream failure is an `event: error`
+(`overloaded_error` unless told otherwise).
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from typing import Any
 import msgspec
 
 from ..brain import MockMessage, MockReply, MockRequest, MockToolCall
-from . import WireFormat
+from . import StreamEvent, WireFormat, fragments, pieces
 
 __all__ = ["AnthropicFormat", "signature_of"]
 
@@ -141,11 +149,42 @@ def _assistant(message: Mapping[str, Any]) -> MockMessage:
     return MockMessage("assistant", "".join(texts), tool_calls=calls)
 
 
+def _block_events(index: int, block: dict[str, Any]) -> list[StreamEvent]:
+    """The events that stream one content block: start, deltas, stop."""
+    kind = block["type"]
+    deltas: list[dict[str, Any]] = []
+    if kind == "thinking":
+        opening = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces(block["thinking"])]
+        deltas.append({"type": "signature_delta", "signature": block["signature"]})
+    elif kind == "text":
+        opening = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": p} for p in pieces(block["text"])]
+    elif kind == "tool_use":
+        opening = {**block, "input": {}}
+        arguments = msgspec.json.encode(block["input"]).decode()
+        deltas = [{"type": "input_json_delta", "partial_json": f} for f in fragments(arguments)]
+    else:
+        opening = block
+    start = {"type": "content_block_start", "index": index, "content_block": opening}
+    events = [StreamEvent(start, "content_block_start")]
+    for delta in deltas:
+        data = {"type": "content_block_delta", "index": index, "delta": delta}
+        events.append(StreamEvent(data, "content_block_delta", text=kind == "text"))
+    stop = {"type": "content_block_stop", "index": index}
+    events.append(StreamEvent(stop, "content_block_stop"))
+    return events
+
+
 class AnthropicFormat(WireFormat):
     name = "anthropic"
     route = "/v1/messages"
 
-    def parse(self, body: Any, path: Mapping[str, str]) -> MockRequest:
+    stream_error_status = 529
+
+    def parse(
+        self, body: Any, path: Mapping[str, str], query: Mapping[str, str] | None = None
+    ) -> MockRequest:
         if not isinstance(body, dict) or not isinstance(body.get("model"), str):
             raise ValueError("model: Field required")
         max_tokens = body.get("max_tokens")
@@ -155,6 +194,7 @@ class AnthropicFormat(WireFormat):
         if not isinstance(messages, list) or not messages:
             raise ValueError("messages: Field required (a non-empty list)")
         request = MockRequest(format=self.name, model=body["model"], max_tokens=max_tokens)
+        request.stream = body.get("stream") is True
         system = _text_of(body.get("system"))
         request.system = system or None
         pending: set[str] = set()
@@ -247,6 +287,37 @@ class AnthropicFormat(WireFormat):
                 "output_tokens": reply.output_tokens,
             },
         }
+
+    def render_stream(self, request: MockRequest, reply: MockReply) -> list[StreamEvent]:
+        message = self.render(request, reply)
+        usage = message["usage"]
+        start = {
+            **message,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {**usage, "output_tokens": 1},
+        }
+        events = [
+            StreamEvent({"type": "message_start", "message": start}, "message_start"),
+            StreamEvent({"type": "ping"}, "ping"),
+        ]
+        for index, block in enumerate(message["content"]):
+            events += _block_events(index, block)
+        delta = {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": usage["output_tokens"]},
+        }
+        events.append(StreamEvent(delta, "message_delta"))
+        events.append(StreamEvent({"type": "message_stop"}, "message_stop"))
+        return events
+
+    def stream_error(self, status: int, message: str) -> StreamEvent:
+        return StreamEvent(self.error_body(status, message), "error")
+
+    def malformed_event(self) -> StreamEvent:
+        return StreamEvent('{"type": "content_block_delta", oops', "content_block_delta")
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         kind = _ERROR_TYPES.get(status, "api_error")

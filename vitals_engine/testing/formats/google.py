@@ -5,6 +5,14 @@ unknown top-level or `generationConfig` field, with a part it cannot read,
 or with a schema key outside Gemini's OpenAPI subset (`additionalProperties`,
 `$defs`, `$ref` ...), so a provider that sends what Gemini would refuse
 fails against the mock too.
+
+`:streamGenerateContent?alt=sse` streams the same response as server-sent
+events, one `GenerateContentResponse` each: thoughts and text a word per
+chunk (a thought's signature on its last piece), function calls whole, and
+the last chunk with the `finishReason` and the final `usageMetadata`. A
+mid-stream failure is a chunk `{"error": {...}}` (503 UNAVAILABLE unless told
+otherwise). Without `alt=sse` the API streams a JSON array, which this mock
+does not serve (400).
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import msgspec
 
 from ...providers.google import SCHEMA_KEYS as _SCHEMA_KEYS
 from ..brain import MockMessage, MockReply, MockRequest, MockToolCall
-from . import WireFormat
+from . import StreamEvent, WireFormat, pieces
 
 __all__ = ["GoogleFormat"]
 
@@ -132,16 +140,28 @@ class GoogleFormat(WireFormat):
     name = "google"
     route = "/v1beta/models/{model_action}"
 
-    def parse(self, body: Any, path: Mapping[str, str]) -> MockRequest:
+    def parse(
+        self, body: Any, path: Mapping[str, str], query: Mapping[str, str] | None = None
+    ) -> MockRequest:
+        model, _, action = path["model_action"].partition(":")
+        if action not in ("generateContent", "streamGenerateContent"):
+            raise ValueError(
+                f"unknown method '{action}': this mock serves generateContent and "
+                "streamGenerateContent"
+            )
+        if action == "streamGenerateContent" and (query or {}).get("alt") != "sse":
+            raise ValueError(
+                "streamGenerateContent without alt=sse streams a JSON array, which this mock "
+                "does not serve: add ?alt=sse"
+            )
         try:
-            return self._parse(body, path)
+            request = self._parse(body, model)
         except AttributeError as exc:  # a list or a string where the API wants an object
             raise ValueError(f"Invalid JSON payload received: wrong shape ({exc})") from exc
+        request.stream = action == "streamGenerateContent"
+        return request
 
-    def _parse(self, body: Any, path: Mapping[str, str]) -> MockRequest:
-        model, _, action = path["model_action"].partition(":")
-        if action != "generateContent":
-            raise ValueError(f"unknown method '{action}': this mock serves generateContent")
+    def _parse(self, body: Any, model: str) -> MockRequest:
         _check_fields(body, _REQUEST_KEYS, "request")
         body = {_camel(k): v for k, v in body.items()}
         contents = body.get("contents")
@@ -275,6 +295,39 @@ class GoogleFormat(WireFormat):
             "modelVersion": request.model,
             "responseId": "mock-response",
         }
+
+    def render_stream(self, request: MockRequest, reply: MockReply) -> list[StreamEvent]:
+        whole = self.render(request, reply)
+        candidate = whole["candidates"][0]
+        usage = whole["usageMetadata"]
+        prompt = {"promptTokenCount": usage["promptTokenCount"]}
+        prompt["totalTokenCount"] = usage["promptTokenCount"]
+        top = {k: v for k, v in whole.items() if k not in ("candidates", "usageMetadata")}
+        parts: list[tuple[dict[str, Any], bool]] = []  # (part, carries reply text)
+        for part in (candidate.get("content") or {}).get("parts") or []:
+            if "text" not in part:
+                parts.append((part, False))
+                continue
+            words = pieces(part["text"]) or [""]
+            for i, word in enumerate(words):
+                piece = {**part, "text": word}
+                if i < len(words) - 1:
+                    piece.pop("thoughtSignature", None)  # it comes with the last piece
+                parts.append((piece, not part.get("thought")))
+        events: list[StreamEvent] = []
+        for i, (part, text) in enumerate(parts):
+            chunk: dict[str, Any] = {"content": {"role": "model", "parts": [part]}, "index": 0}
+            last = i == len(parts) - 1
+            if last:
+                chunk["finishReason"] = candidate["finishReason"]
+            data = {"candidates": [chunk], "usageMetadata": usage if last else prompt, **top}
+            events.append(StreamEvent(data, text=text))
+        if not parts:
+            events.append(StreamEvent({"candidates": [candidate], "usageMetadata": usage, **top}))
+        return events
+
+    def stream_error(self, status: int, message: str) -> StreamEvent:
+        return StreamEvent(self.error_body(status, message))
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         return {

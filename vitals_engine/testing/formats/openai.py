@@ -1,4 +1,12 @@
-"""OpenAI Chat Completions, as the mock server speaks it."""
+"""OpenAI Chat Completions, as the mock server speaks it.
+
+With `"stream": true` the reply comes as `chat.completion.chunk` events: the
+role, the reasoning and the text in pieces, each tool call opened by its
+`index`, `id` and name with its arguments in fragments, the finish reason,
+then (with `stream_options.include_usage`) a chunk with no choices and the
+usage, then `data: [DONE]`. Like the API it refuses `stream_options` without
+`stream`.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +17,7 @@ from typing import Any
 import msgspec
 
 from ..brain import MockMessage, MockReply, MockRequest, MockToolCall
-from . import WireFormat
+from . import StreamEvent, WireFormat, fragments, pieces
 
 __all__ = ["OpenAIFormat"]
 
@@ -37,14 +45,35 @@ def _text_and_images(content: Any) -> tuple[str, int]:
     return "\n".join(texts), images
 
 
+def _usage(reply: MockReply) -> dict[str, Any]:
+    return {
+        "prompt_tokens": reply.input_tokens,
+        "completion_tokens": reply.output_tokens,
+        "total_tokens": reply.input_tokens + reply.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+        "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
+    }
+
+
 class OpenAIFormat(WireFormat):
     name = "openai"
     route = "/v1/chat/completions"
 
-    def parse(self, body: Any, path: Mapping[str, str]) -> MockRequest:
+    stream_error_status = 500
+
+    def parse(
+        self, body: Any, path: Mapping[str, str], query: Mapping[str, str] | None = None
+    ) -> MockRequest:
         if not isinstance(body.get("model"), str) or not isinstance(body.get("messages"), list):
             raise ValueError("'model' and 'messages' are required")
         request = MockRequest(format=self.name, model=body["model"])
+        request.stream = body.get("stream") is True
+        options = body.get("stream_options")
+        if options is not None and not request.stream:
+            raise ValueError(
+                "The 'stream_options' parameter is only allowed when 'stream' is enabled."
+            )
+        request.stream_usage = bool((options or {}).get("include_usage"))
         for message in body["messages"]:
             role = message["role"]
             text, images = _text_and_images(message.get("content"))
@@ -105,21 +134,59 @@ class OpenAIFormat(WireFormat):
                 }
                 for call in reply.tool_calls
             ]
-        usage: dict[str, Any] = {
-            "prompt_tokens": reply.input_tokens,
-            "completion_tokens": reply.output_tokens,
-            "total_tokens": reply.input_tokens + reply.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
-            "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
-        }
         return {
             "id": "chatcmpl-mock",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": request.model,
             "choices": [{"index": 0, "message": message, "finish_reason": _FINISH[reply.finish]}],
-            "usage": usage,
+            "usage": _usage(reply),
         }
+
+    def render_stream(self, request: MockRequest, reply: MockReply) -> list[StreamEvent]:
+        base: dict[str, Any] = {
+            "id": "chatcmpl-mock",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": request.model,
+            "system_fingerprint": None,
+        }
+        if request.stream_usage:
+            base["usage"] = None
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+            return {**base, "choices": [choice]}
+
+        events = [StreamEvent(chunk({"role": "assistant", "content": "", "refusal": None}))]
+        events += [StreamEvent(chunk({"reasoning_content": p})) for p in pieces(reply.reasoning)]
+        events += [StreamEvent(chunk({"content": p}), text=True) for p in pieces(reply.text)]
+        for index, call in enumerate(reply.tool_calls):
+            opening = {
+                "index": index,
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }
+            events.append(StreamEvent(chunk({"tool_calls": [opening]})))
+            arguments = msgspec.json.encode(call.arguments).decode()
+            for fragment in fragments(arguments):
+                more = {"index": index, "function": {"arguments": fragment}}
+                events.append(StreamEvent(chunk({"tool_calls": [more]})))
+        events.append(StreamEvent(chunk({}, _FINISH[reply.finish])))
+        if request.stream_usage:
+            events.append(StreamEvent({**base, "choices": [], "usage": _usage(reply)}))
+        events.append(StreamEvent("[DONE]"))
+        return events
+
+    def stream_error(self, status: int, message: str) -> StreamEvent:
+        if status == 429:
+            error = {"message": message, "type": "requests", "code": "rate_limit_exceeded"}
+        elif status >= 500:
+            error = {"message": message, "type": "server_error", "code": None}
+        else:
+            error = dict(self.error_body(status, message)["error"])
+        return StreamEvent({"error": {**error, "param": None}})
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         kind = {429: "rate_limit_exceeded", 401: "invalid_api_key", 404: "model_not_found"}
