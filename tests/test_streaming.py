@@ -394,3 +394,20 @@ async def test_a_json_answer_to_a_streamed_request_is_read_whole():
     )
     assert await chat_on("openai", client).chat_async("What's 2+2?") == "4"
     await client.aclose()
+
+
+async def test_a_failing_sink_never_fails_the_call(server, caplog):
+    """The live text is a view: a sink that raises is dropped with a warning, and the reply
+    still arrives whole."""
+    server.script(lambda r: MockReply(text=TWENTY_WORDS))
+    seen: list[str] = []
+
+    def broken(key: object, delta: str) -> None:
+        seen.append(delta)
+        raise RuntimeError("the viewer's buffer broke")
+
+    with call_scope("solver", on_text=broken):
+        reply = await chat(server, "openai", stream=True).chat_async("Say twenty words")
+    assert reply == TWENTY_WORDS
+    assert seen == ["word0 "]
+    assert "live text" in caplog.text

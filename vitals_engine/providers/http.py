@@ -36,10 +36,10 @@ import os
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import Mapping
 from contextlib import aclosing
 from datetime import datetime
-from typing import Any, ClassVar, NoReturn, cast
+from typing import Any, ClassVar, NoReturn
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 import msgspec
@@ -53,6 +53,7 @@ from .._errors import (
     ProviderUnavailable,
     RateLimitError,
 )
+from .._logging import log
 from .._version import version
 from ..pacing.scope import text_sink
 from ..transport.base import HttpResponse, StreamedResponse, Timeouts
@@ -414,8 +415,7 @@ class HttpProvider(Provider):
         sink = text_sink()
         attempt = object()  # this attempt's key: a retried stream starts afresh
         count = 0
-        # An async generator, though typed as an iterator: closed at once when we stop early.
-        events = cast(AsyncGenerator[ServerSentEvent], server_sent_events(response.chunks()))
+        events = server_sent_events(response.chunks())  # closed at once when we stop early
         async with aclosing(events):
             while True:
                 try:
@@ -432,7 +432,13 @@ class HttpProvider(Provider):
                 count += 1
                 text = self._feed(reader, event, count, response)
                 if text and sink is not None:
-                    sink(attempt, text)
+                    try:
+                        sink(attempt, text)
+                    except Exception:  # the live text is a view: it never fails the call
+                        log.warning(
+                            "dropped the live text of a reply: its sink failed", exc_info=True
+                        )
+                        sink = None
                 if reader.complete and reader.stops_at_marker:
                     break
         if not reader.complete:

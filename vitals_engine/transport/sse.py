@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable
 from dataclasses import dataclass
 
 __all__ = ["EventStreamParser", "ServerSentEvent", "server_sent_events"]
@@ -87,7 +87,9 @@ class EventStreamParser:
             self._id = value
 
 
-async def server_sent_events(chunks: AsyncIterable[bytes]) -> AsyncIterator[ServerSentEvent]:
+async def server_sent_events(
+    chunks: AsyncIterable[bytes],
+) -> AsyncGenerator[ServerSentEvent, None]:
     """The events of a body arriving in `chunks` (UTF-8, cut anywhere).
 
     Example:
