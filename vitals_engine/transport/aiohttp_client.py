@@ -7,9 +7,10 @@ It keeps the rules of our own `Http11Transport`, so the transports agree
   off): absolute-form requests for http, CONNECT tunnels for https, the proxy
   URL's credentials as Proxy-Authorization. A 407 from the proxy is
   `ProviderUnavailable` naming the proxy.
-- TLS: a context of our own, made at the first https request, so that
-  `SSL_CERT_FILE` counts (aiohttp makes its default context when imported);
-  certifi's certificates where the system has none.
+- TLS: the system's certificates, or those `SSL_CERT_FILE` / `SSL_CERT_DIR`
+  name when the first https request is made (aiohttp's own default context is
+  made when aiohttp is imported); certifi's where the system has none. One
+  context per such setting, shared by the process's transports.
 - Redirects: aiohttp follows none (it would turn a POST into a GET on
   301-303). A 307 or 308 to the same origin is followed with the same body, at
   most `MAX_REDIRECTS` times (`same_origin_redirect()`); any other comes back
@@ -31,6 +32,7 @@ It keeps the rules of our own `Http11Transport`, so the transports agree
 
 from __future__ import annotations
 
+import os
 import select
 import ssl
 import zlib
@@ -182,17 +184,31 @@ class AiohttpTransport(Transport):
 
     def _tls_context(self) -> ssl.SSLContext:
         if self._tls is None:
-            context = ssl.create_default_context()
-            if not context.cert_store_stats().get("x509_ca"):
-                # No system certificates (a slim container): use certifi's, as httpx does.
-                import certifi
-
-                context.load_verify_locations(certifi.where())
-            self._tls = context
+            self._tls = _default_tls()
         return self._tls
 
     async def aclose(self) -> None:
         await self._session.close()
+
+
+#: Default TLS contexts, by the variables that choose their certificates: making one costs
+#: ~60-90 ms, so every transport of the process shares it.
+_TLS_CONTEXTS: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
+
+
+def _default_tls() -> ssl.SSLContext:
+    """The system's certificates (or those SSL_CERT_FILE / SSL_CERT_DIR name, read as the
+    context is made); certifi's where the system has none, as httpx does."""
+    key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    context = _TLS_CONTEXTS.get(key)
+    if context is None:
+        context = ssl.create_default_context()
+        if not context.cert_store_stats().get("x509_ca"):  # a slim container
+            import certifi
+
+            context.load_verify_locations(certifi.where())
+        context = _TLS_CONTEXTS[key] = context
+    return context
 
 
 class _Connector(aiohttp.TCPConnector):

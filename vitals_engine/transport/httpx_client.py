@@ -2,7 +2,7 @@
 
 httpx's connection pool costs more CPU the more connections it holds, so
 when we own the clients we shard: one `AsyncClient` per ~10 connections,
-sharing one TLS context, each request going to the least busy one (the first
+made at the first request, each request going to the least busy one (the first
 of them when all are idle, so requests made one after another reuse one
 connection). A user's own `httpx.AsyncClient` is used as given: its proxies,
 auth and TLS settings are its own.
@@ -15,9 +15,10 @@ agree (`tests/test_transport_conformance.py` runs the same cases against each):
   requests for http, CONNECT tunnels for https, the proxy URL's credentials as
   Proxy-Authorization. One set of shards per proxy. A 407 from the proxy is
   `ProviderUnavailable` naming the proxy.
-- TLS (our own clients): `ssl.create_default_context()`, made with the first
-  client, so `SSL_CERT_FILE` counts; certifi's certificates where the system
-  has none.
+- TLS (our own clients): the system's certificates, or those `SSL_CERT_FILE`
+  / `SSL_CERT_DIR` name when the first client is made; certifi's where the
+  system has none. One context per such setting, shared by the process's
+  transports.
 - Redirects: never followed by httpx (whatever the client says). A 307 or 308
   to the same origin is followed with the same body, at most `MAX_REDIRECTS`
   times (`same_origin_redirect()`); any other comes back as the response.
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import ssl
 import zlib
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
@@ -224,13 +226,8 @@ class HttpxTransport(Transport):
         shards = max(1, math.ceil(self._pool_size / CONNECTIONS_PER_SHARD))
         per_shard = max(1, math.ceil(self._pool_size / shards))
         limits = httpx.Limits(max_connections=per_shard, max_keepalive_connections=per_shard)
-        if self._tls is None:  # shared: making one costs ~60 ms each
-            self._tls = ssl.create_default_context()
-            if not self._tls.cert_store_stats().get("x509_ca"):
-                # No system certificates (a slim container): use certifi's, as httpx does.
-                import certifi
-
-                self._tls.load_verify_locations(certifi.where())
+        if self._tls is None:
+            self._tls = _default_tls()
         via = None
         if proxy is not None:
             auth = {"Proxy-Authorization": proxy.authorization} if proxy.authorization else None
@@ -249,6 +246,12 @@ class HttpxTransport(Transport):
         """The body's bytes as they arrive, decoded and held to MAX_BODY_BYTES."""
         response, url = opened.response, opened.url
         try:
+            if response.is_stream_consumed:  # read already (httpx.MockTransport), decoded
+                if len(response.content) > MAX_BODY_BYTES:
+                    raise _too_large()
+                if response.content:
+                    yield response.content
+                return
             decoder = _Decoder(response.headers.get("content-encoding"))
             length = response.headers.get("content-length")
             if length is not None and length.isdecimal() and int(length) > MAX_BODY_BYTES:
@@ -272,13 +275,15 @@ class HttpxTransport(Transport):
         httpx = self._httpx
         if isinstance(exc, ProviderError):
             return exc
+        name = type(exc).__name__
         if isinstance(exc, httpx.ConnectTimeout):
             return ProviderTimeout(
-                f"no connection to {url} in time (connect timeout of {timeouts.connect:g} s)"
+                f"no connection to {url} in time (connect timeout of {timeouts.connect:g} s: "
+                f"{name})"
             )
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, httpx.TimeoutException):  # reading, or sending the request
             return ProviderTimeout(
-                f"no answer from {url} in time (read timeout of {timeouts.read:g} s)"
+                f"no answer from {url} in time (read timeout of {timeouts.read:g} s: {name})"
             )
         if isinstance(exc, httpx.ProxyError) and proxy is not None:
             return _proxy_refused(url, proxy, str(exc))
@@ -290,11 +295,31 @@ class HttpxTransport(Transport):
         raise exc
 
     async def aclose(self) -> None:
-        if self._owned:
-            for shards in self._shards.values():
-                for client in shards.clients:
+        if self._owned:  # a user's client stays open: it is theirs
+            shards, self._shards = list(self._shards.values()), {}
+            for shard in shards:
+                for client in shard.clients:
                     await client.aclose()
-        self._shards = {}
+
+
+#: Default TLS contexts, by the variables that choose their certificates: making one costs
+#: ~60-90 ms, so every transport of the process shares it.
+_TLS_CONTEXTS: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
+
+
+def _default_tls() -> ssl.SSLContext:
+    """The system's certificates (or those SSL_CERT_FILE / SSL_CERT_DIR name, read as the
+    context is made); certifi's where the system has none, as httpx does."""
+    key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    context = _TLS_CONTEXTS.get(key)
+    if context is None:
+        context = ssl.create_default_context()
+        if not context.cert_store_stats().get("x509_ca"):  # a slim container
+            import certifi
+
+            context.load_verify_locations(certifi.where())
+        context = _TLS_CONTEXTS[key] = context
+    return context
 
 
 def _on_asyncio() -> bool:
