@@ -452,7 +452,8 @@ async def test_request_the_server_hung_up_on_is_never_sent_twice(kind, servers):
     assert [r.body for r in route.seen].count(b'{"second": true}') == 1
 
 
-async def test_early_413_during_a_large_upload_is_the_answer(kind, servers):
+@pytest.mark.parametrize("on", ["plain", "tls"])
+async def test_early_413_during_a_large_upload_is_the_answer(kind, servers, trust_ca, on):
     """A server that answers 413 as soon as it read the head of a large upload, and closes
     without reading the rest: the caller gets the 413, not a broken connection."""
     route = servers.route(
@@ -464,7 +465,7 @@ async def test_early_413_during_a_large_upload_is_the_answer(kind, servers):
     )
     big = json.dumps({"blob": "x" * (32 << 20)})
     async with opened(kind) as transport:
-        reply = await post(transport, route.url(), body=big)
+        reply = await post(transport, route.url(on=on), body=big)
     assert (reply.status, reply.body) == (413, b'{"error":"too large"}')
 
 

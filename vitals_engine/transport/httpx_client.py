@@ -27,8 +27,9 @@ agree (`tests/test_transport_conformance.py` runs the same cases against each):
   redirects and, for `stream()`, the streamed body included.
 - Bodies: we ask for gzip or deflate and decode them ourselves, refusing a
   body over `MAX_BODY_BYTES` (the same limit as http11's), raw or decoded.
-- An early answer (a 413 while a large body still goes out) is the response,
-  also on asyncio, where httpx alone would lose it when the server closes.
+- An early answer (a 413 while a large body still goes out) is the response:
+  we listen while sending a large body, where httpx alone reads only after it
+  and loses the answer of a server that closed meanwhile.
 - `stream()` hands the body over as it arrives (`aiter_raw()`); leaving it
   gives the connection back if the body was read to its end, else closes it.
 - Errors: `ProviderTimeout` or `ProviderUnavailable`, saying what happened.
@@ -37,7 +38,6 @@ agree (`tests/test_transport_conformance.py` runs the same cases against each):
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
 import ssl
@@ -237,8 +237,7 @@ class HttpxTransport(Transport):
             transport = httpx.AsyncHTTPTransport(
                 verify=self._tls, limits=limits, proxy=via, trust_env=False
             )
-            if _on_asyncio():
-                _hear_early_answers(transport)
+            _hear_early_answers(transport)
             clients.append(httpx.AsyncClient(transport=transport, trust_env=False))
         return _Shards(clients)
 
@@ -322,19 +321,12 @@ def _default_tls() -> ssl.SSLContext:
     return context
 
 
-def _on_asyncio() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
 def _hear_early_answers(transport: httpx.AsyncHTTPTransport) -> None:
-    """Have `transport`'s connections listen while a large body goes out (on asyncio, where
-    a connection that is not read when the server closes it loses what the server said).
-    httpx takes no network backend, so it goes on its pool (httpcore's own attribute); a
-    later httpx without it keeps httpx's plain behaviour."""
+    """Have `transport`'s connections listen while a large body goes out. httpx alone reads
+    only once the body is sent, and a server that answered early and closed has broken
+    the connection by then: asyncio drops what was not read yet, a TLS stream on trio is
+    broken by the failed send. httpx takes no network backend, so it goes on its pool
+    (httpcore's own attribute); a later httpx without it keeps httpx's plain behaviour."""
     pool = getattr(transport, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
     if backend is not None:
