@@ -21,6 +21,8 @@ It keeps the rules of our own `Http11Transport`, so the transports agree
 - Bodies: we ask for gzip or deflate and decode them ourselves (aiohttp's own
   decompression has no cap), refusing a body over `MAX_BODY_BYTES` (the same
   limit as http11's), raw or decoded.
+- An early answer (a 413 while a large body still goes out) is the response:
+  aiohttp reads the answer while it sends the body.
 - `stream()` hands the body over as it arrives (`content.readany()`); leaving
   it gives the connection back if the body was read to its end, else closes it.
 - Keep-alive: an idle connection on which the server sent something (a 408
