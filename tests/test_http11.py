@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import select
 import socket
 import ssl
+import struct
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
@@ -19,18 +22,26 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.tls import TLSListener
 
 import vitals_engine as ve
-from vitals_engine import ProviderTimeout, ProviderUnavailable
+from vitals_engine import ProviderError, ProviderTimeout, ProviderUnavailable
 from vitals_engine.testing import MockServer
 from vitals_engine.transport import http11
-from vitals_engine.transport.base import Timeouts
+from vitals_engine.transport.base import MAX_REDIRECTS, Timeouts
 from vitals_engine.transport.http11 import Http11Transport
 from vitals_engine.transport.pool import TransportPool
 
-pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_retries")]
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_retries", "no_proxy_env")]
 
 BODY = json.dumps({"model": "gpt-test", "messages": [{"role": "user", "content": "What's 2+2?"}]})
 HEADERS = {"content-type": "application/json", "authorization": "Bearer k"}
 QUICK = Timeouts(connect=5.0, read=5.0)
+
+
+@pytest.fixture
+def no_proxy_env(monkeypatch):
+    """Requests go direct, whatever proxies the machine's environment names."""
+    for name in list(os.environ):
+        if name.lower() in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+            monkeypatch.delenv(name)
 
 
 @asynccontextmanager
@@ -157,6 +168,20 @@ def answer_once(data: bytes) -> Respond:
     return respond
 
 
+def wait_until_idle_readable(client: Http11Transport) -> None:
+    """Block until something (bytes, EOF) has reached every idle connection of `client`:
+    what the server sent is then there for the client's check before reuse to find."""
+    for pool in client._pools.values():
+        for conn in pool.idle:
+            assert select.select([conn.sock], [], [], 5)[0], "nothing reached the client"
+
+
+def reset_on_close(conn: RawConnection) -> None:
+    """Make closing this server connection send a reset (RST) instead of a FIN."""
+    raw = conn.stream.extra(SocketAttribute.raw_socket)
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
 @asynccontextmanager
 async def counting_proxy(port: int) -> AsyncIterator[RawServer]:
     """A TCP proxy to 127.0.0.1:`port` that counts the connections made through it."""
@@ -249,14 +274,15 @@ async def test_dropped_connection_is_unavailable(server):
         assert (await post(client, chat_url(server))).status == 200
 
 
-async def test_drop_on_reused_connection_is_retried_once_only(server):
-    """A drop on a reused connection looks like an idle close: one retry, then the error."""
+async def test_drop_on_reused_connection_is_not_resent(server):
+    """A reused connection dropped after the request went out is an error, not a secret
+    second request: the server may have acted on it."""
     async with transport() as client:
         await post(client, chat_url(server))
         server.fail("drop", times=2)
-        with pytest.raises(ProviderUnavailable, match="failed"):
+        with pytest.raises(ProviderUnavailable, match="after the request was sent"):
             await post(client, chat_url(server))
-    assert server.requests == 3
+    assert server.requests == 2
 
 
 async def test_hang_hits_the_read_timeout(server):
@@ -332,11 +358,13 @@ async def test_header_with_line_break_is_refused():
 
 
 async def test_idle_connection_closed_by_server_is_replaced_transparently():
-    """A keep-alive connection the server closed while idle is retried on a fresh one."""
+    """A keep-alive connection the server closed while idle is found closed before reuse
+    and replaced by a fresh one; the request goes out once."""
     async with raw_server(answer_once(response())) as raw, transport() as client:
         assert (await post(client, raw.url())).status == 200
         with anyio.fail_after(5):
             await raw.ended[0].wait()  # the server has closed the idle connection
+        wait_until_idle_readable(client)
         assert client.open_connections == 1  # ... which the client has not noticed yet
         assert (await post(client, raw.url())).status == 200
         assert (raw.connections, len(raw.requests)) == (2, 2)
@@ -509,7 +537,10 @@ async def test_fresh_connection_closed_without_answer_is_not_retried():
         await conn.read_request()
 
     async with raw_server(hang_up) as raw, transport() as client:
-        with pytest.raises(ProviderUnavailable, match="closed the connection"):
+        with pytest.raises(
+            ProviderUnavailable,
+            match="closed the connection after the request was sent and before any answer",
+        ):
             await post(client, raw.url())
     assert raw.connections == 1
 
@@ -614,3 +645,316 @@ async def test_https_with_untrusted_certificate_cannot_connect(tls):
     ):
         with pytest.raises(ProviderUnavailable, match=r"cannot connect to .*CERTIFICATE_VERIFY"):
             await post(client, raw.url(host="localhost"))
+
+
+# -- a request is never sent twice in secret ---------------------------------------------------
+
+
+async def test_reused_connection_closed_after_the_request_is_not_resent():
+    """A reused connection that the server closes after reading a whole request, before
+    answering, raises ProviderUnavailable; the server sees that request once."""
+
+    async def answer_then_hang_up(conn: RawConnection, server: RawServer) -> None:
+        request = await conn.read_request()
+        assert request is not None
+        server.requests.append(request[0])
+        if server.connections == 1:  # the first connection: answer, then read and hang up
+            await conn.send(response())
+            request = await conn.read_request()
+            assert request is not None
+            server.requests.append(request[0])
+        else:  # any other connection would be a copy sent in secret: answer it
+            await conn.send(response())
+
+    async with raw_server(answer_then_hang_up) as raw, transport() as client:
+        assert (await post(client, raw.url())).status == 200
+        with pytest.raises(
+            ProviderUnavailable,
+            match=r"closed the connection after the request was sent and before any answer\. "
+            "It was not sent again",
+        ):
+            await post(client, raw.url(), body='{"second": true}')
+        assert client.open_connections == 0
+    assert len(raw.requests) == 2
+    assert raw.connections == 1
+
+
+async def test_reused_connection_reset_before_answer_is_not_resent():
+    """A reset instead of a close, after the request was read, is not resent either."""
+
+    async def answer_then_reset(conn: RawConnection, server: RawServer) -> None:
+        while (request := await conn.read_request()) is not None:
+            server.requests.append(request[0])
+            if len(server.requests) == 2:
+                reset_on_close(conn)
+                return
+            await conn.send(response())
+
+    async with raw_server(answer_then_reset) as raw, transport() as client:
+        assert (await post(client, raw.url())).status == 200
+        with pytest.raises(ProviderUnavailable, match="after the request was sent"):
+            await post(client, raw.url())
+    assert (len(raw.requests), raw.connections) == (2, 1)
+
+
+async def test_send_failing_on_reused_connection_is_resent_once_on_a_fresh_one(anyio_backend):
+    """When sending on a reused connection fails (reset between the check before reuse and
+    the send), the server never had the request: it goes once more on a fresh connection.
+    Never two copies: trio reports the failed send, so the request is resent; asyncio's
+    transport swallows it and reports a broken connection after the send, so the request
+    is not resent and the caller gets ProviderUnavailable."""
+
+    async def answer_then_reset(conn: RawConnection, server: RawServer) -> None:
+        request = await conn.read_request()
+        assert request is not None
+        server.requests.append(request[0])
+        await conn.send(response())
+        if server.connections == 1:
+            reset_on_close(conn)  # the idle connection dies with a reset
+
+    async with raw_server(answer_then_reset) as raw, transport() as client:
+        assert (await post(client, raw.url())).status == 200
+        with anyio.fail_after(5):
+            await raw.ended[0].wait()
+        wait_until_idle_readable(client)
+        for pool in client._pools.values():  # the race, forced: the check sees nothing
+            for conn in pool.idle:
+                conn.poller = conn.sock = None
+        try:
+            reply = await post(client, raw.url())
+        except ProviderUnavailable:
+            resent = False
+        else:
+            resent = True
+            assert reply.status == 200
+    assert len(raw.requests) == 1 + resent
+    assert raw.connections == 1 + resent
+    assert resent == (anyio_backend == "trio")
+
+
+# -- idle connections are checked before reuse ---------------------------------------------------
+
+
+@pytest.mark.parametrize("then_close", [True, False])
+async def test_bytes_on_an_idle_connection_are_not_taken_as_the_next_response(then_close):
+    """A server's 408 sent on an idle connection (then closing it, or not) is not the next
+    request's answer: the connection is dropped before reuse, the request goes on a fresh
+    one, once."""
+    go, sent = anyio.Event(), anyio.Event()
+
+    async def time_out_idle(conn: RawConnection, server: RawServer) -> None:
+        request = await conn.read_request()
+        assert request is not None
+        server.requests.append(request[0])
+        await conn.send(response(b'{"n":%d}' % server.connections))
+        if server.connections == 1:
+            await go.wait()  # the client has read the answer: the connection is idle
+            await conn.send(response(b"{}", "408 Request Timeout", "Connection: close\r\n"))
+            sent.set()
+            if not then_close:
+                assert await conn.read_request() is None  # until the client closes
+
+    async with raw_server(time_out_idle) as raw, transport() as client:
+        assert (await post(client, raw.url())).body == b'{"n":1}'
+        go.set()
+        with anyio.fail_after(5):
+            await sent.wait()
+        wait_until_idle_readable(client)
+        reply = await post(client, raw.url())
+        assert (reply.status, reply.body) == (200, b'{"n":2}')
+        assert client.open_connections == 1
+        with anyio.fail_after(5):
+            await raw.ended[0].wait()  # the client closed the first connection
+    assert (raw.connections, len(raw.requests)) == (2, 2)
+
+
+async def test_quiet_idle_connections_are_reused():
+    """The check before reuse passes a connection on which nothing arrived, over and over."""
+    async with raw_server(answer_each(response())) as raw, transport() as client:
+        for _ in range(5):
+            assert (await post(client, raw.url())).status == 200
+    assert raw.connections == 1
+
+
+# -- an answer that comes while the request is still being sent --------------------------------
+
+BIG = b'{"x":"' + b"y" * (16 << 20) + b'"}'  # far more than the sockets' buffers hold
+
+
+@pytest.mark.parametrize("closes", [True, False])
+async def test_early_answer_to_a_large_upload_is_returned(closes):
+    """A server that answers 413 after the head, without reading the body, and closes (a
+    reset, since the body is unread) or just stops reading: the client returns the 413,
+    and closes the connection."""
+
+    async def too_large(conn: RawConnection, server: RawServer) -> None:
+        head = await conn.reader.receive_until(b"\r\n\r\n", 1 << 20)
+        server.requests.append(head)
+        await conn.send(response(b'{"error":"too large"}', "413 Payload Too Large"))
+        if not closes:
+            await anyio.sleep_forever()  # neither reads nor closes: the client must stop
+
+    async with raw_server(too_large) as raw, transport() as client:
+        reply = await client.post(raw.url(), HEADERS, BIG, QUICK)
+        assert (reply.status, reply.body) == (413, b'{"error":"too large"}')
+        assert client.open_connections == 0
+        assert (await post(client, raw.url())).status == 413  # a fresh connection
+    assert raw.connections == 2
+
+
+async def test_large_upload_read_whole_is_answered_normally():
+    """A large body that the server reads whole before answering: the usual response, and
+    the connection is kept."""
+    async with raw_server(answer_each(response())) as raw, transport() as client:
+        for _ in range(2):
+            reply = await client.post(raw.url(), HEADERS, BIG, QUICK)
+            assert reply.status == 200
+        assert client.open_connections == 1
+    assert raw.connections == 1
+
+
+async def test_large_upload_closed_without_answer_is_unavailable():
+    """A server that closes while a large body is going out, without an answer: the
+    failed send is reported as such."""
+
+    async def hang_up(conn: RawConnection, server: RawServer) -> None:
+        await conn.reader.receive_until(b"\r\n\r\n", 1 << 20)
+        reset_on_close(conn)
+
+    async with raw_server(hang_up) as raw, transport() as client:
+        with pytest.raises(ProviderUnavailable, match=r"connection to .* failed"):
+            await client.post(raw.url(), HEADERS, BIG, QUICK)
+        assert client.open_connections == 0
+    assert raw.connections == 1
+
+
+# -- header names ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["x bad", "x:y", "", "caf\u00e9", "(x)", "x\r\ny", "a\tb", "x/y"])
+async def test_header_name_that_is_not_a_token_is_refused(name):
+    """A header name that is not an RFC 9110 token is refused before anything is sent."""
+    async with raw_server(answer_each(response())) as raw, transport() as client:
+        with pytest.raises(ValueError, match="not an HTTP field name"):
+            await client.post(raw.url(), {**HEADERS, name: "v"}, b"{}", QUICK)
+    assert raw.connections == 0
+
+
+async def test_token_header_names_are_sent():
+    """Every character a token allows goes out as given."""
+    name = "X-Ok!#$%&'*+.^_`|~09"
+    async with raw_server(answer_each(response())) as raw, transport() as client:
+        await client.post(raw.url(), {name: "v"}, b"{}", QUICK)
+    assert f"\r\n{name}: v\r\n".encode() in raw.requests[0]
+
+
+# -- the total deadline of an attempt -------------------------------------------------------------
+
+
+def drip(length: int = 150, pause: float = 0.02) -> Respond:
+    """Answer with a body of `length` bytes sent one at a time, `pause` seconds apart: each
+    well within the read timeout, the whole far beyond a short total."""
+
+    async def respond(conn: RawConnection, server: RawServer) -> None:
+        request = await conn.read_request()
+        assert request is not None
+        server.requests.append(request[0])
+        await conn.send(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % length)
+        for _ in range(length):
+            await anyio.sleep(pause)  # the pace under test, not a synchronisation
+            await conn.send(b"x")
+
+    return respond
+
+
+async def test_a_server_dripping_bytes_hits_the_total_timeout():
+    """Bytes that each come within the read timeout still end at the total deadline."""
+    async with raw_server(drip()) as raw, transport() as client:
+        with pytest.raises(
+            ProviderTimeout,
+            match=r"no complete answer from .* in time \(total timeout of 0\.5 s",
+        ):
+            await post(client, raw.url(), Timeouts(connect=5.0, read=2.0, total=0.5))
+        assert client.open_connections == 0
+
+
+async def test_total_none_sets_no_deadline():
+    """Timeouts(total=None): the dripped body is read to its end."""
+    async with raw_server(drip(length=20)) as raw, transport() as client:
+        reply = await post(client, raw.url(), Timeouts(connect=5.0, read=2.0, total=None))
+    assert reply.body == b"x" * 20
+
+
+async def test_total_timeout_also_bounds_a_silent_server():
+    """A total shorter than the read timeout ends a wait for the first byte, and says so."""
+    async with raw_server(wait_for_eof) as raw, transport() as client:
+        with pytest.raises(ProviderTimeout, match=r"total timeout of 0\.2 s"):
+            await post(client, raw.url(), Timeouts(connect=5.0, read=30.0, total=0.2))
+
+
+# -- redirects ------------------------------------------------------------------------------------
+
+
+def redirect_to(location: str, status: str = "307 Temporary Redirect", times: int = 1) -> Respond:
+    """Answer the first `times` requests with a redirect to `location`, the rest with 200."""
+
+    async def respond(conn: RawConnection, server: RawServer) -> None:
+        while (request := await conn.read_request()) is not None:
+            server.requests.append(request[0] + b"\r\n\r\n" + request[1])
+            if len(server.requests) <= times:
+                where = location.replace("{port}", str(server.port))
+                await conn.send(response(b"", status, f"Location: {where}\r\n"))
+            else:
+                await conn.send(response(b'{"final":true}'))
+
+    return respond
+
+
+@pytest.mark.parametrize(
+    ("status", "location"),
+    [
+        ("307 Temporary Redirect", "/v2/chat"),
+        ("308 Permanent Redirect", "http://127.0.0.1:{port}/v2/chat?x=1"),
+    ],
+)
+async def test_same_origin_307_and_308_are_followed_with_method_body_and_headers(status, location):
+    """A 307/308 to the same origin is followed with the same method, body and headers,
+    over the same keep-alive connection."""
+    async with raw_server(redirect_to(location, status)) as raw, transport() as client:
+        reply = await post(client, raw.url())
+        assert (reply.status, reply.body) == (200, b'{"final":true}')
+    first, second = raw.requests
+    assert first.startswith(b"POST /v1/chat/completions HTTP/1.1\r\n")
+    assert second.startswith(b"POST /v2/chat")
+    assert second.split(b"\r\n", 1)[1] == first.split(b"\r\n", 1)[1]  # headers and body
+    assert b"authorization: Bearer k" in second
+    assert second.endswith(BODY.encode())
+    assert raw.connections == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "location"),
+    [
+        ("301 Moved Permanently", "/v2/chat"),
+        ("302 Found", "/v2/chat"),
+        ("303 See Other", "/v2/chat"),
+        ("307 Temporary Redirect", "http://localhost:{port}/v2/chat"),  # another host
+        ("308 Permanent Redirect", "https://127.0.0.1:{port}/v2/chat"),  # another scheme
+    ],
+)
+async def test_other_redirects_are_returned_as_responses(status, location):
+    """Any other 3xx (or one to another origin) comes back as the response, not followed."""
+    async with raw_server(redirect_to(location, status)) as raw, transport() as client:
+        reply = await post(client, raw.url())
+    assert reply.status == int(status[:3])
+    assert reply.headers["location"] == location.replace("{port}", str(raw.port))
+    assert len(raw.requests) == 1
+
+
+async def test_redirects_beyond_the_limit_are_an_error():
+    """More than MAX_REDIRECTS redirects in a row end with an error naming the loop."""
+    respond = redirect_to("/again", times=100)
+    async with raw_server(respond) as raw, transport() as client:
+        with pytest.raises(ProviderError, match=f"redirected more than {MAX_REDIRECTS} times"):
+            await post(client, raw.url())
+    assert len(raw.requests) == MAX_REDIRECTS + 1

@@ -2,54 +2,106 @@
 
 It runs wherever anyio runs (asyncio, uvloop, trio) and costs a small
 fraction of what aiohttp or httpx cost per request, because it does only
-what the providers need: POST a body, read the whole response.
+what the providers need: POST a body, read the response whole (`post()`) or
+as it arrives (`stream()`).
 
 Invariants:
 
 - A connection goes back to the pool only after its response was read
   completely, to the last byte of the body (and the trailers of a chunked
-  body), with nothing left over, and only if the response allows keep-alive.
-  A request that fails, times out or is cancelled while its connection is in
-  use closes that connection; it is never returned half-read.
-- At most `pool_size` connections are open per (scheme, host, port), in use
-  and idle together: a request holds one of `pool_size` slots from before it
-  takes a connection until after it gave the connection back or closed it,
-  and a connection is opened only when no idle one is left. Requests beyond
-  that wait for a slot. Idle connections are reused last-in, first-out.
-- A request is sent twice at most: once more, on a fresh connection, when the
-  reused idle connection it first tried turns out to be closed by the server
-  (EOF or reset when sending, or EOF or reset before any byte of a response).
-  Any other failure is final.
+  body), with nothing left over, only if the response allows keep-alive, and
+  only if the whole request went out before the response came. A request
+  that fails, times out or is cancelled while its connection is in use closes
+  that connection; so does a stream left before its body's end, unless the
+  rest of the body had already arrived (it is then read past in the buffer).
+  A connection is never returned half-read.
+- An idle connection is reused only if nothing is readable on it: just
+  before reuse, a zero-timeout poll of its socket (and of the TLS layer's
+  decrypted bytes) must find no byte and no EOF. One that fails the check is
+  closed, and the next idle one is tried, or a new one opened.
+- At most `pool_size` connections are open per pool, in use and idle
+  together. A pool is one origin (scheme, host, port) by one route: direct,
+  or through one proxy (connections through a proxy never mix with direct
+  ones). A request holds one of `pool_size` slots from before it takes a
+  connection until after it gave the connection back or closed it (a stream:
+  until its block is left), and a connection is opened only when no idle one
+  passes the check. Requests beyond that wait for a slot. Idle connections
+  are reused last-in, first-out.
+- A request is never sent twice in secret. It is sent once more, on a fresh
+  connection, only when sending it on a reused connection failed (so the
+  server never had all of it; asyncio's transports report a failed write only
+  at the next read, so there it is not resent but raises). A connection that
+  closes or resets after the request was sent and before any byte of an
+  answer raises `ProviderUnavailable`, on a reused connection as on a fresh
+  one; the engine's retry policy decides whether to try again.
+- A body over 64 KiB is sent while the answer is read: an answer that
+  arrives before the body has all gone (a 413) is returned, even when the
+  server then closes; the rest is not sent and the connection is closed.
+  When sending fails on a fresh connection, an answer already received is
+  looked for (briefly) and returned the same way.
 - Response limits: a header block of at most 64 KiB and a body (after
-  decompression) of at most 256 MiB; beyond them the request fails.
-- Timeouts: `Timeouts.connect` bounds the TCP connect and the TLS handshake;
-  `Timeouts.read` bounds sending the request and then each wait for more
-  bytes of the response (one cancel scope per request whose deadline moves).
+  decompression, which never inflates past that limit in memory) of at most
+  256 MiB; beyond them the request fails.
+- Timeouts: `Timeouts.connect` bounds the TCP connect, a proxy's answer to
+  CONNECT and the TLS handshake; `Timeouts.read` bounds sending the request
+  and then each wait for more bytes of the response (between chunks for a
+  stream); `Timeouts.total` bounds all of one attempt, from holding a slot to
+  the body's last byte (redirects included), whatever the pace of the bytes.
+  Waiting for a slot is not bounded: our own concurrency is not the server's
+  fault.
+- Redirects: a 307 or 308 to the same origin (`same_origin_redirect`) is
+  followed with the same method, body and headers, at most `MAX_REDIRECTS`
+  times; any other 3xx is returned as a response.
+
+Requests: header names must be RFC 9110 tokens and values free of CR, LF
+and NUL, or a ValueError is raised before anything is sent; Host,
+Content-Length, Transfer-Encoding, Connection and Accept-Encoding are ours.
 
 Responses: `Content-Length`, `Transfer-Encoding: chunked` (trailers are read
 and dropped) or, with neither, read to EOF (that connection is then not
 reused); `Connection: close` is honoured, 1xx responses are skipped; gzip
-and deflate bodies are decompressed. No proxies, no HTTP/2; users who need a
-proxy pass their own httpx client, which `HttpxTransport` serves.
+and deflate bodies are decompressed (incrementally when streamed).
+
+Proxies: `proxy_for(url)` (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY) is
+read when a URL is first seen, and kept with it. http:// URLs go to the proxy
+in absolute form (`POST http://host/path`), with `Proxy-Authorization` when
+the proxy has credentials; https:// URLs go through a CONNECT tunnel, inside
+which TLS runs with the origin's name. A refused tunnel is an error naming
+the proxy and its answer (407: `AuthenticationError`; 5xx:
+`ProviderUnavailable`; others: `ProviderError`). No message ever holds the
+proxy's credentials. No HTTP/2.
 """
 
 from __future__ import annotations
 
+import math
+import re
+import select
 import ssl
 import zlib
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import anyio
 import anyio.abc
+from anyio.abc import SocketAttribute
+from anyio.streams.tls import TLSAttribute, TLSStream
 
-from .._errors import ProviderTimeout, ProviderUnavailable
-from .base import HttpResponse, Timeouts, Transport
+from .._errors import AuthenticationError, ProviderError, ProviderTimeout, ProviderUnavailable
+from .base import (
+    MAX_REDIRECTS,
+    HttpResponse,
+    StreamedResponse,
+    Timeouts,
+    Transport,
+    same_origin_redirect,
+)
+from .proxies import Proxy, proxy_for
 
 __all__ = ["MAX_BODY_BYTES", "MAX_HEADER_BYTES", "Http11Transport"]
 
-#: Bodies up to this size go out in one write with their head.
-_ONE_SEND = 64 * 1024
 #: The most bytes a response's status line and headers may take.
 MAX_HEADER_BYTES = 64 * 1024
 #: The most bytes a response body may take, after decompression.
@@ -57,6 +109,7 @@ MAX_BODY_BYTES = 256 * 1024 * 1024
 
 _RECEIVE = 65536  # bytes asked of each receive()
 _JOIN_BODY = 65536  # bodies up to this size go out in the same write as the head
+_EARLY_ANSWER = 1.0  # seconds to look for an answer already received after a send failed
 _MAX_CHUNK_LINE = 4096  # a chunk-size line, extensions included
 _HEX = b"0123456789abcdefABCDEF"
 _NO_BODY = frozenset((204, 304))
@@ -64,30 +117,61 @@ _NO_BODY = frozenset((204, 304))
 _OURS = frozenset(("host", "content-length", "transfer-encoding", "connection", "accept-encoding"))
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _MAX_TARGETS = 1024  # distinct URLs whose request line we keep
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 token: a field name
+_TOKENS: set[str] = set()  # header names already found to be tokens
+_MAX_TOKENS = 4096
+_HAS_POLL = hasattr(select, "poll")
 
 
 class _ProtocolError(Exception):
     """The server broke HTTP/1.1, or a limit: the message says how."""
 
 
-class _Stale(Exception):
-    """A reused idle connection the server had already closed."""
+class _Unsent(Exception):
+    """Sending failed on a reused connection: the server never had the whole request."""
+
+
+class _NoAnswer(Exception):
+    """The connection ended after the request was sent, before any byte of an answer."""
+
+
+class _SendFailed(Exception):
+    """Sending failed on a fresh connection and no answer had come (the cause says how)."""
+
+
+class _Deadline(Exception):
+    """A streamed body's wait for more bytes ran out of time (read or total)."""
 
 
 class _Connection:
     """One keep-alive connection: its stream and the bytes read but not yet parsed."""
 
-    __slots__ = ("buffer", "open", "reused", "stream")
+    __slots__ = ("buffer", "open", "poller", "reused", "sock", "ssl_object", "stream")
 
     def __init__(self, stream: anyio.abc.ByteStream) -> None:
         self.stream = stream
         self.buffer = bytearray()
         self.open = True
         self.reused = False  # True once it carried a whole response
+        self.sock: Any = stream.extra(SocketAttribute.raw_socket, None)
+        self.poller: Any = None
+        if _HAS_POLL and self.sock is not None:
+            self.poller = select.poll()
+            self.poller.register(self.sock.fileno(), select.POLLIN)
+        self.ssl_object: ssl.SSLObject | None = stream.extra(TLSAttribute.ssl_object, None)
+
+    def quiet(self) -> bool:
+        """Whether nothing (no byte, no EOF, no error) is waiting to be read: safe to reuse."""
+        if self.poller is not None:
+            if self.poller.poll(0):
+                return False
+        elif self.sock is not None and select.select([self.sock], [], [], 0)[0]:
+            return False
+        return self.ssl_object is None or not self.ssl_object.pending()
 
 
 class _HostPool:
-    """The connections to one (scheme, host, port): idle ones and the slots to use one."""
+    """The connections of one pool (origin and route): idle ones and the slots to use one."""
 
     __slots__ = ("idle", "slots")
 
@@ -97,21 +181,36 @@ class _HostPool:
 
 
 class _Target:
-    """What a URL resolves to: where to connect and the start of each request."""
+    """What a URL resolves to: where to connect, through which proxy, and the start of
+    each request."""
 
-    __slots__ = ("host", "pool", "port", "prefix", "tls")
+    __slots__ = ("authority", "host", "pool", "port", "prefix", "proxy", "tls")
 
-    def __init__(self, host: str, port: int, tls: bool, prefix: bytes, pool: _HostPool) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        tls: bool,
+        prefix: bytes,
+        pool: _HostPool,
+        proxy: Proxy | None,
+    ) -> None:
         self.host = host
         self.port = port
         self.tls = tls
-        self.prefix = prefix
+        self.prefix = prefix  # holds Proxy-Authorization for http:// through a proxy
         self.pool = pool
+        self.proxy = proxy
+        self.authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-async def _receive(stream: anyio.abc.ByteStream, scope: anyio.CancelScope, read: float) -> bytes:
-    """The next bytes, within `read` seconds from now (`scope` is the request's)."""
-    scope.deadline = anyio.current_time() + read
+async def _receive(
+    stream: anyio.abc.ByteStream, scope: anyio.CancelScope, read: float, limit: float
+) -> bytes:
+    """The next bytes, within `read` seconds from now and before `limit` (`scope` is the
+    request's)."""
+    deadline = anyio.current_time() + read
+    scope.deadline = deadline if deadline < limit else limit
     return await stream.receive(_RECEIVE)
 
 
@@ -125,6 +224,77 @@ def _describe(exc: BaseException, depth: int = 0) -> str:
     if cause is not None and depth < 2:
         text += f" ({_describe(cause, depth + 1)})"
     return text
+
+
+def _failure(exc: BaseException, url: str) -> ProviderError | None:
+    """The provider error for a failure while a connection was in use (None: not ours)."""
+    if isinstance(exc, _NoAnswer):
+        cause = exc.__cause__
+        how = (
+            "the server closed the connection"
+            if cause is None or isinstance(cause, anyio.EndOfStream)
+            else f"the connection broke ({_describe(cause)})"
+        )
+        return ProviderUnavailable(
+            f"connection to {url} failed: {how} after the request was sent and before any "
+            "answer. It was not sent again, since the server may have acted on it; the retry "
+            "policy decides whether to try again"
+        )
+    if isinstance(exc, _SendFailed):
+        cause = exc.__cause__
+        why = _describe(cause) if cause is not None else "the connection broke"
+        return ProviderUnavailable(f"connection to {url} failed while sending the request: {why}")
+    if isinstance(exc, anyio.EndOfStream):
+        return ProviderUnavailable(
+            f"connection to {url} failed: the server closed the connection before the "
+            "response was complete"
+        )
+    if isinstance(exc, anyio.ClosedResourceError):
+        return ProviderUnavailable(f"connection to {url} failed: the transport was closed")
+    if isinstance(exc, _ProtocolError):
+        return ProviderUnavailable(f"connection to {url} failed: {exc}")
+    if isinstance(exc, (anyio.BrokenResourceError, OSError)):  # OSError: e.g. ssl.SSLError
+        return ProviderUnavailable(f"connection to {url} failed: {_describe(exc)}")
+    return None
+
+
+def _timed_out(url: str, timeouts: Timeouts, limit: float, what: str = "read") -> ProviderTimeout:
+    """The timeout that ended a wait: the attempt's total, or `what` (read or connect)."""
+    if anyio.current_time() >= limit and timeouts.total is not None:
+        return ProviderTimeout(
+            f"no complete answer from {url} in time (total timeout of {timeouts.total:g} s "
+            "for the whole attempt): raise Timeouts.total for longer answers"
+        )
+    if what == "connect":
+        return ProviderTimeout(
+            f"no connection to {url} in time (connect timeout of {timeouts.connect:g} s)"
+        )
+    return ProviderTimeout(f"no answer from {url} in time (read timeout of {timeouts.read:g} s)")
+
+
+def _fields(headers: Mapping[str, str]) -> bytes:
+    """The caller's header lines (ours dropped), refusing what cannot be sent."""
+    if not _TOKENS.issuperset(headers):
+        _check_names(headers)
+    lines = [f"{k}: {v}\r\n" for k, v in headers.items() if k.lower() not in _OURS]
+    text = "".join(lines)
+    if text.count("\n") != len(lines) or text.count("\r") != len(lines) or "\0" in text:
+        raise ValueError("a header value holds a line break or NUL")
+    return text.encode("latin-1")
+
+
+def _check_names(headers: Mapping[str, str]) -> None:
+    """Refuse a header name that is not a token; remember those that are."""
+    for name in headers:
+        if name not in _TOKENS:
+            if _TOKEN.fullmatch(name) is None:
+                raise ValueError(
+                    f"the header name {name!r} is not an HTTP field name: an RFC 9110 token "
+                    "(letters, digits and !#$%&'*+-.^_`|~), without spaces or colons"
+                )
+            if len(_TOKENS) >= _MAX_TOKENS:
+                _TOKENS.clear()
+            _TOKENS.add(name)
 
 
 def _parse_head(text: str) -> tuple[int, dict[str, str], bool]:
@@ -187,30 +357,346 @@ def _too_large() -> _ProtocolError:
     return _ProtocolError(f"the response body is larger than the {MAX_BODY_BYTES >> 20} MiB limit")
 
 
-def _decompress(body: bytes, encoding: str) -> bytes:
-    """Undo the content codings we asked for (gzip, deflate); leave any other body as is."""
-    for coding in reversed(encoding.lower().split(",")):
-        coding = coding.strip()
-        if coding in ("gzip", "x-gzip"):
-            decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        elif coding == "deflate":
-            # RFC 9110 deflate is zlib-wrapped; some servers send raw deflate.
-            wrapped = len(body) > 1 and body[0] & 0x0F == 8 and (body[0] << 8 | body[1]) % 31 == 0
-            decoder = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
-        elif coding in ("identity", ""):
-            continue
-        else:
-            return body  # not ours to decode: hand it over as it came
+async def _read_head(
+    conn: _Connection, scope: anyio.CancelScope, read: float, limit: float
+) -> tuple[int, dict[str, str], bool]:
+    """The final (non-1xx) response head: status, headers, and whether keep-alive allows
+    reuse. The first wait keeps the deadline set before sending."""
+    stream = conn.stream
+    buf = conn.buffer
+    if not buf:
         try:
-            out = decoder.decompress(body, MAX_BODY_BYTES + 1)
-        except zlib.error as exc:
-            raise _ProtocolError(f"the {coding} body does not decompress ({exc})") from None
-        if len(out) > MAX_BODY_BYTES or decoder.unconsumed_tail:
+            data = await stream.receive(_RECEIVE)
+        except (anyio.EndOfStream, anyio.BrokenResourceError) as exc:
+            raise _NoAnswer from exc
+        buf += data
+    while True:  # until a final (non-1xx) response head
+        start = 0
+        while (end := buf.find(b"\r\n\r\n", start)) < 0:
+            if len(buf) > MAX_HEADER_BYTES:
+                break
+            start = max(len(buf) - 3, 0)
+            buf += await _receive(stream, scope, read, limit)
+        if end < 0 or end > MAX_HEADER_BYTES:
+            raise _ProtocolError(
+                f"the response headers are larger than the {MAX_HEADER_BYTES >> 10} KiB limit"
+            )
+        status, headers, keep = _parse_head(buf[:end].decode("latin-1"))
+        del buf[: end + 4]
+        if status >= 200:
+            return status, headers, keep
+        if status == 101:
+            raise _ProtocolError("the server switched protocols (101), which we never ask")
+
+
+_NONE, _LENGTH, _CHUNKED, _EOF = range(4)  # how a body is delimited
+
+
+def _framing(status: int, headers: Mapping[str, str]) -> tuple[int, int]:
+    """How the body of a response is delimited, and its length when it has one."""
+    if status in _NO_BODY:
+        return _NONE, 0
+    coding = headers.get("transfer-encoding")
+    if coding is not None:
+        if coding.strip(" \t").lower() != "chunked":
+            raise _ProtocolError(f"unsupported Transfer-Encoding {coding!r}")
+        return _CHUNKED, 0
+    length = headers.get("content-length")
+    if length is not None:
+        return _LENGTH, _content_length(length)
+    return _EOF, 0
+
+
+# The phases of a body read piece by piece.
+_DATA, _CRLF, _SIZE, _TRAILERS, _END = range(5)
+
+
+class _BodyReader:
+    """One response body, handed out in pieces as its bytes arrive: by Content-Length,
+    chunked (chunk framing and trailers read and dropped) or up to EOF.
+
+    Each wait for more bytes moves `scope`'s deadline when the whole exchange runs in
+    one scope (`post()`), or runs in a scope of its own (a stream, whose pieces are
+    handed out between waits); either way within `read` seconds and before `limit`.
+    """
+
+    __slots__ = (
+        "buf",
+        "chunked",
+        "done",
+        "eof",
+        "left",
+        "limit",
+        "phase",
+        "read",
+        "scope",
+        "stream",
+        "total",
+    )
+
+    def __init__(
+        self,
+        conn: _Connection,
+        framing: int,
+        length: int,
+        read: float,
+        limit: float,
+        scope: anyio.CancelScope | None,
+    ) -> None:
+        self.stream = conn.stream
+        self.buf = conn.buffer
+        self.read = read
+        self.limit = limit
+        self.scope = scope
+        self.chunked = framing == _CHUNKED
+        self.eof = framing == _EOF
+        self.left = length  # bytes left of the body (by length) or of this chunk
+        self.total = 0  # body bytes so far (chunked, EOF)
+        if framing == _NONE or (framing == _LENGTH and not length):
+            self.phase = _END
+        else:
+            self.phase = _SIZE if self.chunked else _DATA
+        self.done = self.phase == _END and not self.eof
+
+    async def _more(self) -> bytes:
+        deadline = anyio.current_time() + self.read
+        if deadline > self.limit:
+            deadline = self.limit
+        scope = self.scope
+        if scope is not None:
+            scope.deadline = deadline
+            return await self.stream.receive(_RECEIVE)
+        with anyio.CancelScope(deadline=deadline):
+            return await self.stream.receive(_RECEIVE)
+        raise _Deadline
+
+    async def next(self) -> bytes:
+        """The next piece of the body; b"" once it has ended (then `done` is true)."""
+        if self.eof:
+            return await self._next_to_eof()
+        while True:
+            piece = self.step()
+            if piece is not None:
+                return piece
+            self.buf += await self._more()
+
+    async def _next_to_eof(self) -> bytes:
+        buf = self.buf
+        if not buf:
+            try:
+                buf += await self._more()
+            except anyio.EndOfStream:
+                self.done = True
+                return b""
+        self.total += len(buf)
+        if self.total > MAX_BODY_BYTES:
             raise _too_large()
-        if not decoder.eof:
-            raise _ProtocolError(f"the {coding} body is truncated")
-        body = out
+        piece = bytes(buf)
+        buf.clear()
+        return piece
+
+    def step(self) -> bytes | None:
+        """Advance through the bytes already buffered: a piece of the body if there is one,
+        b"" at the body's end, None when more bytes are needed."""
+        buf = self.buf
+        piece: bytes | None = None
+        while True:
+            phase = self.phase
+            if phase == _DATA:
+                if piece is not None or not buf:
+                    return piece  # one piece at a time
+                n = self.left
+                if len(buf) <= n:
+                    piece = bytes(buf)
+                    buf.clear()
+                else:
+                    piece = bytes(buf[:n])
+                    del buf[:n]
+                self.left = n = n - len(piece)
+                if n:
+                    return piece
+                self.phase = _CRLF if self.chunked else _END
+            elif phase == _SIZE:
+                eol = buf.find(b"\r\n")
+                if eol < 0:
+                    if len(buf) > _MAX_CHUNK_LINE:
+                        raise _ProtocolError("a chunk-size line is too long")
+                    return piece
+                size_text = bytes(buf[:eol]).split(b";", 1)[0].strip(b" \t")
+                if not size_text or size_text.strip(_HEX) or len(size_text) > 16:
+                    raise _ProtocolError(f"malformed chunk size {bytes(buf[:eol])[:40]!r}")
+                size = int(size_text, 16)
+                del buf[: eol + 2]
+                if size:
+                    self.total += size
+                    if self.total > MAX_BODY_BYTES:
+                        raise _too_large()
+                    self.left = size
+                    self.phase = _DATA
+                else:
+                    self.phase = _TRAILERS
+            elif phase == _CRLF:
+                if len(buf) < 2:
+                    return piece
+                if buf[:2] != b"\r\n":
+                    raise _ProtocolError("a chunk does not end with CRLF")
+                del buf[:2]
+                self.phase = _SIZE
+            elif phase == _TRAILERS:
+                # None (a bare CRLF) or header lines up to a blank line; read and dropped.
+                if len(buf) < 2:
+                    return piece
+                if buf[:2] == b"\r\n":
+                    del buf[:2]
+                else:
+                    end = buf.find(b"\r\n\r\n")
+                    if end < 0:
+                        if len(buf) > MAX_HEADER_BYTES:
+                            raise _ProtocolError(
+                                f"the trailers are larger than the {MAX_HEADER_BYTES >> 10} KiB "
+                                "limit"
+                            )
+                        return piece
+                    del buf[: end + 4]
+                self.phase = _END
+            else:
+                self.done = True
+                return b"" if piece is None else piece
+
+    def settle(self) -> bool:
+        """Read past what is left of the body in the buffer, without waiting; whether that
+        reached its end (a stream left early may then keep its connection)."""
+        if self.eof:
+            return False
+        while not self.done:
+            if self.step() is None:
+                return False
+        return True
+
+
+class _Decoder:
+    """Undoes gzip and deflate content codings as the body arrives: never more than the
+    body limit in memory, whatever the compression ratio."""
+
+    __slots__ = ("_codings", "_fed", "_out", "_stages")
+
+    def __init__(self, codings: list[str]) -> None:
+        self._codings = codings  # in the order to undo them
+        self._stages: list[Any] = [None] * len(codings)  # made on each stage's first bytes
+        self._fed = [b""] * len(codings)  # deflate: bytes kept until its header can be told
+        self._out = 0
+
+    @staticmethod
+    def of(encoding: str) -> _Decoder | None:
+        """The decoder for a Content-Encoding; None to hand the body over as it came
+        (nothing to undo, or a coding we did not ask for)."""
+        codings: list[str] = []
+        for coding in reversed(encoding.lower().split(",")):
+            coding = coding.strip()
+            if coding in ("gzip", "x-gzip", "deflate"):
+                codings.append(coding)
+            elif coding not in ("identity", ""):
+                return None  # not ours to decode
+        return _Decoder(codings) if codings else None
+
+    def feed(self, data: bytes) -> bytes:
+        """The decoded bytes that `data` yields (maybe none yet)."""
+        for i, coding in enumerate(self._codings):
+            if not data:
+                return b""
+            decoder = self._stages[i]
+            if decoder is None:
+                if coding == "deflate":
+                    # RFC 9110 deflate is zlib-wrapped; some servers send raw deflate.
+                    data = self._fed[i] + data
+                    if len(data) < 2:
+                        self._fed[i] = data
+                        return b""
+                    self._fed[i] = b""
+                    wrapped = data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+                    decoder = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+                else:
+                    decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                self._stages[i] = decoder
+            room = MAX_BODY_BYTES - self._out
+            try:
+                data = decoder.decompress(data, room + 1)
+            except zlib.error as exc:
+                raise _ProtocolError(f"the {coding} body does not decompress ({exc})") from None
+            if len(data) > room or decoder.unconsumed_tail:
+                raise _too_large()
+        self._out += len(data)
+        return data
+
+    def end(self) -> None:
+        """Check that every compressed stream that began also ended."""
+        for coding, decoder, fed in zip(self._codings, self._stages, self._fed, strict=True):
+            if fed or (decoder is not None and not decoder.eof):
+                raise _ProtocolError(f"the {coding} body is truncated")
+
+
+def _decompress(body: bytes, encoding: str) -> bytes:
+    """A whole body with the content codings we asked for (gzip, deflate) undone."""
+    decoder = _Decoder.of(encoding)
+    if decoder is None:
+        return body
+    body = decoder.feed(body)
+    decoder.end()
     return body
+
+
+class _Streamed(StreamedResponse):
+    """A response whose body is read from its connection as the caller asks for it."""
+
+    def __init__(
+        self,
+        url: str,
+        timeouts: Timeouts,
+        limit: float,
+        status: int,
+        headers: Mapping[str, str],
+        reader: _BodyReader,
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self._url = url
+        self._timeouts = timeouts
+        self._limit = limit
+        self._reader = reader
+        self.broken = False  # a chunk failed: the connection cannot be reused
+        encoding = headers.get("content-encoding")
+        self._decoder = _Decoder.of(encoding) if encoding is not None else None
+
+    def reusable(self) -> bool:
+        """Whether the body was read to its end, or what is left of it is in the buffer."""
+        if self.broken:
+            return False
+        try:
+            return self._reader.settle()
+        except _ProtocolError:
+            return False
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        reader = self._reader
+        decoder = self._decoder
+        while not reader.done:
+            try:
+                piece = await reader.next()
+                if decoder is not None:
+                    piece = decoder.feed(piece)
+                    if reader.done:
+                        decoder.end()
+            except _Deadline:
+                self.broken = True
+                raise _timed_out(self._url, self._timeouts, self._limit) from None
+            except Exception as exc:
+                self.broken = True
+                error = _failure(exc, self._url)
+                if error is None:
+                    raise
+                raise error from exc
+            if piece:
+                yield piece
 
 
 class Http11Transport(Transport):
@@ -221,7 +707,7 @@ class Http11Transport(Transport):
             raise ValueError(f"pool_size must be at least 1, not {pool_size}")
         self.pool_size = pool_size
         self._ssl_context = ssl_context
-        self._pools: dict[tuple[str, str, int], _HostPool] = {}
+        self._pools: dict[tuple[str, str, int, Proxy | None], _HostPool] = {}
         self._targets: dict[str, _Target] = {}
         self._connections: set[_Connection] = set()
         self._closed = False
@@ -241,25 +727,98 @@ class Http11Transport(Transport):
         target = self._targets.get(url)
         if target is None:
             target = self._target(url)
+        # _fields(headers), inline on the hot path
+        if not _TOKENS.issuperset(headers):
+            _check_names(headers)
         lines = [f"{k}: {v}\r\n" for k, v in headers.items() if k.lower() not in _OURS]
         text = "".join(lines)
         if text.count("\n") != len(lines) or text.count("\r") != len(lines) or "\0" in text:
-            raise ValueError("a header name or value holds a line break or NUL")
-        head = b"%b%bContent-Length: %d\r\nAccept-Encoding: gzip, deflate\r\n\r\n" % (
-            target.prefix,
-            text.encode("latin-1"),
-            len(body),
-        )
-        request = (head + body, b"") if len(body) <= _JOIN_BODY else (head, body)
-        slots = target.pool.slots
-        try:
-            slots.acquire_nowait()
-        except anyio.WouldBlock:
+            raise ValueError("a header value holds a line break or NUL")
+        fields = text.encode("latin-1")
+        limit = math.inf
+        hops = 0
+        while True:
+            head = b"%b%bContent-Length: %d\r\nAccept-Encoding: gzip, deflate\r\n\r\n" % (
+                target.prefix,
+                fields,
+                len(body),
+            )
+            request = (head + body, b"") if len(body) <= _JOIN_BODY else (head, body)
+            slots = target.pool.slots
+            try:
+                slots.acquire_nowait()
+            except anyio.WouldBlock:
+                await slots.acquire()
+            try:
+                now = anyio.current_time()
+                if not hops and timeouts.total is not None:
+                    limit = now + timeouts.total
+                response = await self._exchange(target, url, request, timeouts, limit, now)
+            finally:
+                slots.release()
+            status = response.status
+            if status != 307 and status != 308:
+                return response
+            location = same_origin_redirect(url, status, response.headers)
+            if location is None:
+                return response
+            hops += 1
+            if hops > MAX_REDIRECTS:
+                raise _redirect_loop(url, location)
+            url = location
+            target = self._targets.get(url) or self._target(url)
+
+    def stream(
+        self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
+    ) -> AbstractAsyncContextManager[StreamedResponse]:
+        """POST `body` to `url` and hand the response over as it arrives: status and
+        headers once the head is read, then the body's bytes as they come."""
+        return self._stream(url, headers, body, timeouts)
+
+    @asynccontextmanager
+    async def _stream(
+        self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
+    ) -> AsyncIterator[StreamedResponse]:
+        if self._closed:
+            raise RuntimeError("this Http11Transport is closed")
+        target = self._targets.get(url) or self._target(url)
+        fields = _fields(headers)
+        limit = math.inf
+        hops = 0
+        while True:
+            request = _request(target, fields, body)
+            slots = target.pool.slots
             await slots.acquire()
-        try:
-            return await self._exchange(target, url, request, timeouts)
-        finally:
-            slots.release()
+            try:
+                if not hops and timeouts.total is not None:
+                    limit = anyio.current_time() + timeouts.total
+                conn, status, answer, keep = await self._open(target, url, request, timeouts, limit)
+                location = (
+                    same_origin_redirect(url, status, answer) if status in (307, 308) else None
+                )
+                if location is None:
+                    try:
+                        framing, length = _framing(status, answer)
+                    except _ProtocolError as exc:
+                        await self._discard(conn)
+                        raise ProviderUnavailable(f"connection to {url} failed: {exc}") from None
+                    if framing == _EOF or (framing == _CHUNKED and "content-length" in answer):
+                        keep = False
+                    reader = _BodyReader(conn, framing, length, timeouts.read, limit, None)
+                    response = _Streamed(url, timeouts, limit, status, answer, reader)
+                    try:
+                        yield response
+                    finally:
+                        await self._release(target, conn, keep and response.reusable())
+                    return
+                await self._discard(conn)  # a redirect's body is not worth reading
+            finally:
+                slots.release()
+            hops += 1
+            if hops > MAX_REDIRECTS:
+                raise _redirect_loop(url, location)
+            url = location
+            target = self._targets.get(url) or self._target(url)
 
     def _target(self, url: str) -> _Target:
         parts = urlsplit(url)
@@ -274,59 +833,159 @@ class Http11Transport(Transport):
         path = quote(parts.path or "/", safe="/%:@!$&'()*+,;=-._~")
         if parts.query:
             path += "?" + quote(parts.query, safe="/%:@!$&'()*+,;=-._~?")
-        prefix = f"POST {path} HTTP/1.1\r\nHost: {authority}\r\n".encode("ascii")
-        key = (scheme, host, port)
+        proxy = proxy_for(url)
+        if proxy is not None and scheme == "http":  # absolute form, to the proxy
+            prefix = f"POST http://{authority}{path} HTTP/1.1\r\nHost: {authority}\r\n"
+            if proxy.authorization is not None:
+                prefix += f"Proxy-Authorization: {proxy.authorization}\r\n"
+        else:  # direct, or inside a CONNECT tunnel
+            prefix = f"POST {path} HTTP/1.1\r\nHost: {authority}\r\n"
+        key = (scheme, host, port, proxy)
         pool = self._pools.get(key)
         if pool is None:
             pool = self._pools[key] = _HostPool(self.pool_size)
         if len(self._targets) >= _MAX_TARGETS:
             self._targets.clear()
-        target = self._targets[url] = _Target(host, port, scheme == "https", prefix, pool)
+        target = _Target(host, port, scheme == "https", prefix.encode("latin-1"), pool, proxy)
+        self._targets[url] = target
         return target
 
     async def _exchange(
-        self, target: _Target, url: str, request: tuple[bytes, bytes], timeouts: Timeouts
+        self,
+        target: _Target,
+        url: str,
+        request: tuple[bytes, bytes],
+        timeouts: Timeouts,
+        limit: float,
+        now: float,
     ) -> HttpResponse:
-        """Send on an idle connection or a new one; put it back only if it is clean."""
+        """One request and its whole response; the connection goes back only if clean.
+        `now`: the clock when the caller took its slot (nothing awaited since)."""
         idle = target.pool.idle
-        conn = idle.pop() if idle else await self._connect(target, url, timeouts.connect)
+        if idle:
+            conn = idle.pop()
+            poller, tls = conn.poller, conn.ssl_object  # conn.quiet(), inline
+            if (poller is not None and poller.poll(0)) or (tls is not None and tls.pending()):
+                conn = await self._checkout(target, url, timeouts, limit, conn)
+                now = anyio.current_time()
+        else:
+            conn = await self._connect(target, url, timeouts, limit)
+            now = anyio.current_time()
         try:
             try:
-                response, reusable = await self._round_trip(conn, url, request, timeouts.read)
-            except _Stale:
+                response, keep = await self._round_trip(
+                    conn, url, request, timeouts, limit, now, True
+                )
+            except _Unsent:  # the server never had all of it: once more, on a fresh one
                 await self._discard(conn)
-                conn = await self._connect(target, url, timeouts.connect)
-                response, reusable = await self._round_trip(conn, url, request, timeouts.read)
+                conn = await self._connect(target, url, timeouts, limit)
+                response, keep = await self._round_trip(
+                    conn, url, request, timeouts, limit, anyio.current_time(), True
+                )
         except BaseException:
             await self._discard(conn)
             raise
-        if reusable and not self._closed:
+        if keep and conn.open and not self._closed:  # (nothing is left in the buffer)
             conn.reused = True
             idle.append(conn)
         else:
             await self._discard(conn)
         return response
 
-    async def _connect(self, target: _Target, url: str, seconds: float) -> _Connection:
+    async def _open(
+        self,
+        target: _Target,
+        url: str,
+        request: tuple[bytes, bytes],
+        timeouts: Timeouts,
+        limit: float,
+    ) -> tuple[_Connection, int, Mapping[str, str], bool]:
+        """Send a request and read its answer's head; the connection stays in use."""
+        conn = await self._checkout(target, url, timeouts, limit)
         try:
-            with anyio.fail_after(seconds):
-                if target.tls:
-                    stream: anyio.abc.ByteStream = await anyio.connect_tcp(
-                        target.host,
-                        target.port,
-                        tls=True,
-                        ssl_context=self._tls(),
-                        tls_standard_compatible=False,
-                        tls_hostname=target.host,
-                    )
-                else:
+            try:
+                head, keep = await self._round_trip(
+                    conn, url, request, timeouts, limit, anyio.current_time(), False
+                )
+            except _Unsent:
+                await self._discard(conn)
+                conn = await self._connect(target, url, timeouts, limit)
+                head, keep = await self._round_trip(
+                    conn, url, request, timeouts, limit, anyio.current_time(), False
+                )
+        except BaseException:
+            await self._discard(conn)
+            raise
+        return conn, head.status, head.headers, keep
+
+    async def _release(self, target: _Target, conn: _Connection, keep: bool) -> None:
+        """Put a connection whose exchange ended back in its pool if it may carry another
+        request, else close it."""
+        if keep and conn.open and not conn.buffer and not self._closed:
+            conn.reused = True
+            target.pool.idle.append(conn)
+        else:
+            conn.buffer.clear()
+            await self._discard(conn)
+
+    async def _checkout(
+        self,
+        target: _Target,
+        url: str,
+        timeouts: Timeouts,
+        limit: float,
+        spoilt: _Connection | None = None,
+    ) -> _Connection:
+        """The most recent idle connection on which nothing is waiting, or a new one
+        (`spoilt`: one already taken from the idle ones that failed the check)."""
+        if spoilt is not None:
+            await self._discard(spoilt)
+        idle = target.pool.idle
+        while idle:
+            conn = idle.pop()
+            if conn.quiet():
+                return conn
+            await self._discard(conn)  # closed by the server, or bytes nobody asked for
+        return await self._connect(target, url, timeouts, limit)
+
+    async def _connect(
+        self, target: _Target, url: str, timeouts: Timeouts, limit: float
+    ) -> _Connection:
+        proxy = target.proxy
+        via = "" if proxy is None else f" through the proxy {proxy.url}"
+        deadline = anyio.current_time() + timeouts.connect
+        stream: anyio.abc.ByteStream | None = None
+        done = False
+        try:
+            with anyio.CancelScope(deadline=deadline if deadline < limit else limit):
+                if proxy is None:
                     stream = await anyio.connect_tcp(target.host, target.port)
-        except TimeoutError:
-            raise ProviderTimeout(
-                f"no connection to {url} in time (connect timeout of {seconds:g} s)"
-            ) from None
-        except (OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-            raise ProviderUnavailable(f"cannot connect to {url}: {_describe(exc)}") from exc
+                else:
+                    stream = await anyio.connect_tcp(proxy.host, proxy.port)
+                    if target.tls:
+                        await _tunnel(stream, target, proxy)
+                if target.tls:
+                    stream = await TLSStream.wrap(
+                        stream,
+                        hostname=target.host,
+                        ssl_context=self._tls(),
+                        standard_compatible=False,
+                    )
+                done = True
+        except BaseException as exc:
+            if stream is not None:
+                await anyio.aclose_forcefully(stream)
+            if isinstance(exc, (OSError, anyio.BrokenResourceError, anyio.EndOfStream)):
+                raise ProviderUnavailable(
+                    f"cannot connect to {url}{via}: {_describe(exc)}"
+                ) from exc
+            if isinstance(exc, _ProtocolError):
+                raise ProviderUnavailable(f"cannot connect to {url}{via}: {exc}") from None
+            raise
+        if not done or stream is None:
+            if stream is not None:
+                await anyio.aclose_forcefully(stream)
+            raise _timed_out(url + via, timeouts, limit, "connect")
         if self._closed:  # aclose() ran while we connected
             await anyio.aclose_forcefully(stream)
             raise ProviderUnavailable(f"connection to {url} failed: the transport was closed")
@@ -353,158 +1012,64 @@ class Http11Transport(Transport):
             await anyio.aclose_forcefully(conn.stream)
 
     async def _round_trip(
-        self, conn: _Connection, url: str, request: tuple[bytes, bytes], read: float
+        self,
+        conn: _Connection,
+        url: str,
+        request: tuple[bytes, bytes],
+        timeouts: Timeouts,
+        limit: float,
+        now: float,
+        whole: bool,
     ) -> tuple[HttpResponse, bool]:
-        """One request and its response on `conn`, mapping failures to provider errors."""
-        stream = conn.stream
+        """One request on `conn` and its answer (its head only, unless `whole`), and whether
+        the connection may carry another; maps failures to provider errors (`_Unsent`
+        passes through). `now`: the clock's time, read just before."""
+        read = timeouts.read
         try:
             # One scope per round trip; each receive after the first moves its deadline.
-            with anyio.CancelScope(deadline=anyio.current_time() + read) as scope:
-                try:
-                    head, body = request
-                    if len(body) <= _ONE_SEND:  # one write, one syscall: the common case
-                        await stream.send(head + body)
-                    else:
-                        await stream.send(head)
-                        await stream.send(body)
-                except anyio.BrokenResourceError as exc:
-                    if conn.reused:
-                        raise _Stale from exc  # the send found the connection closed
-                    raise
-                return await self._read_response(conn, scope, read)
-        except _Stale:
-            raise
-        except (anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-            why = (
-                "the server closed the connection before the response was complete"
-                if isinstance(exc, anyio.EndOfStream)
-                else _describe(exc)
-            )
-            raise ProviderUnavailable(f"connection to {url} failed: {why}") from exc
-        except anyio.ClosedResourceError as exc:
-            raise ProviderUnavailable(
-                f"connection to {url} failed: the transport was closed"
-            ) from exc
-        except _ProtocolError as exc:
-            raise ProviderUnavailable(f"connection to {url} failed: {exc}") from None
-        except OSError as exc:  # e.g. ssl.SSLError from a TLS stream
-            raise ProviderUnavailable(f"connection to {url} failed: {_describe(exc)}") from exc
-        # Only the scope's deadline ends up here.
-        raise ProviderTimeout(f"no answer from {url} in time (read timeout of {read:g} s)")
-
-    async def _read_response(
-        self, conn: _Connection, scope: anyio.CancelScope, read: float
-    ) -> tuple[HttpResponse, bool]:
-        """Read one whole response; also say whether the connection may carry another."""
-        stream = conn.stream
-        buf = conn.buffer
-        try:
-            data = await stream.receive(_RECEIVE)  # the deadline set before sending holds
-        except (anyio.EndOfStream, anyio.BrokenResourceError):
-            if conn.reused:
-                raise _Stale from None  # closed while idle: no byte of a response came
-            raise
-        buf += data
-        while True:  # until a final (non-1xx) response head
-            start = 0
-            while (end := buf.find(b"\r\n\r\n", start)) < 0:
-                if len(buf) > MAX_HEADER_BYTES:
-                    break
-                start = max(len(buf) - 3, 0)
-                buf += await _receive(stream, scope, read)
-            if end < 0 or end > MAX_HEADER_BYTES:
-                raise _ProtocolError(
-                    f"the response headers are larger than the {MAX_HEADER_BYTES >> 10} KiB limit"
-                )
-            status, headers, keep = _parse_head(buf[:end].decode("latin-1"))
-            del buf[: end + 4]
-            if status >= 200:
-                break
-            if status == 101:
-                raise _ProtocolError("the server switched protocols (101), which we never ask")
-
-        if status in _NO_BODY:
-            body = b""
-        elif (coding := headers.get("transfer-encoding")) is not None:
-            if coding.strip(" \t").lower() != "chunked":
-                raise _ProtocolError(f"unsupported Transfer-Encoding {coding!r}")
-            body = await self._read_chunked(stream, buf, scope, read)
-            keep = keep and "content-length" not in headers
-        elif (length := headers.get("content-length")) is not None:
-            n = _content_length(length)
-            while len(buf) < n:
-                buf += await _receive(stream, scope, read)
-            if len(buf) == n:
-                body = bytes(buf)
-                buf.clear()
-            else:
-                body = bytes(buf[:n])
-                del buf[:n]
-        else:  # neither: the body ends where the connection does
-            keep = False
-            try:
-                while len(buf) <= MAX_BODY_BYTES:
-                    buf += await _receive(stream, scope, read)
-            except anyio.EndOfStream:
-                pass
-            if len(buf) > MAX_BODY_BYTES:
-                raise _too_large()
-            body = bytes(buf)
-            buf.clear()
-
-        if buf:  # bytes after the response that no request asked for
-            keep = False
-            buf.clear()
-        encoding = headers.get("content-encoding")
-        if encoding is not None and body:
-            body = _decompress(body, encoding)
-        return HttpResponse(status, headers, body), keep
-
-    @staticmethod
-    async def _read_chunked(
-        stream: anyio.abc.ByteStream, buf: bytearray, scope: anyio.CancelScope, read: float
-    ) -> bytes:
-        body = bytearray()
-        pos = 0  # where the next chunk-size line starts in buf
-        while True:
-            while (eol := buf.find(b"\r\n", pos)) < 0:
-                if len(buf) - pos > _MAX_CHUNK_LINE:
-                    raise _ProtocolError("a chunk-size line is too long")
-                buf += await _receive(stream, scope, read)
-            size_text = bytes(buf[pos:eol]).split(b";", 1)[0].strip(b" \t")
-            if not size_text or size_text.strip(_HEX) or len(size_text) > 16:
-                raise _ProtocolError(f"malformed chunk size {bytes(buf[pos:eol])[:40]!r}")
-            size = int(size_text, 16)
-            pos = eol + 2
-            if size == 0:
-                break
-            if len(body) + size > MAX_BODY_BYTES:
-                raise _too_large()
-            if pos > _RECEIVE:  # drop what was parsed, so the buffer stays short
-                del buf[:pos]
-                pos = 0
-            end = pos + size
-            while len(buf) < end + 2:
-                buf += await _receive(stream, scope, read)
-            if buf[end : end + 2] != b"\r\n":
-                raise _ProtocolError("a chunk does not end with CRLF")
-            body += buf[pos:end]
-            pos = end + 2
-        del buf[:pos]
-        # Trailers: none (a bare CRLF) or header lines up to a blank line; read and dropped.
-        while len(buf) < 2:
-            buf += await _receive(stream, scope, read)
-        if buf[:2] == b"\r\n":
-            del buf[:2]
-        else:
-            while (end := buf.find(b"\r\n\r\n")) < 0:
-                if len(buf) > MAX_HEADER_BYTES:
-                    raise _ProtocolError(
-                        f"the trailers are larger than the {MAX_HEADER_BYTES >> 10} KiB limit"
+            deadline = now + read
+            with anyio.CancelScope(deadline=deadline if deadline < limit else limit) as scope:
+                data, large = request
+                if large:
+                    status, headers, keep = await _send_watching(
+                        conn, data, large, scope, read, limit
                     )
-                buf += await _receive(stream, scope, read)
-            del buf[: end + 4]
-        return bytes(body)
+                else:
+                    try:
+                        await conn.stream.send(data)
+                    except anyio.BrokenResourceError as exc:
+                        if conn.reused:  # the idle connection died just now: never had it
+                            raise _Unsent from exc
+                        status, headers, _ = await _early_answer(conn, scope, read, limit, exc)
+                        keep = False
+                    else:
+                        status, headers, keep = await _read_head(conn, scope, read, limit)
+                if not whole:
+                    return HttpResponse(status, headers, b""), keep
+                buf = conn.buffer
+                length = headers.get("content-length")
+                if (  # the common case: a body by length, all come with the head
+                    length is not None
+                    and length.isdecimal()
+                    and len(buf) == int(length)
+                    and status not in _NO_BODY
+                    and "transfer-encoding" not in headers
+                    and "content-encoding" not in headers
+                ):
+                    body = bytes(buf)
+                    buf.clear()
+                    return HttpResponse(status, headers, body), keep
+                body, keep = await _read_body(conn, status, headers, keep, scope, read, limit)
+                return HttpResponse(status, headers, body), keep
+        except _Unsent:
+            raise
+        except Exception as exc:
+            error = _failure(exc, url)
+            if error is None:
+                raise
+            raise error from exc
+        # Only the scope's deadline ends up here.
+        raise _timed_out(url, timeouts, limit)
 
     # -- closing -----------------------------------------------------------------------------
 
@@ -517,3 +1082,177 @@ class Http11Transport(Transport):
         for conn in connections:
             conn.open = False
             await anyio.aclose_forcefully(conn.stream)
+
+
+def _request(target: _Target, fields: bytes, body: bytes) -> tuple[bytes, bytes]:
+    """The request's bytes: (head and body joined, b"") for a small body, else (head, body)."""
+    head = b"%b%bContent-Length: %d\r\nAccept-Encoding: gzip, deflate\r\n\r\n" % (
+        target.prefix,
+        fields,
+        len(body),
+    )
+    return (head + body, b"") if len(body) <= _JOIN_BODY else (head, body)
+
+
+def _redirect_loop(url: str, location: str) -> ProviderError:
+    return ProviderError(
+        f"{url} was redirected more than {MAX_REDIRECTS} times (307/308, last to {location}): "
+        "point base_url at the final address"
+    )
+
+
+async def _tunnel(stream: anyio.abc.ByteStream, target: _Target, proxy: Proxy) -> None:
+    """Ask `proxy` for a CONNECT tunnel to the target's host and port, on `stream`."""
+    authority = target.authority
+    request = f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n"
+    if proxy.authorization is not None:
+        request += f"Proxy-Authorization: {proxy.authorization}\r\n"
+    await stream.send((request + "\r\n").encode("latin-1"))
+    buf = bytearray()
+    while True:  # until a final (non-1xx) answer
+        while (end := buf.find(b"\r\n\r\n")) < 0:
+            if len(buf) > MAX_HEADER_BYTES:
+                raise _ProtocolError(
+                    f"the proxy's answer to CONNECT is larger than {MAX_HEADER_BYTES >> 10} KiB"
+                )
+            try:
+                buf += await stream.receive(_RECEIVE)
+            except anyio.EndOfStream:
+                raise _ProtocolError(
+                    "the proxy closed the connection without answering CONNECT"
+                ) from None
+        head = buf[:end].decode("latin-1")
+        status, _, _ = _parse_head(head)
+        del buf[: end + 4]
+        if status >= 200:
+            break
+    if 200 <= status < 300:
+        if buf:
+            raise _ProtocolError("the proxy sent bytes after accepting the tunnel")
+        return
+    reason = "".join(c for c in head.split("\r\n", 1)[0][9:80] if c.isprintable())
+    refused = f"the proxy {proxy.url} refused a tunnel to {authority} ({reason})"
+    if status == 407:
+        hint = (
+            "check the proxy credentials (user:password@ in HTTPS_PROXY or ALL_PROXY)"
+            if proxy.authorization is not None
+            else "the proxy wants credentials: give them in its URL, "
+            "http://user:password@host:port, in HTTPS_PROXY or ALL_PROXY"
+        )
+        raise AuthenticationError(f"{refused}: {hint}")
+    if status >= 500:
+        raise ProviderUnavailable(f"{refused}: the proxy could not reach the server")
+    raise ProviderError(
+        f"{refused}: check that the proxy lets this host through, or name the host in NO_PROXY"
+    )
+
+
+async def _early_answer(
+    conn: _Connection,
+    scope: anyio.CancelScope,
+    read: float,
+    limit: float,
+    failure: BaseException,
+) -> tuple[int, dict[str, str], bool]:
+    """After a failed send: an answer the server had already sent (a 413 before closing),
+    if one can be read at once; otherwise `_SendFailed`."""
+    with anyio.move_on_after(_EARLY_ANSWER):
+        try:
+            return await _read_head(conn, scope, read, limit)
+        except (_NoAnswer, _ProtocolError, anyio.EndOfStream, anyio.BrokenResourceError):
+            pass
+    raise _SendFailed from failure
+
+
+async def _send_watching(
+    conn: _Connection,
+    head: bytes,
+    body: bytes,
+    scope: anyio.CancelScope,
+    read: float,
+    limit: float,
+) -> tuple[int, dict[str, str], bool]:
+    """Send a large request while reading the answer, which may come before the end (a
+    413): then stop sending, and never reuse the connection."""
+    stream = conn.stream
+    sent = anyio.Event()
+    failed: list[BaseException] = []
+
+    async def send() -> None:
+        try:
+            await stream.send(head)
+            await stream.send(body)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            failed.append(exc)
+        finally:
+            sent.set()
+
+    answer: tuple[int, dict[str, str], bool] | None = None
+    error: BaseException | None = None
+    early = True
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(send)
+        try:
+            answer = await _read_head(conn, scope, read, limit)
+        except (_NoAnswer, anyio.EndOfStream, anyio.BrokenResourceError) as exc:
+            await sent.wait()  # did the whole request go out? (the connection is dead: soon)
+            if not failed:
+                error = exc
+            elif conn.reused:
+                error = _Unsent()
+                error.__cause__ = failed[0]
+            else:
+                error = _SendFailed()
+                error.__cause__ = failed[0]
+        except Exception as exc:  # raised after the task group, never wrapped in a group
+            error = exc
+        early = bool(failed) or not sent.is_set()  # answered before all of it had gone
+        tg.cancel_scope.cancel()  # done sending, or an early answer: stop
+    if error is not None:
+        raise error
+    assert answer is not None
+    return (answer[0], answer[1], False) if early else answer
+
+
+async def _read_body(
+    conn: _Connection,
+    status: int,
+    headers: dict[str, str],
+    keep: bool,
+    scope: anyio.CancelScope,
+    read: float,
+    limit: float,
+) -> tuple[bytes, bool]:
+    """The whole body of a response whose head was read; also whether the connection may
+    carry another request."""
+    buf = conn.buffer
+    framing, n = _framing(status, headers)
+    if framing == _LENGTH:
+        stream = conn.stream
+        while len(buf) < n:
+            buf += await _receive(stream, scope, read, limit)
+        if len(buf) == n:
+            body = bytes(buf)
+            buf.clear()
+        else:
+            body = bytes(buf[:n])
+            del buf[:n]
+    elif framing == _NONE:
+        body = b""
+    else:
+        reader = _BodyReader(conn, framing, n, read, limit, scope)
+        parts = bytearray()
+        while piece := await reader.next():
+            parts += piece
+        body = bytes(parts)
+        if framing == _EOF:
+            keep = False
+        else:
+            keep = keep and "content-length" not in headers
+    if buf:  # bytes after the response that no request asked for
+        keep = False
+        buf.clear()
+    encoding = headers.get("content-encoding")
+    if encoding is not None and body:
+        body = _decompress(body, encoding)
+    return body, keep
