@@ -22,10 +22,10 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.tls import TLSListener
 
 import vitals_engine as ve
-from vitals_engine import ProviderError, ProviderTimeout, ProviderUnavailable
+from vitals_engine import ProviderTimeout, ProviderUnavailable
 from vitals_engine.testing import MockServer
 from vitals_engine.transport import http11
-from vitals_engine.transport.base import MAX_REDIRECTS, Timeouts
+from vitals_engine.transport.base import Timeouts
 from vitals_engine.transport.http11 import Http11Transport
 from vitals_engine.transport.pool import TransportPool
 
@@ -949,12 +949,3 @@ async def test_other_redirects_are_returned_as_responses(status, location):
     assert reply.status == int(status[:3])
     assert reply.headers["location"] == location.replace("{port}", str(raw.port))
     assert len(raw.requests) == 1
-
-
-async def test_redirects_beyond_the_limit_are_an_error():
-    """More than MAX_REDIRECTS redirects in a row end with an error naming the loop."""
-    respond = redirect_to("/again", times=100)
-    async with raw_server(respond) as raw, transport() as client:
-        with pytest.raises(ProviderError, match=f"redirected more than {MAX_REDIRECTS} times"):
-            await post(client, raw.url())
-    assert len(raw.requests) == MAX_REDIRECTS + 1

@@ -213,7 +213,7 @@ async def test_tunnel_to_an_untrusted_origin_cannot_connect(monkeypatch, tls):  
 @pytest.mark.parametrize(
     ("status", "credentials", "error", "says"),
     [
-        ("407 Proxy Authentication Required", True, AuthenticationError, "check the proxy cred"),
+        ("407 Proxy Authentication Required", True, AuthenticationError, "check the credentials"),
         ("407 Proxy Authentication Required", False, AuthenticationError, "wants credentials"),
         ("403 Forbidden", True, ProviderError, "NO_PROXY"),
         ("502 Bad Gateway", True, ProviderUnavailable, "could not reach the server"),
@@ -234,7 +234,7 @@ async def test_a_refused_tunnel_names_the_proxy_and_its_answer(
         assert client.open_connections == 0
     assert type(caught.value) is error
     message = str(caught.value)
-    assert f"the proxy http://127.0.0.1:{proxy.port} refused a tunnel to" in message
+    assert f"the proxy http://127.0.0.1:{proxy.port} refused to carry a request to" in message
     assert "api.example.test:443" in message
     assert status in message
     assert says in message

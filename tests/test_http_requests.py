@@ -111,3 +111,22 @@ async def test_a_redirect_that_was_not_followed_is_named():
     assert not isinstance(info.value, ve.MalformedResponse)
     assert not info.value.retryable
     assert info.value.status == 301
+
+
+async def test_a_redirect_loop_is_named_as_one():
+    """A server that keeps answering 307 to itself ends in an error that says it looped,
+    after the transport followed MAX_REDIRECTS hops."""
+    hops = []
+
+    def again(request: httpx.Request) -> httpx.Response:
+        hops.append(request.url.path)
+        return httpx.Response(307, headers={"location": "/v1/chat/completions"})
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(again))
+    chat = ve.chat_openai(
+        "gpt-test", base_url="https://loop.example/v1", api_key="k", client=client
+    )
+    with pytest.raises(ve.ProviderError, match=r"redirected 5 times in a row") as info:
+        await chat.chat_async("hi")
+    assert not info.value.retryable
+    assert len(hops) == 6

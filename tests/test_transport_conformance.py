@@ -33,7 +33,7 @@ from tests.netservers import (
     running_servers,
     wait_for,
 )
-from vitals_engine import ProviderTimeout, ProviderUnavailable
+from vitals_engine import AuthenticationError, ProviderTimeout, ProviderUnavailable
 from vitals_engine.transport import aiohttp_client, http11, httpx_client
 from vitals_engine.transport.aiohttp_client import AiohttpTransport
 from vitals_engine.transport.base import MAX_REDIRECTS, StreamedResponse, Timeouts, Transport
@@ -230,14 +230,14 @@ async def test_all_proxy_is_the_fallback(kind, servers, monkeypatch, trust_ca, s
 async def test_407_from_the_proxy_is_an_error_naming_it(
     kind, servers, monkeypatch, trust_ca, scheme
 ):
-    """A proxy that wants credentials we did not give answers 407: ProviderUnavailable
-    naming the proxy, and nothing reaches the server."""
+    """A proxy that wants credentials we did not give answers 407: an AuthenticationError
+    (not retried) naming the proxy, and nothing reaches the server."""
     servers.proxy.reset(authorization=basic("bob:secret"))
     route = servers.route(answer(response()))
     monkeypatch.setenv("HTTP_PROXY" if scheme == "http" else "HTTPS_PROXY", servers.proxy.url)
     async with opened(kind) as transport:
         with pytest.raises(
-            ProviderUnavailable, match=rf"127\.0\.0\.1:{servers.proxy.port}"
+            AuthenticationError, match=rf"127\.0\.0\.1:{servers.proxy.port}"
         ) as caught:
             await post(transport, route.url(on="plain" if scheme == "http" else "tls"))
     assert "407" in str(caught.value)

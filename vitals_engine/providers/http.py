@@ -56,7 +56,13 @@ from .._errors import (
 from .._logging import log
 from .._version import version
 from ..pacing.scope import text_sink
-from ..transport.base import HttpResponse, StreamedResponse, Timeouts
+from ..transport.base import (
+    MAX_REDIRECTS,
+    HttpResponse,
+    StreamedResponse,
+    Timeouts,
+    same_origin_redirect,
+)
 from ..transport.pool import TransportPool, current_pool, transport_scope
 from ..transport.sse import ServerSentEvent, server_sent_events
 from ..vocab.calls import ChatRequest
@@ -526,9 +532,18 @@ class HttpProvider(Provider):
     def _redirect(self, url: str, response: HttpResponse) -> ProviderError:
         location = response.headers.get("location")
         where = urljoin(url, location) if location else "no address"
+        if same_origin_redirect(url, response.status, response.headers) is not None:
+            message = (
+                f"the server redirected {MAX_REDIRECTS} times in a row (307/308, last to "
+                f"{where}): point base_url at the final address"
+            )
+        else:
+            message = (
+                f"the server answered with a redirect to {where}, which is not followed (only "
+                "307 and 308 to the same server are): point base_url at the new address"
+            )
         return ProviderError(
-            f"the server answered with a redirect to {where}, which is not followed (only "
-            "307 and 308 to the same server are): point base_url at the new address",
+            message,
             provider=self.name,
             model=self.model,
             status=response.status,

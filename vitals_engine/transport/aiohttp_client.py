@@ -5,8 +5,8 @@ It keeps the rules of our own `Http11Transport`, so the transports agree
 
 - Proxies: the one `proxy_for()` names for each URL (aiohttp's `trust_env` stays
   off): absolute-form requests for http, CONNECT tunnels for https, the proxy
-  URL's credentials as Proxy-Authorization. A 407 from the proxy is
-  `ProviderUnavailable` naming the proxy.
+  URL's credentials as Proxy-Authorization. A proxy that refuses is `proxy_refused`:
+  407 an `AuthenticationError`, 5xx `ProviderUnavailable`, naming the proxy.
 - TLS: the system's certificates, or those `SSL_CERT_FILE` / `SSL_CERT_DIR`
   name when the first https request is made (aiohttp's own default context is
   made when aiohttp is imported); certifi's where the system has none. One
@@ -55,7 +55,7 @@ from .base import (
     lower_headers,
     same_origin_redirect,
 )
-from .proxies import Proxy, proxy_for
+from .proxies import Proxy, proxy_for, proxy_refused
 
 __all__ = ["MAX_BODY_BYTES", "AiohttpTransport"]
 
@@ -181,7 +181,7 @@ class AiohttpTransport(Transport):
             raise _failure(url, exc, timeouts, proxy) from exc
         if proxy is not None and response.status == 407:
             response.close()
-            raise _proxy_refused(url, proxy, f"407 {response.reason or ''}".strip())
+            raise proxy_refused(proxy, url, 407, response.reason or "")
         return response
 
     def _tls_context(self) -> ssl.SSLContext:
@@ -317,19 +317,12 @@ def _total_timeout(url: str, timeouts: Timeouts) -> ProviderTimeout:
     )
 
 
-def _proxy_refused(url: str, proxy: Proxy, answer: str) -> ProviderUnavailable:
-    return ProviderUnavailable(
-        f"cannot connect to {url} through the proxy {proxy.url}: it answered {answer}"
-        + (" (check the credentials in the proxy variable)" if answer.startswith("407") else "")
-    )
-
-
 def _failure(url: str, exc: Exception, timeouts: Timeouts, proxy: Proxy | None) -> ProviderError:
     """The provider error for what aiohttp (or the socket under it) raised."""
     if isinstance(exc, ProviderError):
         return exc
     if isinstance(exc, aiohttp.ClientHttpProxyError) and proxy is not None:
-        return _proxy_refused(url, proxy, f"{exc.status} {exc.message}")
+        return proxy_refused(proxy, url, exc.status, exc.message)
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return ProviderTimeout(
             f"no connection to {url} in time (connect timeout of {timeouts.connect:g} s)"

@@ -51,7 +51,8 @@ Invariants:
   fault.
 - Redirects: a 307 or 308 to the same origin (`same_origin_redirect`) is
   followed with the same method, body and headers, at most `MAX_REDIRECTS`
-  times; any other 3xx is returned as a response.
+  times; any other 3xx, and the one after the last hop, is returned as a
+  response.
 
 Requests: header names must be RFC 9110 tokens and values free of CR, LF
 and NUL, or a ValueError is raised before anything is sent; Host,
@@ -89,7 +90,7 @@ import anyio.abc
 from anyio.abc import SocketAttribute
 from anyio.streams.tls import TLSAttribute, TLSStream
 
-from .._errors import AuthenticationError, ProviderError, ProviderTimeout, ProviderUnavailable
+from .._errors import ProviderError, ProviderTimeout, ProviderUnavailable
 from .base import (
     MAX_REDIRECTS,
     HttpResponse,
@@ -98,7 +99,7 @@ from .base import (
     Transport,
     same_origin_redirect,
 )
-from .proxies import Proxy, proxy_for
+from .proxies import Proxy, proxy_for, proxy_refused
 
 __all__ = ["MAX_BODY_BYTES", "MAX_HEADER_BYTES", "Http11Transport"]
 
@@ -758,13 +759,13 @@ class Http11Transport(Transport):
                 slots.release()
             status = response.status
             if status != 307 and status != 308:
+                if status == 407 and target.proxy is not None and not target.tls:
+                    raise proxy_refused(target.proxy, target.authority, status, "")
                 return response
             location = same_origin_redirect(url, status, response.headers)
-            if location is None:
+            if location is None or hops == MAX_REDIRECTS:
                 return response
             hops += 1
-            if hops > MAX_REDIRECTS:
-                raise _redirect_loop(url, location)
             url = location
             target = self._targets.get(url) or self._target(url)
 
@@ -793,8 +794,13 @@ class Http11Transport(Transport):
                 if not hops and timeouts.total is not None:
                     limit = anyio.current_time() + timeouts.total
                 conn, status, answer, keep = await self._open(target, url, request, timeouts, limit)
+                if status == 407 and target.proxy is not None and not target.tls:
+                    await self._discard(conn)
+                    raise proxy_refused(target.proxy, target.authority, status, "")
                 location = (
-                    same_origin_redirect(url, status, answer) if status in (307, 308) else None
+                    same_origin_redirect(url, status, answer)
+                    if status in (307, 308) and hops < MAX_REDIRECTS
+                    else None
                 )
                 if location is None:
                     try:
@@ -815,8 +821,6 @@ class Http11Transport(Transport):
             finally:
                 slots.release()
             hops += 1
-            if hops > MAX_REDIRECTS:
-                raise _redirect_loop(url, location)
             url = location
             target = self._targets.get(url) or self._target(url)
 
@@ -1094,13 +1098,6 @@ def _request(target: _Target, fields: bytes, body: bytes) -> tuple[bytes, bytes]
     return (head + body, b"") if len(body) <= _JOIN_BODY else (head, body)
 
 
-def _redirect_loop(url: str, location: str) -> ProviderError:
-    return ProviderError(
-        f"{url} was redirected more than {MAX_REDIRECTS} times (307/308, last to {location}): "
-        "point base_url at the final address"
-    )
-
-
 async def _tunnel(stream: anyio.abc.ByteStream, target: _Target, proxy: Proxy) -> None:
     """Ask `proxy` for a CONNECT tunnel to the target's host and port, on `stream`."""
     authority = target.authority
@@ -1130,21 +1127,7 @@ async def _tunnel(stream: anyio.abc.ByteStream, target: _Target, proxy: Proxy) -
         if buf:
             raise _ProtocolError("the proxy sent bytes after accepting the tunnel")
         return
-    reason = "".join(c for c in head.split("\r\n", 1)[0][9:80] if c.isprintable())
-    refused = f"the proxy {proxy.url} refused a tunnel to {authority} ({reason})"
-    if status == 407:
-        hint = (
-            "check the proxy credentials (user:password@ in HTTPS_PROXY or ALL_PROXY)"
-            if proxy.authorization is not None
-            else "the proxy wants credentials: give them in its URL, "
-            "http://user:password@host:port, in HTTPS_PROXY or ALL_PROXY"
-        )
-        raise AuthenticationError(f"{refused}: {hint}")
-    if status >= 500:
-        raise ProviderUnavailable(f"{refused}: the proxy could not reach the server")
-    raise ProviderError(
-        f"{refused}: check that the proxy lets this host through, or name the host in NO_PROXY"
-    )
+    raise proxy_refused(proxy, authority, status, head.split("\r\n", 1)[0][13:])
 
 
 async def _early_answer(

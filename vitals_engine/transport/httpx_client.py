@@ -13,8 +13,8 @@ agree (`tests/test_transport_conformance.py` runs the same cases against each):
 - Proxies (our own clients): the one `proxy_for()` names for each URL, with
   `trust_env=False` so that httpx reads no variable itself: absolute-form
   requests for http, CONNECT tunnels for https, the proxy URL's credentials as
-  Proxy-Authorization. One set of shards per proxy. A 407 from the proxy is
-  `ProviderUnavailable` naming the proxy.
+  Proxy-Authorization. One set of shards per proxy. A proxy that refuses is `proxy_refused`:
+  407 an `AuthenticationError`, 5xx `ProviderUnavailable`, naming the proxy.
 - TLS (our own clients): the system's certificates, or those `SSL_CERT_FILE`
   / `SSL_CERT_DIR` name when the first client is made; certifi's where the
   system has none. One context per such setting, shared by the process's
@@ -59,7 +59,7 @@ from .base import (
     lower_headers,
     same_origin_redirect,
 )
-from .proxies import Proxy, proxy_for
+from .proxies import Proxy, proxy_for, proxy_refused
 
 if TYPE_CHECKING:
     import httpx
@@ -218,7 +218,7 @@ class HttpxTransport(Transport):
         opened = _Opened(response, url, shards, shard)
         if proxy is not None and response.status_code == 407:
             await opened.aclose()
-            raise _proxy_refused(url, proxy, f"407 {response.reason_phrase}".strip())
+            raise proxy_refused(proxy, url, 407, response.reason_phrase)
         return opened
 
     def _new_shards(self, proxy: Proxy | None) -> _Shards:
@@ -285,7 +285,12 @@ class HttpxTransport(Transport):
                 f"no answer from {url} in time (read timeout of {timeouts.read:g} s: {name})"
             )
         if isinstance(exc, httpx.ProxyError) and proxy is not None:
-            return _proxy_refused(url, proxy, str(exc))
+            code, _, reason = str(exc).partition(" ")
+            if code.isdecimal():
+                return proxy_refused(proxy, url, int(code), reason)
+            return ProviderUnavailable(
+                f"cannot connect to {url} through the proxy {proxy.url}: {exc}"
+            )
         if isinstance(exc, httpx.ConnectError):
             via = f" through the proxy {proxy.url}" if proxy is not None else ""
             return ProviderUnavailable(f"cannot connect to {url}{via}: {_describe(exc)}")
@@ -447,13 +452,6 @@ def _deadline(timeouts: Timeouts) -> float:
 def _total_timeout(url: str, timeouts: Timeouts) -> ProviderTimeout:
     return ProviderTimeout(
         f"no complete answer from {url} in time (total timeout of {timeouts.total:g} s)"
-    )
-
-
-def _proxy_refused(url: str, proxy: Proxy, answer: str) -> ProviderUnavailable:
-    return ProviderUnavailable(
-        f"cannot connect to {url} through the proxy {proxy.url}: it answered {answer}"
-        + (" (check the credentials in the proxy variable)" if answer.startswith("407") else "")
     )
 
 

@@ -27,9 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from .._errors import ConfigError
+from .._errors import AuthenticationError, ConfigError, ProviderError, ProviderUnavailable
 
-__all__ = ["Proxy", "proxy_for"]
+__all__ = ["Proxy", "proxy_for", "proxy_refused"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -138,3 +138,33 @@ def proxy_for(url: str, environ: Mapping[str, str] | None = None) -> Proxy | Non
     if no_proxy is not None and _bypassed(parts.hostname, port, no_proxy[1]):
         return None
     return _parse(*chosen)
+
+
+def proxy_refused(proxy: Proxy, destination: str, status: int, reason: str) -> ProviderError:
+    """The error for a proxy that would not carry a request to `destination`.
+
+    A 407 is an `AuthenticationError` (retrying will not help: the credentials
+    in the proxy variable are missing or wrong), a 5xx `ProviderUnavailable`
+    (the proxy could not reach the server), anything else a `ProviderError`.
+
+    Example:
+        >>> proxy = Proxy("http://proxy:3128", "proxy", 3128)
+        >>> type(proxy_refused(proxy, "api.openai.com:443", 502, "Bad Gateway")).__name__
+        'ProviderUnavailable'
+    """
+    reason = "".join(c for c in reason[:80] if c.isprintable()).strip()
+    refused = f"the proxy {proxy.url} refused to carry a request to {destination} ({status}"
+    refused += f" {reason})" if reason else ")"
+    if status == 407:
+        hint = (
+            "check the credentials in the proxy variable (HTTP_PROXY, HTTPS_PROXY or ALL_PROXY)"
+            if proxy.authorization is not None
+            else "the proxy wants credentials: give them in its URL, "
+            "http://user:password@host:port, in HTTP_PROXY, HTTPS_PROXY or ALL_PROXY"
+        )
+        return AuthenticationError(f"{refused}: {hint}")
+    if status >= 500:
+        return ProviderUnavailable(f"{refused}: the proxy could not reach the server")
+    return ProviderError(
+        f"{refused}: check that the proxy lets this host through, or name the host in NO_PROXY"
+    )
