@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
+import anyio
 import pytest
 
 import vitals_engine as ve
-from vitals_engine.providers.mock import mock_reply
+from vitals_engine.pacing.scope import call_scope
+from vitals_engine.providers.mock import STREAM_PAUSE, mock_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -86,3 +90,122 @@ async def test_model_name_is_settable():
     assert chat.model == "m-1"
     assert chat.last_turn().model == "m-1"
     assert chat.provider.model_id == "mock/m-1"
+
+
+# -- streaming -----------------------------------------------------------------------------------
+
+
+class Sink:
+    """A text sink that remembers what it was sent: (attempt key, piece)."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[object, str]] = []
+
+    def __call__(self, key: object, delta: str) -> None:
+        self.got.append((key, delta))
+
+    @property
+    def pieces(self) -> list[str]:
+        return [delta for _, delta in self.got]
+
+    @property
+    def keys(self) -> list[object]:
+        return list({id(key): key for key, _ in self.got}.values())
+
+
+async def test_stream_sends_the_reply_in_pieces_then_returns_the_whole_turn():
+    """stream=True: the reply goes to the scope's text sink a word at a time under one key;
+    the turn returned is the one a non-streaming mock returns."""
+    sink = Sink()
+    chat = ve.chat_mock(stream=True)
+    with call_scope("solver", on_text=sink):
+        assert await chat.chat_async("What's 2+2?") == "2 + 2 = 4"
+    assert sink.pieces == ["2 ", "+ ", "2 ", "= ", "4"]
+    assert len(sink.keys) == 1
+    plain = ve.chat_mock()
+    await plain.chat_async("What's 2+2?")
+    streamed, whole = chat.last_turn(), plain.last_turn()
+    assert (streamed.contents, streamed.tokens) == (whole.contents, whole.tokens)
+    assert streamed.finish_reason == whole.finish_reason == "stop"
+
+
+async def test_without_stream_nothing_is_sent():
+    """By default the mock does not stream, even where a sink listens."""
+    sink = Sink()
+    with call_scope("solver", on_text=sink):
+        assert await ve.chat_mock().chat_async("What's 2+2?") == "2 + 2 = 4"
+    assert sink.got == []
+
+
+async def test_each_attempt_streams_under_a_fresh_key():
+    """A retried call and the next call each start a new text (a new key)."""
+
+    async def broken(_: str) -> AsyncIterator[str]:
+        yield "Wro"
+        raise ve.ProviderUnavailable("overloaded", status=503)
+
+    chat = ve.chat_mock(
+        [broken(""), "Right on", "Again"],
+        stream=True,
+        retry=ve.Retry(max_attempts=2, backoff=0.0),
+    )
+    sink = Sink()
+    with call_scope("solver", on_text=sink):
+        assert await chat.chat_async("a") == "Right on"
+        assert await chat.chat_async("b") == "Again"
+    assert sink.pieces == ["Wro", "Right ", "on", "Again"]
+    first, retry, second = sink.keys
+    assert [key for key, _ in sink.got] == [first, retry, retry, second]
+
+
+async def test_a_reply_given_in_pieces_streams_as_they_come():
+    """A scripted async iterable of pieces streams each as it is yielded (held at will) and
+    makes the reply; without stream= the pieces are only joined."""
+    gate = anyio.Event()
+
+    async def pieces(_: str) -> AsyncIterator[str]:
+        yield "Hold "
+        await gate.wait()
+        yield "on"
+
+    sink = Sink()
+    chat = ve.chat_mock(pieces, stream=0)
+    replies: list[str] = []
+
+    async def ask() -> None:
+        with call_scope("solver", on_text=sink):
+            replies.append(await chat.chat_async("x"))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ask)
+        with anyio.fail_after(10):
+            while True:
+                if sink.pieces == ["Hold "]:
+                    break
+                await anyio.sleep(0.005)
+        assert replies == []
+        gate.set()
+    assert replies == ["Hold on"]
+    assert sink.pieces == ["Hold ", "on"]
+    assert chat.last_turn().tokens == ve.TokenUsage(input=1, output=2)
+
+    quiet = Sink()
+    with call_scope("solver", on_text=quiet):
+        assert await ve.chat_mock(pieces).chat_async("x") == "Hold on"
+    assert quiet.got == []
+
+
+async def test_stream_outside_a_run_just_answers():
+    """With nobody listening (no scope), a streaming mock answers as usual."""
+    assert await ve.chat_mock(stream=True).chat_async("What's 1+2?") == "1 + 2 = 3"
+
+
+def test_stream_takes_true_or_a_pause():
+    """stream=True pauses STREAM_PAUSE between pieces, a number that many seconds; anything
+    else is a ConfigError."""
+    assert ve.chat_mock(stream=True).provider.stream == STREAM_PAUSE
+    assert ve.chat_mock(stream=0.2).provider.stream == 0.2
+    assert ve.chat_mock(stream=False).provider.stream is None
+    for bad in (-1, "fast"):
+        with pytest.raises(ve.ConfigError, match="stream="):
+            ve.chat_mock(stream=bad)

@@ -13,13 +13,15 @@ from pathlib import Path
 from urllib.parse import quote
 
 import httpx
+import msgspec
 import pytest
 
 import vitals_engine as ve
 from vitals_engine.log import schema as s
 from vitals_engine.log.journal_format import encode_header, encode_sample, encode_start
+from vitals_engine.log.live import LiveDocument, LiveSample, live_path
 from vitals_engine.log.writer import write_json_log
-from vitals_engine.viewer.api import parse_log_route
+from vitals_engine.viewer.api import LogRoute, parse_log_route
 from vitals_engine.viewer.bundle import bundle
 from vitals_engine.viewer.catalog import Catalog
 from vitals_engine.viewer.contents import JournalTail, counter
@@ -219,6 +221,7 @@ def test_string_ids_are_safe_path_segments(tmp_path: Path) -> None:
         assert key not in (".", "..", "")
         assert parse_sample_key(key) == id
     assert parse_log_route(["a.json", "samples", sample_key("../x"), "2.json"]) is not None
+    assert parse_log_route(["runs", "a.journal", "live.json"]) == LogRoute("runs/a.journal", "live")
 
     header = synthetic_header("ids", 3)
     log = s.EvalLog(
@@ -241,6 +244,9 @@ def test_string_ids_are_safe_path_segments(tmp_path: Path) -> None:
 
 TRAVERSALS = [
     "/api/logs/..%2F..%2Fetc%2Fpasswd/summaries.json",
+    "/api/logs/..%2F..%2Fetc%2Fpasswd/live.json",
+    "/api/logs/..%2F..%2Fetc%2Fpasswd.journal/live.json",
+    "/api/logs/%2Fetc%2Fpasswd.journal/live.json",
     "/api/logs/..%2F..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd/samples/1/1.json",
     "/api/logs/%2Fetc%2Fpasswd/summaries.json",
     "/api/logs/%2E%2E/%2E%2E/etc/passwd/summaries.json",
@@ -506,6 +512,35 @@ def test_journal_lists_as_running_then_gives_way_to_its_final_log(tmp_path: Path
     assert [e["file"] for e in catalog.entries()] == [journal.with_suffix(".json").name]
 
 
+def test_a_journal_that_gave_way_answers_from_its_final_log(tmp_path: Path) -> None:
+    """A page following a run may ask for the journal's documents just as it becomes its final
+    log: they come from the final log (no 404 in between); a journal without one is gone."""
+    journal = tmp_path / "2026-01-01T00-00-00+00-00_journaled_x.journal"
+    header = _start_journal(journal, 2)
+    with journal.open("ab") as fh:
+        fh.write(encode_sample(synthetic_sample(1)))
+    log = s.EvalLog(
+        version=2,
+        status="success",
+        eval=header.eval,
+        samples=[synthetic_sample(1), synthetic_sample(2)],
+    )
+    with ViewServer(tmp_path).start() as running, httpx.Client(base_url=running.url) as http:
+        rows = http.get(api_path(journal.name, "summaries.json")).json()["rows"]
+        assert [r["id"] for r in rows] == [1]
+        write_json_log(journal.with_suffix(".json"), log)
+        journal.unlink()
+        document = http.get(api_path(journal.name, "summaries.json")).json()
+        assert [r["id"] for r in document["rows"]] == [1, 2]
+        assert (document["complete"], document["reset"]) == (True, True)
+        sample = http.get(api_path(journal.name, "samples", "2", "1.json")).json()
+        assert sample["input"] == "Question 2: what is 2+1?"
+        live = http.get(api_path(journal.name, "live.json")).json()
+        assert (live["running"], live["samples"]) == (False, [])
+        other = "2026-01-01T00-00-00+00-00_other_x.journal"
+        assert http.get(api_path(other, "summaries.json")).status_code == 404
+
+
 def test_logs_endpoint_sees_new_logs_without_events(tmp_path: Path) -> None:
     """Each `api/logs.json` re-lists the directory, so a page without events still sees new
     logs."""
@@ -544,6 +579,147 @@ def test_events_announce_new_samples_and_since_returns_only_them(tmp_path: Path)
         ).json()
         assert later["reset"] is False
         assert [r["id"] for r in later["rows"]] == [2]
+
+
+def test_a_sample_read_as_its_journal_goes_comes_from_the_final_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A journal removed between the catalog's look at it and the read of a sample's line: the
+    sample comes from the final log (not an error)."""
+    journal = tmp_path / "2026-01-01T00-00-00+00-00_journaled_x.journal"
+    header = _start_journal(journal, 1)
+    with journal.open("ab") as fh:
+        fh.write(encode_sample(synthetic_sample(1)))
+    catalog = Catalog(tmp_path)
+    catalog.refresh()
+    read = JournalTail.sample_json
+
+    def the_run_ends_first(tail: JournalTail, id: int | str, epoch: int) -> bytes | None:
+        monkeypatch.setattr(JournalTail, "sample_json", read)
+        samples = [synthetic_sample(1)]
+        log = s.EvalLog(version=2, status="success", eval=header.eval, samples=samples)
+        write_json_log(journal.with_suffix(".json"), log)
+        journal.unlink()
+        return read(tail, id, epoch)
+
+    monkeypatch.setattr(JournalTail, "sample_json", the_run_ends_first)
+    sample = json.loads(catalog.sample(journal.name, 1, 1) or b"")
+    assert sample["input"] == "Question 1: what is 1+1?"
+
+
+# -- the live text of in-flight samples -----------------------------------------------------------
+
+
+def _write_live(journal: Path, *texts: tuple[int | str, str]) -> Path:
+    """A live-text sidecar beside `journal`, as a run writes it: (id, text) per sample."""
+    document = LiveDocument(
+        log=journal.with_suffix(".json").name,
+        updated=1767225600.5,
+        samples=[
+            LiveSample(
+                id=id,
+                epoch=1,
+                role="solver",
+                input=f"Question {id}",
+                text=text,
+                chars=len(text),
+                updated=1767225600.25,
+            )
+            for id, text in texts
+        ],
+    )
+    path = live_path(journal)
+    path.write_bytes(msgspec.json.encode(document))
+    return path
+
+
+def test_live_text_is_served_and_its_changes_announced(tmp_path: Path) -> None:
+    """`api/logs/<journal>/live.json` serves the sidecar with each sample's key; a changed or
+    removed sidecar is announced on `api/events` under `live`, apart from `files`."""
+    journal = tmp_path / "2026-01-01T00-00-00+00-00_journaled_x.journal"
+    _start_journal(journal, 2)
+    sidecar = _write_live(journal, ("a/b", "Thinking"))
+    with (
+        ViewServer(tmp_path).start() as running,
+        httpx.Client(base_url=running.url, timeout=10) as http,
+    ):
+        logs = http.get("/api/logs.json").json()["logs"]
+        assert [e["file"] for e in logs] == [journal.name]  # the sidecar is no log
+        document = http.get(api_path(journal.name, "live.json")).json()
+        assert document["file"] == journal.name
+        assert document["running"] is True
+        assert document["updated"] == 1767225600.5
+        assert document["samples"] == [
+            {
+                "key": sample_key("a/b"),
+                "id": "a/b",
+                "epoch": 1,
+                "role": "solver",
+                "input": "Question a/b",
+                "text": "Thinking",
+                "chars": 8,
+                "updated": 1767225600.25,
+            }
+        ]
+        with http.stream("GET", "/api/events") as stream:
+            lines = stream.iter_lines()
+            messages = (json.loads(line[6:]) for line in lines if line.startswith("data: "))
+            assert next(messages)["hello"] is True
+            _write_live(journal, ("a/b", "Thinking about it"))
+            change = next(messages)
+            assert change["live"] == [journal.name]
+            assert change["files"] == []
+            sidecar.unlink()
+            assert next(messages)["live"] == [journal.name]
+        assert http.get(api_path(journal.name, "live.json")).json()["samples"] == []
+        assert http.get(api_path("nope.journal", "live.json")).status_code == 404
+
+
+def test_a_finished_or_final_log_has_no_live_text(tmp_path: Path) -> None:
+    """Only a running journal's sidecar is served: once the journal has its final header (or
+    for a final log) `live.json` has no samples, whatever file lies beside it."""
+    journal = tmp_path / "2026-01-01T00-00-00+00-00_journaled_x.journal"
+    _start_journal(journal, 1)
+    _write_live(journal, (1, "Thinking"))
+    with journal.open("ab") as fh:
+        fh.write(encode_sample(synthetic_sample(1)))
+        fh.write(encode_header(synthetic_header("journaled", 1)))
+    log = write_synthetic_log(tmp_path, 1)
+    _write_live(log, (1, "stale"))
+    catalog = Catalog(tmp_path)
+    catalog.refresh()
+    for file in (journal.name, log.name):
+        document = catalog.live(file)
+        assert document is not None
+        assert (document["running"], document["samples"]) == (False, [])
+    assert catalog.live("nope.json") is None
+
+
+def test_rows_say_when_their_sample_finished(tmp_path: Path) -> None:
+    """A summary row carries its sample's completion time in Unix seconds (the page hides live
+    text older than it)."""
+    sample = synthetic_sample(1)
+    sample.completed_at = "2026-01-01T00:00:01.500000+00:00"
+    header = synthetic_header("done", 1)
+    log = s.EvalLog(version=2, status="success", eval=header.eval, samples=[sample])
+    write_json_log(tmp_path / "2026-01-01T00-00-00+00-00_done_x.json", log)
+    catalog = Catalog(tmp_path)
+    (row,) = catalog.summaries("2026-01-01T00-00-00+00-00_done_x.json")["rows"]
+    assert row["completed"] == 1767225601.5
+    assert synthetic_sample(2).completed_at is None
+
+
+def test_a_bundle_has_no_live_text(tmp_path: Path) -> None:
+    """A bundle of a directory with a running eval copies neither its sidecar nor any
+    `live.json`."""
+    journal = tmp_path / "logs" / "2026-01-01T00-00-00+00-00_journaled_x.journal"
+    journal.parent.mkdir()
+    _start_journal(journal, 2)
+    _write_live(journal, (1, "Thinking"))
+    out = bundle(journal.parent, tmp_path / "site")
+    files = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()]
+    assert f"logs/{journal.name}" in files
+    assert not [f for f in files if f.endswith((".live", "live.json"))]
 
 
 # -- paging a large log ------------------------------------------------------------------------

@@ -10,16 +10,22 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+import anyio
 import pytest
+from msgspec.json import encode
 
 import vitals_engine as ve
 from vitals_engine.log import schema as s
+from vitals_engine.log.atomic import replace_atomically
+from vitals_engine.log.journal_format import encode_header, encode_sample, encode_start
+from vitals_engine.log.live import LiveDocument, LiveSample, live_path
 from vitals_engine.log.writer import write_json_log
+from vitals_engine.providers.mock import mock_reply
 from vitals_engine.viewer.bundle import bundle
 from vitals_engine.viewer.launch import view
 from vitals_engine.viewer.server import ViewServer
@@ -347,6 +353,158 @@ def test_live_run_appears_sample_by_sample(page, tmp_path: Path) -> None:
         expect(page).to_have_url(re.compile(r"live-run_[A-Za-z0-9]+\.json$"))
         expect(page.locator("#log-cards .metric .value")).to_have_text("1")
         shot(page, "live-done")
+    assert page.problems == []
+
+
+def test_live_text_of_a_running_sample_grows_then_it_shows_finished(page, tmp_path: Path) -> None:
+    """Samples whose replies stream are listed while they run with their text so far; one that
+    finishes gives way to its finished row while the run goes on; a running sample's page
+    shows its text growing, then, once the sample is done, the finished sample."""
+    logs = tmp_path / "live"
+    logs.mkdir()
+    two, more, done = threading.Event(), threading.Event(), threading.Event()
+
+    async def held(prompt: str) -> AsyncIterator[str]:
+        yield "Thinking about "
+        yield "nine and nine"
+        await anyio.to_thread.run_sync(more.wait, 60)  # the test says when more comes
+        yield ", that makes"
+        await anyio.to_thread.run_sync(done.wait, 60)
+        yield " 9 + 9 = 18"
+
+    async def held_two(prompt: str) -> AsyncIterator[str]:
+        yield "Working on two"
+        await anyio.to_thread.run_sync(two.wait, 60)
+        yield " ... 2 + 2 = 4"
+
+    def reply(prompt: str) -> object:
+        if prompt.startswith("Hold on"):
+            return held(prompt)
+        return held_two(prompt) if "2+2" in prompt else mock_reply(prompt)
+
+    model = ve.chat_mock(reply, stream=True)
+
+    def solver(input: str) -> str:
+        return model.clone().chat(input)
+
+    dataset = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(1, 3)]
+    dataset.append({"input": "Hold on: what's 9+9?", "target": "18"})
+    task = ve.Task(dataset, solver=solver, scorer=ve.detect_includes(), name="streaming", dir=logs)
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            task.eval()
+        except BaseException as exc:
+            failures.append(exc)
+
+    runner = threading.Thread(target=run)
+    with ViewServer(logs).start() as server:
+        page.goto(server.url)
+        runner.start()
+        try:
+            entry = page.locator("#logs-table tbody tr.log-row")
+            expect(entry).to_contain_text("running")
+            entry.click()
+            running = page.locator("#samples-table tbody tr.live-row")
+            finished = page.locator("#samples-table tbody tr.sample-row")
+            expect(running).to_have_count(2)
+            expect(running.nth(0)).to_contain_text("What's 2+2?")
+            expect(running.nth(0)).to_contain_text("Working on two")
+            expect(running.nth(1)).to_contain_text("Hold on: what's 9+9?")
+            expect(running.nth(1)).to_contain_text("Thinking about nine and nine")
+            expect(running.nth(1)).to_contain_text("solving")
+            expect(finished).to_have_count(1)
+            expect(page.locator("#sample-count")).to_contain_text("2 running")
+            shot(page, "live-text-table")
+            two.set()  # sample 2 finishes: its finished row replaces its live one
+            expect(finished).to_have_count(2)
+            expect(finished.nth(1)).to_contain_text("2 + 2 = 4")
+            expect(running).to_have_count(1)
+            expect(running).to_contain_text("Hold on: what's 9+9?")
+            expect(page.locator("#sample-count")).to_contain_text("1 running")
+
+            running.click()
+            text = page.locator("#live-text")
+            expect(text).to_have_text("Thinking about nine and nine")
+            expect(page.locator("#sample-title")).to_have_text("Sample 3 · epoch 1")
+            expect(page.locator("#sample-running")).to_have_text("running")
+            expect(page.locator("#live-sample .role-user")).to_contain_text("Hold on")
+            more.set()
+            expect(text).to_have_text("Thinking about nine and nine, that makes")
+            shot(page, "live-text-sample")
+            assert runner.is_alive()
+        finally:
+            for gate in (two, more, done):
+                gate.set()
+            runner.join(timeout=60)
+        assert failures == []
+        conversation = page.locator("#conversation .role-assistant")
+        expect(conversation).to_have_text(
+            re.compile("Thinking about nine and nine, that makes 9 \\+ 9 = 18$")
+        )
+        expect(page.locator("#scores .grade")).to_have_text("C")
+        expect(page.locator("#live-text")).to_have_count(0)
+        page.locator("#sample-title ~ .meta a").click()
+        expect(page.locator("#samples-table tbody tr.sample-row")).to_have_count(3)
+        expect(page.locator("#samples-table tbody tr.live-row")).to_have_count(0)
+        expect(page.locator(".head .badge")).to_have_text("success")
+    assert page.problems == []
+
+
+def test_live_rows_give_way_to_finished_rows(page, tmp_path: Path) -> None:
+    """Step by step: a live text that leaves the sidecar shows as finishing until its row comes;
+    a row that finished after a live text hides it even while the sidecar still has it; once
+    the run is over no live text shows."""
+    journal = tmp_path / "2026-01-01T00-00-00+00-00_journaled_x.journal"
+    header = synthetic_header("journaled", 3, status="started")
+    header.results = None
+    journal.write_bytes(encode_start(header, journal.with_suffix(".json").name))
+
+    def sidecar(*ids: int) -> None:
+        texts = [(i, f"Streaming answer {i}") for i in ids]
+        document = LiveDocument(
+            log=journal.with_suffix(".json").name,
+            samples=[
+                LiveSample(id=i, epoch=1, role="solver", input=f"Q{i}", text=t, updated=100.0 + i)
+                for i, t in texts
+            ],
+        )
+        replace_atomically(live_path(journal), lambda fh: fh.write(encode(document)), ".live")
+
+    def finish(i: int) -> None:
+        sample = synthetic_sample(i)
+        sample.completed_at = "1970-01-01T00:02:00+00:00"  # 120 s: after every live text
+        with journal.open("ab") as fh:
+            fh.write(encode_sample(sample))
+
+    sidecar(1, 2, 3)
+    with ViewServer(tmp_path).start() as server:
+        page.goto(log_url(server.url, journal.name))
+        running = page.locator("#samples-table tbody tr.live-row")
+        finished = page.locator("#samples-table tbody tr.sample-row")
+        expect(running).to_have_count(3)
+        expect(running.nth(1)).to_contain_text("Streaming answer 2")
+
+        sidecar(1, 3)  # sample 2 finished; the journal does not have it yet
+        expect(running.nth(1).locator(".badge")).to_have_text("finishing")
+        expect(running.nth(1)).to_contain_text("Streaming answer 2")
+        expect(running).to_have_count(3)
+
+        finish(2)
+        expect(finished).to_have_count(1)
+        expect(running).to_have_count(2)
+        expect(running.nth(1)).to_contain_text("Streaming answer 3")
+
+        finish(1)  # the sidecar still lists sample 1: its row is newer
+        expect(finished).to_have_count(2)
+        expect(running).to_have_count(1)
+        expect(running).to_contain_text("Streaming answer 3")
+
+        with journal.open("ab") as fh:  # the run ends (its sidecar not yet removed)
+            fh.write(encode_header(synthetic_header("journaled", 3, status="cancelled")))
+        expect(page.locator(".head .badge")).to_have_text("cancelled")
+        expect(running).to_have_count(0)
     assert page.problems == []
 
 

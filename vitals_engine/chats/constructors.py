@@ -25,7 +25,7 @@ from ..pacing.retry import Retry
 from ..providers.anthropic import AnthropicProvider
 from ..providers.google import GeminiProvider
 from ..providers.http import HttpProvider
-from ..providers.mock import MockProvider, ReplyScript
+from ..providers.mock import STREAM_PAUSE, MockProvider, ReplyScript
 from ..providers.openai import (
     DeepSeekProvider,
     GroqProvider,
@@ -85,6 +85,7 @@ def chat_mock(
     latency: float = 0.0,
     limits: Limits | None = None,
     retry: Retry | None = None,
+    stream: bool | float = False,
 ) -> Chat:
     """A deterministic offline chat: the embedded default for examples and tests.
 
@@ -93,13 +94,37 @@ def chat_mock(
     returning the reply (a string or a `Turn`), or a list of replies taken in
     call order. `latency` (seconds) simulates a slow model.
 
+    `stream` makes it stream as a streaming provider does, so the live viewer
+    shows replies as they arrive, offline: True, or the pause between pieces
+    in seconds (True: `STREAM_PAUSE`, 0.01 s). After `latency`, each reply's
+    text goes to the running sample's text sink in pieces of about a word,
+    with that pause between them and a fresh key per attempt; then the whole
+    turn is returned, as without streaming. A scripted reply may also be an
+    async iterable of text pieces (an async generator), streamed as it yields
+    them: a test can hold a reply mid-stream. Without `stream`, the pieces
+    are joined and nothing is streamed. Outside a run nobody listens, and only
+    the pauses remain.
+
     Example:
         >>> chat_mock().chat("What's 2+3?")
         '2 + 3 = 5'
         >>> chat_mock(lambda prompt: "42").chat("Anything")
         '42'
+        >>> async def slowly(prompt):
+        ...     yield "Thinking"
+        ...     await gate.wait()        # the test lets the rest come
+        ...     yield " ... 42"
+        >>> streaming = chat_mock(slowly, stream=True)
     """
-    provider = MockProvider(model=model, replies=replies, latency=latency)
+    if isinstance(stream, bool):
+        pause = STREAM_PAUSE if stream else None
+    elif isinstance(stream, int | float) and stream >= 0:
+        pause = float(stream)
+    else:
+        raise ConfigError(
+            f"chat_mock(stream=...) takes True/False or a pause in seconds >= 0, not {stream!r}."
+        )
+    provider = MockProvider(model=model, replies=replies, latency=latency, stream=pause)
     provider.limits, provider.retry = limits, retry
     return Chat(provider, system_prompt=system_prompt)
 

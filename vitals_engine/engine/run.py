@@ -9,6 +9,12 @@ attributed to the role (solver or scorer) and the sample; they record a
 sample's own failure (including running past its `sample_timeout`) on its
 record, and let contract violations (`ConfigError`, `SolverError`,
 `ScorerError`) end the run, since they would fail every sample alike.
+
+Given a `LiveTexts`, each sample stage's scope gets a text sink (`on_text`)
+that keeps the text a streaming provider sends for that sample, so the live
+viewer can show it. A sample's text goes away when the sample finishes or
+fails. When nothing streams, that is one small closure per stage and nothing
+else: no entry, no call.
 """
 
 from __future__ import annotations
@@ -27,10 +33,10 @@ from .._errors import ConfigError, ScorerError, SolverError, TaskStateError
 from ..pacing.clock import Clock, SystemClock
 from ..pacing.limits import Limits, LimitsRegistry
 from ..pacing.retry import Retry
-from ..pacing.scope import CallScope
+from ..pacing.scope import CallScope, TextSink
 from ..pacing.seats import current_seat
 from ..progress import Progress
-from ..samples import SampleError, SampleRecord
+from ..samples import Sample, SampleError, SampleRecord
 from ..vocab.calls import RetryNote
 from ..vocab.usage import UsageLedger
 from .calls import (
@@ -44,7 +50,10 @@ from .calls import (
 from .gc_tuning import relaxed_gc
 from .supervisor import Supervisor
 
-__all__ = ["Run"]
+__all__ = ["TEXT_LIMIT", "LiveText", "LiveTexts", "Run"]
+
+#: The characters of streamed text kept per sample: the last ones, the newest.
+TEXT_LIMIT = 4000
 
 _FATAL = (ConfigError, SolverError, ScorerError, TaskStateError)
 
@@ -70,6 +79,75 @@ def _sample_error(stage: str, exc: BaseException, sample_timeout: float | None) 
     )
 
 
+class LiveText:
+    """The text streamed so far by one sample's current model call attempt."""
+
+    __slots__ = ("attempt", "chars", "role", "sample", "text", "updated")
+
+    def __init__(self, sample: Sample, role: str, attempt: object) -> None:
+        self.sample = sample
+        self.role = role
+        self.attempt = attempt
+        self.text = ""  # the last `TEXT_LIMIT` characters
+        self.chars = 0  # every character of the attempt so far
+        self.updated = 0.0  # time.time() of the last piece
+
+
+class LiveTexts:
+    """The streamed text of each in-flight sample, by (id, epoch): what the live viewer shows.
+
+    `sink(sample, role)` is the `on_text` of one sample stage. A piece of text with
+    the attempt key the sample's entry has is appended (keeping the last `limit`
+    characters); a new key (a retry, or the sample's next model call) starts the
+    entry afresh. `drop()` removes a sample's entry when it finishes or fails.
+    `on_change` is called after every change; sinks are called from the run's
+    event loop thread, as providers do.
+
+    Example:
+        >>> texts = LiveTexts()
+        >>> sink = texts.sink(sample, "solver")
+        >>> attempt = object()
+        >>> sink(attempt, "Hel"); sink(attempt, "lo")
+        >>> texts.entries[(sample.id, sample.epoch)].text
+        'Hello'
+    """
+
+    __slots__ = ("entries", "limit", "on_change")
+
+    def __init__(
+        self, *, limit: int = TEXT_LIMIT, on_change: Callable[[], None] | None = None
+    ) -> None:
+        self.entries: dict[tuple[int | str, int], LiveText] = {}
+        self.limit = limit
+        self.on_change = on_change
+
+    def sink(self, sample: Sample, role: str) -> TextSink:
+        """The text sink of one stage (`role`) of `sample`."""
+        entries, key, limit = self.entries, (sample.id, sample.epoch), self.limit
+
+        def take(attempt: object, delta: str) -> None:
+            entry = entries.get(key)
+            if entry is None or entry.attempt is not attempt:
+                entry = entries[key] = LiveText(sample, role, attempt)
+            text = entry.text + delta
+            entry.text = text if len(text) <= limit else text[-limit:]
+            entry.chars += len(delta)
+            entry.updated = time.time()
+            if self.on_change is not None:
+                self.on_change()
+
+        return take
+
+    def drop(self, key: tuple[int | str, int]) -> None:
+        """Forget a sample's text (it finished or failed)."""
+        if self.entries.pop(key, None) is not None and self.on_change is not None:
+            self.on_change()
+
+    def clear(self) -> None:
+        """Forget every sample's text: the run ended (`on_change` is not called)."""
+        self.entries.clear()
+
+
 class Run:
     """The stages and bookkeeping of one run.
 
@@ -93,6 +171,7 @@ class Run:
         clock: Clock | None = None,
         total: int = 0,
         on_progress: Callable[[Progress], None] | None = None,
+        live: LiveTexts | None = None,
     ) -> None:
         self.solver = solver
         self.scorer = scorer
@@ -111,9 +190,12 @@ class Run:
         self.failed = 0
         self.retries = 0
         self.on_progress = on_progress
+        #: The streamed text of in-flight samples, for the live viewer (None: not kept).
+        self.live = live
         self._threads = anyio.CapacityLimiter(concurrency)
 
     def _scope(self, role: str, record: SampleRecord | None) -> CallScope:
+        live = self.live
         return CallScope(
             role,
             (self.ledger, record.usage) if record is not None else (self.ledger,),
@@ -123,6 +205,7 @@ class Run:
             self.clock,
             self._count_retry,
             current_seat(),
+            live.sink(record.sample, role) if live is not None and record is not None else None,
         )
 
     def _count_retry(self, _: RetryNote) -> None:
@@ -276,15 +359,23 @@ class Run:
         """
         self.started_at = time.time()
 
+        live = self.live
+
         async def counted(record: SampleRecord) -> None:
+            if live is not None and live.entries:
+                live.drop(record.key)
             self.done += 1
             if record.error is not None:
                 self.failed += 1
             await sink(record)
             self._emit()
 
-        with relaxed_gc():
-            await self._execute(records, counted)
+        try:
+            with relaxed_gc():
+                await self._execute(records, counted)
+        finally:
+            if live is not None and live.entries:
+                live.clear()
         self.completed_at = time.time()
 
     async def _execute(

@@ -4,6 +4,13 @@ It answers "What's A+B?" with the sum, grades model-graded prompts by
 checking whether the criterion appears in the submission, fills structured
 output requests with a value of the right shape, and echoes anything else.
 Replies can be scripted with a function or a list.
+
+It can stream, as a streaming provider does: each reply's text goes to the
+running sample's text sink (`pacing.scope.text_sink()`) in pieces, about a
+word each, with a pause between them, under a fresh key per attempt; then
+the whole turn is returned as without streaming. A scripted reply may also
+be an async iterable of text pieces, taken as they come (so a test can hold
+a reply mid-stream).
 """
 
 from __future__ import annotations
@@ -12,20 +19,22 @@ import itertools
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterable, Callable, Sequence
 
 import anyio
 import msgspec
 
 from .._errors import ConfigError
+from ..pacing.scope import TextSink, text_sink
 from ..vocab.calls import ChatRequest
 from ..vocab.structured import example_value
 from ..vocab.turns import ContentText, TokenUsage, Turn
 from .base import Provider
 
-__all__ = ["MockProvider", "mock_reply"]
+__all__ = ["STREAM_PAUSE", "MockProvider", "mock_reply", "stream_pieces"]
 
-Reply = str | Turn
+#: A reply, or the pieces of its text as a streaming model sends them.
+Reply = str | Turn | AsyncIterable[str]
 ReplyScript = Callable[[str], Reply] | Sequence[Reply]
 
 _SUM = re.compile(
@@ -75,6 +84,21 @@ def mock_reply(prompt: str) -> str:
     return prompt
 
 
+#: The pause between streamed pieces (seconds) of `chat_mock(stream=True)`.
+STREAM_PAUSE = 0.01
+_PIECE = re.compile(r"\S+\s*|\s+")
+
+
+def stream_pieces(text: str) -> list[str]:
+    """The pieces a streamed reply is sent in: a word each, with the spaces after it.
+
+    Example:
+        >>> stream_pieces("2 + 2 = 4")
+        ['2 ', '+ ', '2 ', '= ', '4']
+    """
+    return _PIECE.findall(text)
+
+
 def count_tokens(text: str) -> int:
     """A deterministic stand-in for a tokenizer: whitespace-separated words."""
     return len(text.split())
@@ -90,9 +114,12 @@ class MockProvider(Provider):
         model: str = "mock-model",
         replies: ReplyScript | None = None,
         latency: float = 0.0,
+        stream: float | None = None,
     ) -> None:
         super().__init__(model=model, base_url="mock://")
         self.latency = latency
+        #: The pause between streamed pieces (seconds); None: replies are not streamed.
+        self.stream = stream
         self._script: Callable[[str], Reply]
         if replies is None:
             self._script = mock_reply
@@ -132,6 +159,11 @@ class MockProvider(Provider):
             reply: Reply = msgspec.json.encode(example_value(request.output_schema)).decode()
         else:
             reply = self._script(prompt)
+        sink = text_sink() if self.stream is not None else None
+        if isinstance(reply, AsyncIterable):
+            reply = await self._take_pieces(reply, sink)
+        elif self.stream is not None:
+            await self._send_pieces(reply.text if isinstance(reply, Turn) else str(reply), sink)
         turn = reply if isinstance(reply, Turn) else Turn("assistant", [ContentText(str(reply))])
         seen = " ".join([request.system_prompt or ""] + [t.text for t in request.turns])
         tokens = turn.tokens or TokenUsage(
@@ -147,3 +179,28 @@ class MockProvider(Provider):
             started_at=started,
             duration=time.time() - started,
         )
+
+    async def _send_pieces(self, text: str, sink: TextSink | None) -> None:
+        """Stream `text` to `sink` in pieces, pausing between them (one attempt, one key)."""
+        attempt = object()
+        for i, piece in enumerate(stream_pieces(text)):
+            if i and self.stream:
+                await anyio.sleep(self.stream)
+            if sink is not None:
+                sink(attempt, piece)
+
+    async def _take_pieces(self, pieces: AsyncIterable[str], sink: TextSink | None) -> str:
+        """A scripted reply given in pieces: each streamed as it comes; the whole text."""
+        attempt, taken = object(), []
+        try:
+            async for piece in pieces:
+                if taken and self.stream:
+                    await anyio.sleep(self.stream)
+                taken.append(piece)
+                if sink is not None:
+                    sink(attempt, piece)
+        finally:
+            aclose = getattr(pieces, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        return "".join(taken)

@@ -6,6 +6,10 @@ goes to the run's journal before the caller's sink sees it; past `SPILL_AFTER`
 logged samples, its chats are dropped from memory. A run that stops on an error,
 a cancellation or a KeyboardInterrupt still records its state, logs every sample
 that had started, and writes the log when any record exists, then re-raises.
+
+While samples stream their replies, the run keeps their text so far in a sidecar
+beside the journal (`log/live.py`), for the live viewer; it is removed when the
+run ends, however it ends. A run where nothing streams never writes one.
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ import anyio
 
 from .._errors import ConfigError, EvalFailedError, VitalsError
 from ..dataset import expand_epochs
-from ..engine.run import Run
+from ..engine.run import LiveTexts, Run
 from ..frames import records_frame
 from ..log import schema as log_schema
 from ..log.compose import compose_header, compose_sample
+from ..log.live import LiveFile, LiveSample, input_excerpt, live_path
 from ..log.writer import log_file_name, new_id
 from ..metrics import compute_metrics, score_series
 from ..progress import ProgressBar
@@ -76,6 +81,7 @@ async def run_task(
         total = len(records)
     state.concurrency = options.max_concurrency
     bar = ProgressBar(setup.name) if options.progress else None
+    texts = LiveTexts()
     run = Run(
         solver=setup.solver_spec if solve else None,
         scorer=setup.scorer_spec if score else None,
@@ -87,10 +93,13 @@ async def run_task(
         retry=options.retry,
         total=total,
         on_progress=bar.update if bar is not None else None,
+        live=texts,
     )
     state.status = "started"
     state.error = None
     writer = open_writer(setup, state, fresh=solve and resume is None)
+    live = LiveFile(live_path(writer.journal), writer.path.name, lambda: _live_samples(texts))
+    texts.on_change = live.changed
     if resume is not None:
         state.solve_ledger.merge(resume.ledger, role="solver")
         state.score_ledger.merge(resume.ledger, role="scorer")
@@ -107,18 +116,23 @@ async def run_task(
             spill(record)
 
     try:
-        async with (
-            transport_scope(pool_size=options.max_concurrency),
-            anyio.create_task_group() as tg,
-        ):
-            await tg.start(writer.run)
-            try:
-                if resume is not None and resume.source != writer.journal:
-                    for logged_sample in resume.logged.values():  # events and times kept
-                        writer.add(logged_sample)
-                await run.execute(source, logged)
-            finally:
-                writer.stop()
+        try:
+            async with (
+                transport_scope(pool_size=options.max_concurrency),
+                anyio.create_task_group() as tg,
+            ):
+                live.task_group = tg
+                await tg.start(writer.run)
+                try:
+                    if resume is not None and resume.source != writer.journal:
+                        for logged_sample in resume.logged.values():  # events and times kept
+                            writer.add(logged_sample)
+                    await run.execute(source, logged)
+                finally:
+                    writer.stop()
+                    live.stop()
+        finally:
+            live.remove()  # its actor has ended with the task group
     except BaseException as exc:
         error = first_error(exc)
         _finish_run(setup, state, run, options, solve, score, records, failed=error)
@@ -220,6 +234,22 @@ def raise_if_failed(state: RunState, options: RunOptions) -> None:
         total=len(records),
         log_path=str(state.log_path) if state.log_path else None,
     )
+
+
+def _live_samples(texts: LiveTexts) -> list[LiveSample]:
+    """The sidecar's samples: the streamed text of each in-flight sample."""
+    return [
+        LiveSample(
+            id=entry.sample.id,
+            epoch=entry.sample.epoch,
+            role=entry.role,
+            input=input_excerpt(entry.sample.input),
+            text=entry.text,
+            chars=entry.chars,
+            updated=entry.updated,
+        )
+        for entry in texts.entries.values()
+    ]
 
 
 def _collecting(

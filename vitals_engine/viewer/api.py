@@ -4,6 +4,7 @@
 api/logs.json                                   every log: task, model, status, metrics, cost ...
 api/logs/<file>/summaries.json                  one light row per sample of <file>
 api/logs/<file>/samples/<key>/<epoch>.json      one whole sample, as the log holds it
+api/logs/<file>/live.json                       (live only) the text in-flight samples stream
 api/events                                      (live only) server-sent events: what changed
 ```
 
@@ -11,6 +12,12 @@ api/events                                      (live only) server-sent events: 
 each segment percent-encoded in URLs); `<key>` is `paths.sample_key(id)`.
 The live server also answers `summaries.json?since=<version>` with only the
 rows changed after that version.
+
+`live.json` (`Catalog.live()`) is the sidecar a running eval keeps beside its
+journal (`log/live.py`), each sample with its `key`: `{"file", "running",
+"updated", "samples": [{"key", "id", "epoch", "role", "input", "text", "chars",
+"updated"}]}`. An event names the logs whose live text changed under `live`,
+apart from those whose rows or header changed (`files`). A bundle has neither.
 """
 
 from __future__ import annotations
@@ -66,10 +73,10 @@ def logs_document(catalog: Catalog, *, live: bool) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class LogRoute:
-    """A request under `api/logs/`: a log's summaries, or one of its samples."""
+    """A request under `api/logs/`: a log's summaries, its live text, or one of its samples."""
 
     file: str
-    kind: Literal["summaries", "sample"]
+    kind: Literal["summaries", "sample", "live"]
     id: int | str | None = None
     epoch: int | None = None
 
@@ -83,6 +90,8 @@ def parse_log_route(segments: list[str]) -> LogRoute | None:
     """
     if len(segments) >= 2 and segments[-1] == "summaries.json":
         return LogRoute("/".join(segments[:-1]), "summaries")
+    if len(segments) >= 2 and segments[-1] == "live.json":
+        return LogRoute("/".join(segments[:-1]), "live")
     if len(segments) >= 4 and segments[-3] == "samples":
         match = _EPOCH_FILE.fullmatch(segments[-1])
         id = parse_sample_key(segments[-2])

@@ -4,11 +4,14 @@ The catalog lists the directory's logs (`paths.log_files`), reads each
 one's header once per change of its (inode, size, mtime), and loads a log's
 samples only when they are asked for, keeping the few most recently used
 in memory. Journals of running evals are followed with a `JournalTail`, so
-each refresh reads only what was appended.
+each refresh reads only what was appended, and so is the sidecar holding the
+streamed text of their in-flight samples (`log/live.py`): a stat per journal
+per refresh, the file read only when a page asks for it (`live()`).
 
 It is thread-safe: the live server calls it from worker threads, the bundle
 from the caller's. `refresh()` returns the relative paths that changed and
-tells its `listeners`, which the server turns into events for the page.
+tells its `listeners` those, and the journals whose live text changed, which
+the server turns into events for the page.
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ from .._errors import LogFormatError
 from ..log import schema as s
 from ..log.decoding import NotALogError
 from ..log.journal_format import JOURNAL_SUFFIX
+from ..log.live import live_path, read_live
 from ..log.reader import read_log
 from .contents import Contents, JournalTail, count_samples, counter, file_stamp, load_contents
-from .paths import LogFile, log_files
+from .paths import LogFile, log_files, sample_key
 from .rows import log_entry
 
 __all__ = ["Catalog"]
@@ -43,6 +47,8 @@ class _Log:
         self.tail: JournalTail | None = None
         self.contents: Contents | None = None
         self.load_lock = threading.Lock()
+        #: The stamp of a journal's live-text sidecar when last looked at (None: none).
+        self.live_stamp: tuple[int, int, int, int] | None = None
 
 
 class Catalog:
@@ -64,9 +70,10 @@ class Catalog:
         self._logs: dict[str, _Log] = {}
         self._loaded: OrderedDict[str, None] = OrderedDict()
         self._scanned = False
-        #: Called with (changed relative paths, catalog version) after any refresh that found
-        #: changes, from whichever thread refreshed (the server turns them into events).
-        self.listeners: list[Callable[[set[str], int], None]] = []
+        #: Called with (changed relative paths, catalog version, journals whose live text
+        #: changed) after any refresh that found changes, from whichever thread refreshed
+        #: (the server turns them into events).
+        self.listeners: list[Callable[[set[str], int, set[str]], None]] = []
 
     # -- scanning ----------------------------------------------------------------------
 
@@ -92,10 +99,23 @@ class Catalog:
                 self.version = self._versions()
             self._scanned = True
             version = self.version
-        if changed:
+            live = self._live_changes()
+        if changed or live:
             for listener in self.listeners:
-                listener(changed, version)
+                listener(changed, version, live)
         return changed
+
+    def _live_changes(self) -> set[str]:
+        """The journals whose live-text sidecar appeared, changed or went away."""
+        live = set()
+        for rel, state in self._logs.items():
+            if state.tail is None:
+                continue
+            stamp = file_stamp(live_path(state.file.path))
+            if stamp != state.live_stamp:
+                state.live_stamp = stamp
+                live.add(rel)
+        return live
 
     def _read(self, state: _Log) -> None:
         """(Re-)read a log's header and entry after its file changed."""
@@ -180,19 +200,30 @@ class Catalog:
                 self._logs[oldest].contents = None
 
     def _state(self, rel: str) -> _Log | None:
-        """The fresh state of one log (its file re-checked), None if it is not a listed log."""
+        """The fresh state of one log (its file re-checked), None if it is not a listed log.
+
+        A journal that gave way to its final log stands for that log: a page that
+        follows a run may ask for the journal's documents just as the run ends.
+        """
         with self._lock:
             state = self._logs.get(rel)
             stale = state is None or file_stamp(state.file.path) != state.file.stamp
         if stale or not self._scanned:
             self.refresh()
             with self._lock:
-                state = self._logs.get(rel)
+                state = self._logs.get(rel) or self._final_of(rel)
         if state is None or state.not_a_log:
             return None
         if state.error is not None:
             raise LogFormatError(state.error)
         return state
+
+    def _final_of(self, rel: str) -> _Log | None:
+        """The listed final log of the journal `rel` (the journal itself is no longer listed)."""
+        stem = rel.removesuffix(JOURNAL_SUFFIX)
+        if stem == rel:
+            return None
+        return self._logs.get(stem + ".json") or self._logs.get(stem + ".eval")
 
     def summaries(self, rel: str, since: int | None = None) -> dict[str, Any] | None:
         """The document `summaries.json`: the rows changed after `since` (all by default).
@@ -219,12 +250,51 @@ class Catalog:
 
     def sample(self, rel: str, id: int | str, epoch: int) -> bytes | None:
         """One sample's JSON, as the log holds it; None if there is no such log or sample."""
+        for _ in range(2):  # once more if the file went (a journal giving way to its final log)
+            state = self._state(rel)
+            if state is None:
+                return None
+            contents = state.tail if state.tail is not None else self._load(state)
+            try:
+                with self._lock:
+                    return contents.sample_json(id, epoch)
+            except FileNotFoundError:
+                continue
+        return None
+
+    def live(self, rel: str) -> dict[str, Any] | None:
+        """The document `live.json`: the streamed text of a running log's in-flight samples.
+
+        `samples` is empty for a log that is not running or has no sidecar (so for
+        a journal that gave way to its final log). None when `rel` is not a log of
+        the directory; `LogFormatError` for a log that cannot be read.
+        """
         state = self._state(rel)
         if state is None:
             return None
-        contents = state.tail if state.tail is not None else self._load(state)
-        with self._lock:
-            return contents.sample_json(id, epoch)
+        running = state.header is not None and state.header.status == "started"
+        document = None
+        if state.tail is not None and running:
+            document = read_live(live_path(state.file.path))
+        samples = [
+            {
+                "key": sample_key(sample.id),
+                "id": sample.id,
+                "epoch": sample.epoch,
+                "role": sample.role,
+                "input": sample.input,
+                "text": sample.text,
+                "chars": sample.chars,
+                "updated": sample.updated,
+            }
+            for sample in (document.samples if document is not None else [])
+        ]
+        return {
+            "file": rel,
+            "running": running,
+            "updated": document.updated if document is not None else None,
+            "samples": samples,
+        }
 
     # -- listing -------------------------------------------------------------------------
 

@@ -1,14 +1,15 @@
 """What the viewer lists: one light row per sample, one entry per log.
 
 A summary row is what the sample table needs and nothing more (excerpts of
-input, target and result, the first score, an error flag, tokens, time), so
-that 100,000 of them stay a few megabytes. Samples are decoded leniently
-(`LiteSample`): a log written by a newer tool, with message parts this
-reader does not know, still lists.
+input, target and result, the first score, an error flag, tokens, time, and
+when it finished), so that 100,000 of them stay a few megabytes. Samples are
+decoded leniently (`LiteSample`): a log written by a newer tool, with message
+parts this reader does not know, still lists.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,7 @@ class LiteSample(msgspec.Struct):
     model_usage: dict[str, _Usage] | None = None
     role_usage: dict[str, _Usage] | None = None
     total_time: float | None = None
+    completed_at: str | None = None
     error: _Error | str | None = None
 
 
@@ -142,6 +144,16 @@ def _error_text(error: _Error | str | None) -> str | None:
     return _excerpt(message, ERROR_CHARS) or "error"
 
 
+def _unix(stamp: str | None) -> float | None:
+    """An ISO time as Unix seconds (None when absent or unreadable)."""
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return None
+
+
 def summary_row(sample: LiteSample, key: str) -> dict[str, Any]:
     """One sample's row in `summaries.json`.
 
@@ -164,6 +176,8 @@ def summary_row(sample: LiteSample, key: str) -> dict[str, Any]:
         "error": _error_text(sample.error),
         "tokens": _tokens(sample),
         "time": sample.total_time,
+        # When the sample finished (Unix seconds): the page hides live text older than this.
+        "completed": _unix(sample.completed_at),
     }
 
 

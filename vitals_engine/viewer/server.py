@@ -15,7 +15,10 @@ changed (the watcher's, or one a request made) is sent as an event naming
 the logs. Polling needs no platform-specific file notifications and keeps
 the delay well under a second after the writer's flush (at least once a
 second). The page then fetches `api/logs.json` and, for the log it shows,
-only the rows changed since the version it holds.
+only the rows changed since the version it holds. A running journal's
+live-text sidecar is stat'ed on each re-listing too; an event that names it
+under `live` makes the page fetch `api/logs/<file>/live.json` (and nothing
+else), at most as often as the run rewrites it (a few times a second).
 
 Safety: only GET/HEAD; files are served only from the package's static
 files (a fixed list) and from logs the catalog found under the directory
@@ -42,6 +45,7 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from .._errors import LogFormatError
+from ..log.journal_format import JOURNAL_SUFFIX
 from . import api
 from .catalog import Catalog
 from .paths import resolve_inside
@@ -146,7 +150,7 @@ class _Handlers:
 
     async def log_api(self, request: web.Request, segments: list[str]) -> web.StreamResponse:
         route = api.parse_log_route(segments)
-        if route is None or resolve_inside(self.catalog.root, route.file) is None:
+        if route is None or not self._inside(route.file):
             return _not_found()
         try:
             if route.kind == "summaries":
@@ -154,6 +158,9 @@ class _Handlers:
                 body = await self._run(
                     self._summaries_json, route.file, int(since) if since.isdigit() else None
                 )
+                return _not_found("No such log.") if body is None else _json_bytes(body)
+            if route.kind == "live":
+                body = await self._run(self._live_json, route.file)
                 return _not_found("No such log.") if body is None else _json_bytes(body)
             if route.id is None or route.epoch is None:
                 return _not_found()
@@ -164,6 +171,15 @@ class _Handlers:
             return _not_found("No such sample.")
         return _json_bytes(body)
 
+    def _inside(self, file: str) -> bool:
+        """A log file under the directory, or a journal whose final log is (a journal gives way
+        to its final log as its run ends: the catalog answers for it from that log)."""
+        root = self.catalog.root
+        if resolve_inside(root, file) is not None:
+            return True
+        stem = file.removesuffix(JOURNAL_SUFFIX)
+        return stem != file and any(resolve_inside(root, stem + ext) for ext in (".json", ".eval"))
+
     # Documents are built and encoded in the thread pool: 100,000 rows take a moment.
 
     def _logs_json(self) -> bytes:
@@ -172,6 +188,10 @@ class _Handlers:
 
     def _summaries_json(self, file: str, since: int | None) -> bytes | None:
         document = self.catalog.summaries(file, since)
+        return None if document is None else api.encode(document)
+
+    def _live_json(self, file: str) -> bytes | None:
+        document = self.catalog.live(file)
         return None if document is None else api.encode(document)
 
     async def log_file(self, segments: list[str]) -> web.StreamResponse:
@@ -217,9 +237,11 @@ class _Handlers:
             with contextlib.suppress(OSError):  # the directory went away for a moment
                 await self._run(self.catalog.refresh)  # changes reach `_announce`
 
-    def _announce(self, loop: asyncio.AbstractEventLoop, changed: set[str], version: int) -> None:
+    def _announce(
+        self, loop: asyncio.AbstractEventLoop, changed: set[str], version: int, live: set[str]
+    ) -> None:
         """Tell the pages what a refresh (the watcher's or a request's) found changed."""
-        message = api.encode({"version": version, "files": sorted(changed)})
+        message = api.encode({"version": version, "files": sorted(changed), "live": sorted(live)})
         with contextlib.suppress(RuntimeError):  # the loop is closing
             loop.call_soon_threadsafe(self.hub.publish, message)
 

@@ -166,7 +166,9 @@
     if (!response.ok) {
       let message = response.status + " " + response.statusText;
       try { message = (await response.json()).error || message; } catch (e) { /* not JSON */ }
-      throw new Error(message);
+      const error = new Error(message);
+      error.status = response.status;
+      throw error;
     }
     return response.json();
   }
@@ -182,7 +184,8 @@
     views: new Map(), // file -> table state (filter, sort, page)
   };
 
-  // The rows of one log, merged from `summaries.json` (and its live increments).
+  // The rows of one log, merged from `summaries.json` (and its live increments), and
+  // the text its in-flight samples stream so far, from `live.json` (a running log's).
   class LogData {
     constructor(file) {
       this.file = file;
@@ -193,6 +196,68 @@
       this.revision = 0;
       this.loading = null;
       this.pending = false;
+      this.live = new Map(); // "key/epoch" -> {key, id, epoch, role, input, text, chars, updated}
+      this.finishing = new Map(); // gone from live.json, their finished row not here yet
+      this.liveLoading = null;
+      this.livePending = false;
+    }
+
+    // Whether the finished row of `id` came after this live text: the text is done with.
+    finished(id, entry) {
+      const at = this.index.get(id);
+      const row = at === undefined ? null : this.rows[at];
+      return Boolean(row) && typeof row.completed === "number" && row.completed + 0.001 >= entry.updated;
+    }
+
+    takeLive(doc) {
+      const next = new Map();
+      if (doc.running) {
+        for (const sample of doc.samples || []) next.set(sample.key + "/" + sample.epoch, sample);
+      }
+      // A sample whose text went away finished: keep its text until its row comes.
+      for (const [id, entry] of this.live) {
+        if (doc.running && !next.has(id) && !this.finished(id, entry)) this.finishing.set(id, entry);
+      }
+      for (const id of next.keys()) this.finishing.delete(id);
+      if (!doc.running) this.finishing.clear();
+      this.live = next;
+    }
+
+    clearLive() {
+      this.live = new Map();
+      this.finishing = new Map();
+    }
+
+    // The live text of a sample still in flight (null when it has none, or it finished).
+    liveEntry(id) {
+      const entry = this.live.get(id) || this.finishing.get(id);
+      return entry && !this.finished(id, entry) ? entry : null;
+    }
+
+    // The in-flight samples with their text so far, by id and epoch.
+    liveRows() {
+      const rows = [];
+      for (const map of [this.live, this.finishing]) {
+        for (const [id, entry] of map) {
+          if (!this.finished(id, entry)) rows.push(Object.assign({ finishing: map === this.finishing }, entry));
+        }
+      }
+      return rows.sort((a, b) => compareValues(a.id, b.id) || a.epoch - b.epoch);
+    }
+
+    // Fetch the live text; calls made meanwhile coalesce into one more fetch.
+    refreshLive() {
+      if (this.liveLoading) {
+        this.livePending = true;
+        return this.liveLoading;
+      }
+      this.liveLoading = (async () => {
+        do {
+          this.livePending = false;
+          this.takeLive(await getJSON(logBase(this.file) + "/live.json"));
+        } while (this.livePending);
+      })().finally(() => { this.liveLoading = null; });
+      return this.liveLoading;
     }
 
     merge(doc) {
@@ -209,6 +274,8 @@
         } else {
           this.rows[at] = row;
         }
+        const leaving = this.finishing.get(id);
+        if (leaving && this.finished(id, leaving)) this.finishing.delete(id);
       }
       this.version = doc.version;
       this.complete = doc.complete;
@@ -230,6 +297,12 @@
       })().finally(() => { this.loading = null; });
       return this.loading;
     }
+  }
+
+  // Whether the page follows `file` while it runs (live server, log still running).
+  function isRunning(file) {
+    const entry = store.byFile.get(file);
+    return store.live && Boolean(entry) && Boolean(entry.running);
   }
 
   function logData(file) {
@@ -366,18 +439,30 @@
   }
 
   async function onChange(change) {
-    try {
-      await refreshLogs();
-    } catch (e) {
-      return;
+    const files = change.files || [];
+    const live = change.live || [];
+    const liveOnly = !change.hello && !files.length && live.length > 0;
+    if (!liveOnly) {
+      try {
+        await refreshLogs();
+      } catch (e) {
+        return;
+      }
     }
     const route = current ? current.route : parseRoute();
     if (followFinal(route)) return;
-    const files = change.files || [];
-    if (route.file && (change.hello || files.includes(route.file)) && store.data.has(route.file)) {
-      try { await store.data.get(route.file).refresh(); } catch (e) { /* shown on next load */ }
+    const data = route.file ? store.data.get(route.file) : null;
+    if (data) {
+      const jobs = [];
+      if (change.hello || files.includes(route.file)) jobs.push(data.refresh());
+      if (!isRunning(route.file)) data.clearLive();
+      else if (change.hello || live.includes(route.file)) jobs.push(data.refreshLive());
+      await Promise.allSettled(jobs); // a failure shows on the next load
     }
-    if (current && current.update) current.update();
+    if (!current) return;
+    if (liveOnly) {
+      if (current.live) current.live(); // only the live text changed: nothing else to redraw
+    } else if (current.update) current.update();
   }
 
   // ---------------------------------------------------------------- sortable tables
@@ -717,10 +802,12 @@
       state.page = Math.min(state.page, pages - 1);
       const first = state.page * PAGE_SIZE;
       const slice = rows.slice(first, first + PAGE_SIZE);
-      count.textContent = rows.length === data.rows.length
+      const running = runningRows();
+      count.textContent = (rows.length === data.rows.length
         ? fmtInt(rows.length) + " samples"
-        : fmtInt(rows.length) + " of " + fmtInt(data.rows.length) + " samples";
-      const body = el("tbody", {}, slice.map((r) => el("tr", {
+        : fmtInt(rows.length) + " of " + fmtInt(data.rows.length) + " samples")
+        + (running.length ? " · " + fmtInt(running.length) + " running" : "");
+      const body = el("tbody", {}, running.map(liveRow), slice.map((r) => el("tr", {
         class: "clickable sample-row", "data-key": r.key, "data-epoch": r.epoch,
         onclick: () => { location.hash = sampleHref(file, r.key, r.epoch); },
       },
@@ -733,7 +820,7 @@
       el("td", { class: "num", text: fmtInt(r.tokens) }),
       el("td", { class: "num", text: fmtSeconds(r.time) }),
       el("td", {}, r.error ? el("span", { class: "flag-error", title: r.error, text: "error" }) : null))));
-      if (!slice.length) {
+      if (!slice.length && !running.length) {
         add(body, el("tr", {}, el("td", {
           colspan: SAMPLE_COLUMNS.length, class: "empty",
           text: data.loading && !data.rows.length ? "Loading samples…" : data.rows.length ? "No sample matches." : "No samples yet.",
@@ -754,6 +841,34 @@
         el("button", { class: "btn", type: "button", disabled: state.page >= pages - 1, onclick: go(pages - 1), text: "Last »" }));
     }
 
+    // The running samples the table lists first (on its first page, unless filtered by
+    // score): each with the tail of the text its reply streams so far.
+    function runningRows() {
+      if (!isRunning(file) || state.page !== 0 || state.score) return [];
+      const q = state.q.trim().toLowerCase();
+      return data.liveRows().filter((e) => !q || [e.id, e.input, e.text].join("\n").toLowerCase().includes(q));
+    }
+
+    function liveRow(e) {
+      const href = sampleHref(file, e.key, e.epoch);
+      return el("tr", {
+        class: "clickable live-row", "data-key": e.key, "data-epoch": e.epoch,
+        onclick: () => { location.hash = href; },
+      },
+      el("td", { class: "nowrap" }, el("a", { href, text: String(e.id) })),
+      el("td", { class: "num", text: e.epoch }),
+      el("td", { class: "cell-clip cell-wide", title: e.input, text: e.input }),
+      el("td", { class: "muted", text: "—" }),
+      el("td", { class: "cell-wide live-preview" + (e.finishing ? "" : " streaming"), text: textTail(e.text, e.chars) }),
+      el("td", {}, el("span", {
+        class: "badge status-started",
+        text: e.finishing ? "finishing" : e.role === "scorer" ? "scoring…" : "solving…",
+      })),
+      el("td", { class: "num muted", text: "—" }),
+      el("td", { class: "num muted", text: "—" }),
+      el("td"));
+    }
+
     function update() {
       updateHead();
       updateTable();
@@ -763,7 +878,17 @@
     data.refresh().then(update, (e) => {
       replace(table, el("tbody", {}, el("tr", {}, el("td", { class: "error-banner", text: "Cannot load the samples: " + e.message }))));
     });
-    return { route, update };
+    if (isRunning(file)) data.refreshLive().then(updateTable, () => { /* shown on the next event */ });
+    return { route, update, live: updateTable };
+  }
+
+  // The end of a streamed text, one line, as a table cell shows it.
+  const PREVIEW_CHARS = 160;
+
+  function textTail(text, chars) {
+    const flat = String(text || "").replace(/\s+/g, " ");
+    if (flat.length <= PREVIEW_CHARS && (chars || 0) <= String(text || "").length) return flat;
+    return "…" + flat.slice(-PREVIEW_CHARS);
   }
 
   // ---------------------------------------------------------------- page 3: one sample
@@ -902,15 +1027,86 @@
     const entry = store.byFile.get(file);
     setCrumbs([{ text: "Logs", href: "#/" }, { text: entry ? entry.task : file, href: logHref(file) }, { text: "Sample " + key + " · epoch " + epoch }]);
     replace(app, el("p", { class: "muted", text: "Loading the sample…" }));
-    const mounted = { route };
+    const mounted = { route, update: null };
+    const data = logData(file);
+    const id = key + "/" + epoch;
     const url = logBase(file) + "/samples/" + encodeURIComponent(key) + "/" + epoch + ".json";
-    Promise.all([getJSON(url), loadSampleList(file).catch(() => [])]).then(([sample, rows]) => {
-      if (current !== mounted) return;
-      renderSample(route, sample, rows);
-    }, (e) => {
-      if (current === mounted) showError("Cannot load the sample: " + e.message);
-    });
+
+    function load() {
+      mounted.update = null;
+      mounted.live = null;
+      // In a running log, a sample without a row is in flight: it shows its text so far.
+      const known = isRunning(file) ? Promise.allSettled([loadSampleList(file), data.refreshLive()]) : null;
+      Promise.resolve(known).then(() => {
+        if (current !== mounted) return;
+        if (known && isRunning(file) && !data.index.has(id)) {
+          showLive();
+          return;
+        }
+        Promise.all([getJSON(url), loadSampleList(file).catch(() => [])]).then(([sample, rows]) => {
+          if (current === mounted) renderSample(route, sample, rows);
+        }, (e) => {
+          if (current === mounted) showError("Cannot load the sample: " + e.message);
+        });
+      });
+    }
+
+    function showLive() {
+      const view = liveSampleView(route, data);
+      const update = () => {
+        if (current !== mounted) return;
+        // Finished (its row came, or the run ended): shown as any finished sample.
+        if (data.index.has(id) || !isRunning(file)) load();
+        else view.update(data.liveEntry(id));
+      };
+      mounted.update = update;
+      mounted.live = update;
+      update();
+    }
+
+    load();
     return mounted;
+  }
+
+  // A sample in flight: its input and the text its current model call has streamed so far.
+  function liveSampleView(route, data) {
+    const { file, key, epoch } = route;
+    const title = el("h1", { id: "sample-title", text: "Sample " + key + " · epoch " + epoch });
+    const stage = el("span");
+    const chars = el("span");
+    const updated = el("span");
+    const input = el("div", { class: "text" });
+    const role = el("div", { class: "message-role" });
+    const text = el("div", { class: "text streaming", id: "live-text" });
+    const cut = el("div", { class: "muted small" });
+    const waiting = el("p", { class: "muted", text: "Waiting for this sample's reply to stream…" });
+    const messages = el("div", { class: "conversation" },
+      el("div", { class: "message role-user" }, el("div", { class: "message-role", text: "user · input" }), input),
+      el("div", { class: "message role-assistant", id: "live-message" }, role, cut, text));
+    replace(app,
+      el("div", { class: "head" },
+        el("div", { class: "grow" }, title,
+          el("div", { class: "meta" }, el("a", { href: logHref(file), text: "← back to the log" }),
+            el("span", { class: "badge status-started", id: "sample-running", text: "running" })))),
+      el("div", { class: "cards" }, card("Stage", stage), card("Characters", chars), card("Last text", updated)),
+      el("section", { class: "panel", id: "live-sample" }, el("h2", { text: "Conversation so far" }), waiting, messages));
+    return {
+      update(entry) {
+        waiting.hidden = Boolean(entry);
+        messages.hidden = !entry;
+        if (!entry) return;
+        title.textContent = "Sample " + entry.id + " · epoch " + entry.epoch;
+        stage.textContent = entry.role === "scorer" ? "scoring" : "solving";
+        chars.textContent = fmtInt(entry.chars);
+        updated.textContent = new Date(entry.updated * 1000).toLocaleTimeString();
+        input.textContent = entry.input;
+        role.textContent = (entry.role === "scorer" ? "the judge" : "assistant") + " · streaming";
+        const hidden = (entry.chars || 0) - entry.text.length;
+        cut.textContent = hidden > 0 ? "(the first " + fmtInt(hidden) + " characters are not shown)" : "";
+        text.textContent = entry.text;
+        text.classList.toggle("streaming", data.live.has(route.key + "/" + route.epoch));
+      },
+    };
   }
 
   function renderSample(route, sample, rows) {
