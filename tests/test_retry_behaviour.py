@@ -262,3 +262,31 @@ async def test_any_retryable_answer_with_retry_after_is_retried_no_sooner(server
     failed, retried = server.log
     assert failed.outcome == kind
     assert retried.at >= failed.answered + 0.3
+
+
+@pytest.mark.parametrize("attempts", [1, 3])
+async def test_a_connection_dropped_after_the_request_went_out_is_the_retry_policys(
+    server, attempts
+):
+    """A pooled connection that dies after the server received the request is never
+    resent in secret: with one attempt the call fails after that one request; with more,
+    the resend is a retry the engine counts and notes on the sample."""
+    model = openai(server, retry=ve.Retry(max_attempts=attempts, backoff=0.001))
+
+    async def twice(input: str) -> ve.Solution:
+        chat = model.clone()
+        await chat.chat_async(input)  # leaves a kept-alive connection in the run's pool
+        server.fail("drop")  # the next request reaches the server, then its connection dies
+        return ve.Solution(await chat.chat_async(input), chat=chat)
+
+    task = ve.Task(dataset=sums(1), solver=twice, scorer=ve.detect_includes(), name="dropped")
+    await task.eval_async(fail_on_error=False)
+    (record,) = task._state.records
+    if attempts == 1:
+        assert server.requests == 2
+        assert record.error.type == "ProviderUnavailable"
+        assert "after the request was sent" in record.error.message
+    else:
+        assert server.requests == 3
+        assert record.error is None
+        assert [note.attempt for note in record.retry_notes] == [1]
