@@ -1,17 +1,28 @@
-"""Local servers for the transport tests: a scripted HTTP/1.1 server on plain and TLS
-listeners, and a forward proxy, all on 127.0.0.1.
+"""Local servers for the transport tests, all on 127.0.0.1, and what they are made of.
 
-They run on an event loop of their own in a thread (`running_servers()`), so one set,
-started once per test module, serves tests on asyncio and trio alike. A test adds a
-`Route` whose handler (an async function, run on the servers' loop) answers each request
-to the route's path, and reads back what the route saw: every request, and the
-connection it came on. A test and a handler wait for each other with `threading.Event`s
-(`wait_for()` in a test, `Peer.wait()` in a handler), never with sleeps; every such wait
-has a generous bound, so a transport that does not do its part fails instead of hanging.
+Two kinds of server:
+
+- `raw_server()`: a server of one test's own, on the test's event loop, that runs a
+  `Respond` function for each connection it accepts (the HTTP/1.1 client's tests,
+  `tests/test_http11*.py`), with `counting_proxy()` and `connect_proxy()` to put in front
+  of it.
+- `running_servers()`: a scripted HTTP/1.1 server on plain and TLS listeners, and a
+  forward proxy, on an event loop of their own in a thread, so one set, started once per
+  test module, serves tests on asyncio and trio alike (the transport conformance suite).
+  A test adds a `Route` whose handler (an async function, run on the servers' loop)
+  answers each request to the route's path, and reads back what the route saw: every
+  request, and the connection it came on. A test and a handler wait for each other with
+  `threading.Event`s (`wait_for()` in a test, `Peer.wait()` in a handler), never with
+  sleeps; every such wait has a generous bound, so a transport that does not do its part
+  fails instead of hanging.
+
+Both read requests and send bytes through a `Peer`, and answer with the canned bytes of
+`response()`, `chunked()` and `framed()`.
 """
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import ssl
 import threading
@@ -34,14 +45,25 @@ __all__ = [
     "ForwardProxy",
     "Handler",
     "Peer",
+    "RawServer",
     "Request",
+    "Respond",
     "Route",
     "Servers",
     "answer",
+    "answer_each",
+    "answer_once",
     "chunked",
+    "connect_proxy",
+    "counting_proxy",
+    "drip",
+    "framed",
+    "raw_server",
     "response",
     "running_servers",
+    "server_names",
     "wait_for",
+    "wait_for_eof",
 ]
 
 #: The longest a handler or a test waits for the other side before giving up.
@@ -57,11 +79,14 @@ _CLOSED = (
 )
 
 
+# -- the pieces: a connection's server side, canned answers, relaying ---------------------------
+
+
 @dataclass
 class Request:
     """One request as a server or the proxy read it."""
 
-    connection: int  # which connection (numbered from 1, over every listener)
+    connection: int  # which connection (numbered from 1: per server, or over all listeners)
     method: str
     target: str
     headers: dict[str, str]  # lower-case names
@@ -127,6 +152,217 @@ class Peer:
         return await anyio.to_thread.run_sync(event.wait, seconds, abandon_on_cancel=True)
 
 
+def response(
+    body: bytes = b'{"ok":true}', status: str = "200 OK", headers: str = "", length: bool = True
+) -> bytes:
+    """A whole HTTP/1.1 response: by Content-Length unless `length` is False."""
+    head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{headers}"
+    if length:
+        head += f"Content-Length: {len(body)}\r\n"
+    return head.encode() + b"\r\n" + body
+
+
+def chunked(body: bytes, size: int = 5, trailers: str = "") -> bytes:
+    """`body` in the chunked transfer coding (with extensions), ended with `trailers`."""
+    out = b""
+    for start in range(0, len(body), size):
+        piece = body[start : start + size]
+        out += b"%x;ext=1\r\n%b\r\n" % (len(piece), piece)
+    return out + b"0\r\n" + trailers.encode() + b"\r\n"
+
+
+def framed(body: bytes, framing: str, size: int = 600) -> bytes:
+    """A whole response carrying `body`: "chunked" (in chunks of `size` bytes), "eof" (no
+    length: it ends with the connection) or "gzip" (compressed, by Content-Length)."""
+    if framing == "chunked":
+        return response(chunked(body, size), headers="Transfer-Encoding: chunked\r\n", length=False)
+    if framing == "eof":
+        return response(body, length=False)
+    if framing == "gzip":
+        return response(gzip.compress(body), headers="Content-Encoding: gzip\r\n")
+    raise ValueError(f"no framing {framing!r}")
+
+
+async def _pump(source: anyio.abc.ByteReceiveStream, sink: anyio.abc.ByteSendStream) -> None:
+    with suppress(*_CLOSED):
+        while True:
+            await sink.send(await source.receive())
+
+
+async def _relay(peer: Peer, upstream: anyio.abc.ByteStream) -> None:
+    """Carry bytes both ways between `peer`'s client and `upstream` until either side ends
+    (closing `upstream` is the caller's)."""
+    async with anyio.create_task_group() as tg:
+
+        async def one_way(
+            source: anyio.abc.ByteReceiveStream, sink: anyio.abc.ByteSendStream
+        ) -> None:
+            await _pump(source, sink)
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(one_way, peer.reader, upstream)
+        await one_way(upstream, peer.stream)
+
+
+async def _tunnel(peer: Peer, port: int) -> None:
+    """Answer a CONNECT with 200 and carry the tunnel to 127.0.0.1:`port` until either end
+    closes it."""
+    async with await anyio.connect_tcp("127.0.0.1", port) as upstream:
+        await peer.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await _relay(peer, upstream)
+
+
+class _QuietTLSListener(TLSListener):
+    """A TLS listener that closes a failed handshake without logging it (tests provoke
+    them on purpose)."""
+
+    @staticmethod
+    async def handle_handshake_error(exc: BaseException, stream: anyio.abc.AnyByteStream) -> None:
+        await anyio.aclose_forcefully(stream)
+        if not isinstance(exc, Exception):
+            raise exc
+
+
+@contextmanager
+def server_names(context: ssl.SSLContext) -> Iterator[list[str | None]]:
+    """The server names (SNI) that clients ask a server with `context` for, while in the
+    block."""
+    names: list[str | None] = []
+    context.sni_callback = lambda sock, name, ctx: names.append(name)
+    try:
+        yield names
+    finally:
+        context.sni_callback = None
+
+
+# -- a server of one test's own -------------------------------------------------------------------
+
+
+class RawServer:
+    """A TCP (or TLS) server on 127.0.0.1 that runs a `Respond` for each connection."""
+
+    def __init__(self, port: int, tls: bool) -> None:
+        self.port = port
+        self.tls = tls
+        self.connections = 0
+        self.requests: list[bytes] = []  # what the Respond functions kept (request heads)
+        self.ended: list[anyio.Event] = []  # per connection: set once its handler finished
+
+    def url(self, path: str = "/v1/chat/completions", host: str = "127.0.0.1") -> str:
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}{path}"
+
+
+#: Serves one connection of a `RawServer`, and returns when done with it.
+Respond = Callable[[Peer, RawServer], Awaitable[None]]
+
+
+@asynccontextmanager
+async def raw_server(
+    respond: Respond, tls: ssl.SSLContext | None = None
+) -> AsyncIterator[RawServer]:
+    """A `RawServer` running `respond` for each connection, on the test's event loop;
+    `tls`: its server context, for https."""
+    listener: anyio.abc.Listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    raw = RawServer(listener.extra(SocketAttribute.local_port), tls is not None)
+    if tls is not None:
+        listener = _QuietTLSListener(listener, tls, standard_compatible=False)
+
+    async def handle(stream: anyio.abc.ByteStream) -> None:
+        raw.connections += 1
+        ended = anyio.Event()
+        raw.ended.append(ended)
+        try:
+            async with stream:
+                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await respond(Peer(raw.connections, stream), raw)
+        finally:
+            ended.set()
+
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, handle)
+        yield raw
+        tg.cancel_scope.cancel()
+
+
+def answer_each(data: bytes, piece: int = 0) -> Respond:
+    """Answer every request on a connection with `data` (sent in `piece`-byte pieces)."""
+
+    async def respond(conn: Peer, server: RawServer) -> None:
+        while (request := await conn.read_request()) is not None:
+            server.requests.append(request.head)
+            await conn.send(data, piece)
+
+    return respond
+
+
+def answer_once(data: bytes) -> Respond:
+    """Answer one request with `data`, then close the connection."""
+
+    async def respond(conn: Peer, server: RawServer) -> None:
+        request = await conn.read_request()
+        if request is not None:
+            server.requests.append(request.head)
+            await conn.send(data)
+
+    return respond
+
+
+async def wait_for_eof(conn: Peer, server: RawServer) -> None:
+    """Read one request, never answer it, and return once the client closes."""
+    request = await conn.read_request()
+    assert request is not None
+    server.requests.append(request.head)
+    assert await conn.read_request() is None
+
+
+def drip(length: int = 150, pause: float = 0.02) -> Respond:
+    """Answer with a body of `length` bytes sent one at a time, `pause` seconds apart: each
+    well within the read timeout, the whole far beyond a short total."""
+
+    async def respond(conn: Peer, server: RawServer) -> None:
+        request = await conn.read_request()
+        assert request is not None
+        server.requests.append(request.head)
+        await conn.send(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % length)
+        await conn.send(
+            b"x" * length, piece=1, pause=pause
+        )  # the pace under test, not a synchronisation
+
+    return respond
+
+
+@asynccontextmanager
+async def counting_proxy(port: int) -> AsyncIterator[RawServer]:
+    """A TCP proxy to 127.0.0.1:`port` that counts the connections made through it."""
+
+    async def relay(conn: Peer, server: RawServer) -> None:
+        async with await anyio.connect_tcp("127.0.0.1", port) as upstream:
+            await _relay(conn, upstream)
+
+    async with raw_server(relay) as proxy:
+        yield proxy
+
+
+def connect_proxy(refusal: bytes | None = None) -> Respond:
+    """A proxy that answers CONNECT with `refusal`, or else with 200, and then relays the
+    tunnel to 127.0.0.1 at the port asked for (whatever host was named). It keeps the
+    CONNECT's head."""
+
+    async def respond(conn: Peer, server: RawServer) -> None:
+        request = await conn.read_request()
+        assert request is not None
+        server.requests.append(request.head)
+        if refusal is not None:
+            await conn.send(refusal)
+            return
+        await _tunnel(conn, int(request.target.rpartition(":")[2]))
+
+    return respond
+
+
+# -- the servers of the conformance suite, on a loop of their own -------------------------------
+
+
 async def wait_for(event: threading.Event) -> None:
     """In a test: wait for a handler to set `event` (at most PATIENCE seconds)."""
     if not await anyio.to_thread.run_sync(event.wait, PATIENCE, abandon_on_cancel=True):
@@ -165,25 +401,6 @@ class Route:
         return self.events.setdefault(name, threading.Event())
 
 
-def response(
-    body: bytes = b'{"ok":true}', status: str = "200 OK", headers: str = "", length: bool = True
-) -> bytes:
-    """A whole HTTP/1.1 response: by Content-Length unless `length` is False."""
-    head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{headers}"
-    if length:
-        head += f"Content-Length: {len(body)}\r\n"
-    return head.encode() + b"\r\n" + body
-
-
-def chunked(body: bytes, size: int = 5, trailers: str = "") -> bytes:
-    """`body` in the chunked transfer coding (with extensions), ended with `trailers`."""
-    out = b""
-    for start in range(0, len(body), size):
-        piece = body[start : start + size]
-        out += b"%x;ext=1\r\n%b\r\n" % (len(piece), piece)
-    return out + b"0\r\n" + trailers.encode() + b"\r\n"
-
-
 def answer(data: bytes, keep: bool = True, piece: int = 0) -> Handler:
     """Answer every request with `data`; close after it unless `keep`."""
 
@@ -192,23 +409,6 @@ def answer(data: bytes, keep: bool = True, piece: int = 0) -> Handler:
         return keep
 
     return handler
-
-
-class _QuietTLSListener(TLSListener):
-    """A TLS listener that closes a failed handshake without logging it (tests provoke
-    them on purpose)."""
-
-    @staticmethod
-    async def handle_handshake_error(exc: BaseException, stream: anyio.abc.AnyByteStream) -> None:
-        await anyio.aclose_forcefully(stream)
-        if not isinstance(exc, Exception):
-            raise exc
-
-
-async def _pump(source: anyio.abc.ByteReceiveStream, sink: anyio.abc.ByteSendStream) -> None:
-    with suppress(*_CLOSED):
-        while True:
-            await sink.send(await source.receive())
 
 
 class ForwardProxy:
@@ -251,10 +451,7 @@ class ForwardProxy:
                         host, _, port = request.target.rpartition(":")
                         if host != "127.0.0.1":
                             raise AssertionError(f"CONNECT to {request.target}")
-                        upstream = await anyio.connect_tcp(host, int(port))
-                        await peer.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                        tg.start_soon(_pump, peer.reader, upstream)
-                        await _pump(upstream, peer.stream)
+                        await _tunnel(peer, int(port))
                         break
                     target = urlsplit(request.target)
                     if target.scheme != "http" or target.hostname != "127.0.0.1":

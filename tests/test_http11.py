@@ -11,17 +11,29 @@ import socket
 import ssl
 import struct
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import anyio
-import anyio.abc
 import pytest
 from anyio.abc import SocketAttribute
-from anyio.streams.buffered import BufferedByteReceiveStream
-from anyio.streams.tls import TLSListener
 
 import vitals_engine as ve
+from tests.netservers import (
+    Peer,
+    RawServer,
+    Respond,
+    answer_each,
+    answer_once,
+    chunked,
+    counting_proxy,
+    drip,
+    framed,
+    raw_server,
+    response,
+    server_names,
+    wait_for_eof,
+)
 from vitals_engine import ProviderTimeout, ProviderUnavailable
 from vitals_engine.testing import MockServer
 from vitals_engine.transport import http11
@@ -61,111 +73,7 @@ def chat_url(server: MockServer) -> str:
     return server.base_url() + "/chat/completions"
 
 
-# -- tiny raw servers -------------------------------------------------------------------------
-
-
-class RawConnection:
-    """The server side of one connection: read requests, send bytes."""
-
-    def __init__(self, stream: anyio.abc.ByteStream) -> None:
-        self.stream = stream
-        self.reader = BufferedByteReceiveStream(stream)
-
-    async def read_request(self) -> tuple[bytes, bytes] | None:
-        """The next request's head and body, or None once the client closed the connection."""
-        try:
-            head = await self.reader.receive_until(b"\r\n\r\n", 1 << 20)
-        except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError):
-            return None
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        return head, await self.reader.receive_exactly(length)
-
-    async def send(self, data: bytes, piece: int = 0) -> None:
-        """Send `data`, in pieces of `piece` bytes when asked (0: at once)."""
-        if not piece:
-            await self.stream.send(data)
-            return
-        for start in range(0, len(data), piece):
-            await self.stream.send(data[start : start + piece])
-
-
-class RawServer:
-    """A TCP (or TLS) server on 127.0.0.1 that runs `respond` for each connection."""
-
-    def __init__(self, port: int, tls: bool) -> None:
-        self.port = port
-        self.tls = tls
-        self.connections = 0
-        self.requests: list[bytes] = []  # request heads, in order
-        self.ended: list[anyio.Event] = []  # per connection: set once its handler finished
-
-    def url(self, path: str = "/v1/chat/completions", host: str = "127.0.0.1") -> str:
-        return f"{'https' if self.tls else 'http'}://{host}:{self.port}{path}"
-
-
-Respond = Callable[[RawConnection, RawServer], Awaitable[None]]
-
-
-@asynccontextmanager
-async def raw_server(
-    respond: Respond, tls: ssl.SSLContext | None = None
-) -> AsyncIterator[RawServer]:
-    listener: anyio.abc.Listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
-    raw = RawServer(listener.extra(SocketAttribute.local_port), tls is not None)
-    if tls is not None:
-        listener = TLSListener(listener, tls, standard_compatible=False)
-
-    async def handle(stream: anyio.abc.ByteStream) -> None:
-        raw.connections += 1
-        ended = anyio.Event()
-        raw.ended.append(ended)
-        try:
-            async with stream:
-                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await respond(RawConnection(stream), raw)
-        finally:
-            ended.set()
-
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, handle)
-        yield raw
-        tg.cancel_scope.cancel()
-
-
-def response(
-    body: bytes = b'{"ok":true}', status: str = "200 OK", headers: str = "", length: bool = True
-) -> bytes:
-    head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{headers}"
-    if length:
-        head += f"Content-Length: {len(body)}\r\n"
-    return head.encode() + b"\r\n" + body
-
-
-def answer_each(data: bytes, piece: int = 0) -> Respond:
-    """Answer every request on a connection with `data` (sent in `piece`-byte pieces)."""
-
-    async def respond(conn: RawConnection, server: RawServer) -> None:
-        while (request := await conn.read_request()) is not None:
-            server.requests.append(request[0])
-            await conn.send(data, piece)
-
-    return respond
-
-
-def answer_once(data: bytes) -> Respond:
-    """Answer one request with `data`, then close the connection."""
-
-    async def respond(conn: RawConnection, server: RawServer) -> None:
-        request = await conn.read_request()
-        if request is not None:
-            server.requests.append(request[0])
-            await conn.send(data)
-
-    return respond
+# -- raw servers (`tests/netservers.py`): what only these tests need ------------------------
 
 
 def wait_until_idle_readable(client: Http11Transport) -> None:
@@ -176,30 +84,10 @@ def wait_until_idle_readable(client: Http11Transport) -> None:
             assert select.select([conn.sock], [], [], 5)[0], "nothing reached the client"
 
 
-def reset_on_close(conn: RawConnection) -> None:
+def reset_on_close(conn: Peer) -> None:
     """Make closing this server connection send a reset (RST) instead of a FIN."""
     raw = conn.stream.extra(SocketAttribute.raw_socket)
     raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-
-
-@asynccontextmanager
-async def counting_proxy(port: int) -> AsyncIterator[RawServer]:
-    """A TCP proxy to 127.0.0.1:`port` that counts the connections made through it."""
-
-    async def pump(source: anyio.abc.ByteStream, sink: anyio.abc.ByteStream) -> None:
-        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            async for chunk in source:
-                await sink.send(chunk)
-
-    async def relay(conn: RawConnection, server: RawServer) -> None:
-        upstream = await anyio.connect_tcp("127.0.0.1", port)
-        async with upstream, anyio.create_task_group() as tg:
-            tg.start_soon(pump, upstream, conn.stream)
-            await pump(conn.stream, upstream)
-            tg.cancel_scope.cancel()
-
-    async with raw_server(relay) as proxy:
-        yield proxy
 
 
 # -- against the mock server ------------------------------------------------------------------
@@ -400,14 +288,6 @@ async def test_interim_100_continue_is_skipped():
     assert raw.connections == 1
 
 
-def chunked(body: bytes, size: int = 5, trailers: str = "") -> bytes:
-    out = b""
-    for start in range(0, len(body), size):
-        piece = body[start : start + size]
-        out += b"%x;ext=1\r\n%b\r\n" % (len(piece), piece)
-    return out + b"0\r\n" + trailers.encode() + b"\r\n"
-
-
 @pytest.mark.parametrize("piece", [0, 1, 3])
 @pytest.mark.parametrize("trailers", ["", "X-Checksum: abc\r\nX-More: 1\r\n"])
 async def test_chunked_body_with_trailers_is_read_whole(piece, trailers):
@@ -491,14 +371,7 @@ async def test_oversized_content_length_is_refused():
 async def test_oversized_bodies_are_refused(monkeypatch, framing):
     """Chunked, read-to-EOF and decompressed bodies over the body limit are refused."""
     monkeypatch.setattr(http11, "MAX_BODY_BYTES", 1000)
-    body = b"z" * 5000
-    if framing == "chunked":
-        data = response(chunked(body, 600), headers="Transfer-Encoding: chunked\r\n", length=False)
-    elif framing == "eof":
-        data = response(body, length=False)
-    else:
-        data = response(gzip.compress(body), headers="Content-Encoding: gzip\r\n")
-    async with raw_server(answer_once(data)) as raw, transport() as client:
+    async with raw_server(answer_once(framed(b"z" * 5000, framing))) as raw, transport() as client:
         with pytest.raises(ProviderUnavailable, match="larger than the 0 MiB limit"):
             await post(client, raw.url())
 
@@ -533,7 +406,7 @@ async def test_server_closing_mid_body_is_unavailable():
 async def test_fresh_connection_closed_without_answer_is_not_retried():
     """A fresh connection closed before any response byte fails at once, without a retry."""
 
-    async def hang_up(conn: RawConnection, server: RawServer) -> None:
+    async def hang_up(conn: Peer, server: RawServer) -> None:
         await conn.read_request()
 
     async with raw_server(hang_up) as raw, transport() as client:
@@ -546,14 +419,6 @@ async def test_fresh_connection_closed_without_answer_is_not_retried():
 
 
 # -- cancellation and closing ------------------------------------------------------------------
-
-
-async def wait_for_eof(conn: RawConnection, server: RawServer) -> None:
-    """Read one request, never answer it, and return once the client closes."""
-    request = await conn.read_request()
-    assert request is not None
-    server.requests.append(request[0])
-    assert await conn.read_request() is None
 
 
 async def test_cancelled_request_closes_its_connection():
@@ -620,17 +485,13 @@ async def test_https_round_trip_with_sni_and_keep_alive(tls):
     """An https request verifies the server against the given CA, sends SNI, and reuses
     the TLS connection."""
     server_context, client_context = tls
-    names: list[str | None] = []
-    server_context.sni_callback = lambda sock, name, ctx: names.append(name)
-    try:
+    with server_names(server_context) as names:
         async with (
             raw_server(answer_each(response(b'{"tls":1}')), tls=server_context) as raw,
             transport(ssl_context=client_context) as client,
         ):
             for _ in range(3):
                 assert (await post(client, raw.url(host="localhost"))).body == b'{"tls":1}'
-    finally:
-        server_context.sni_callback = None
     assert raw.connections == 1
     assert names == ["localhost"]
     assert raw.requests[0].split(b"\r\n")[1].lower() == f"host: localhost:{raw.port}".encode()
@@ -654,15 +515,15 @@ async def test_reused_connection_closed_after_the_request_is_not_resent():
     """A reused connection that the server closes after reading a whole request, before
     answering, raises ProviderUnavailable; the server sees that request once."""
 
-    async def answer_then_hang_up(conn: RawConnection, server: RawServer) -> None:
+    async def answer_then_hang_up(conn: Peer, server: RawServer) -> None:
         request = await conn.read_request()
         assert request is not None
-        server.requests.append(request[0])
+        server.requests.append(request.head)
         if server.connections == 1:  # the first connection: answer, then read and hang up
             await conn.send(response())
             request = await conn.read_request()
             assert request is not None
-            server.requests.append(request[0])
+            server.requests.append(request.head)
         else:  # any other connection would be a copy sent in secret: answer it
             await conn.send(response())
 
@@ -682,9 +543,9 @@ async def test_reused_connection_closed_after_the_request_is_not_resent():
 async def test_reused_connection_reset_before_answer_is_not_resent():
     """A reset instead of a close, after the request was read, is not resent either."""
 
-    async def answer_then_reset(conn: RawConnection, server: RawServer) -> None:
+    async def answer_then_reset(conn: Peer, server: RawServer) -> None:
         while (request := await conn.read_request()) is not None:
-            server.requests.append(request[0])
+            server.requests.append(request.head)
             if len(server.requests) == 2:
                 reset_on_close(conn)
                 return
@@ -704,10 +565,10 @@ async def test_send_failing_on_reused_connection_is_resent_once_on_a_fresh_one(a
     transport swallows it and reports a broken connection after the send, so the request
     is not resent and the caller gets ProviderUnavailable."""
 
-    async def answer_then_reset(conn: RawConnection, server: RawServer) -> None:
+    async def answer_then_reset(conn: Peer, server: RawServer) -> None:
         request = await conn.read_request()
         assert request is not None
-        server.requests.append(request[0])
+        server.requests.append(request.head)
         await conn.send(response())
         if server.connections == 1:
             reset_on_close(conn)  # the idle connection dies with a reset
@@ -742,10 +603,10 @@ async def test_bytes_on_an_idle_connection_are_not_taken_as_the_next_response(th
     one, once."""
     go, sent = anyio.Event(), anyio.Event()
 
-    async def time_out_idle(conn: RawConnection, server: RawServer) -> None:
+    async def time_out_idle(conn: Peer, server: RawServer) -> None:
         request = await conn.read_request()
         assert request is not None
-        server.requests.append(request[0])
+        server.requests.append(request.head)
         await conn.send(response(b'{"n":%d}' % server.connections))
         if server.connections == 1:
             await go.wait()  # the client has read the answer: the connection is idle
@@ -787,7 +648,7 @@ async def test_early_answer_to_a_large_upload_is_returned(closes):
     reset, since the body is unread) or just stops reading: the client returns the 413,
     and closes the connection."""
 
-    async def too_large(conn: RawConnection, server: RawServer) -> None:
+    async def too_large(conn: Peer, server: RawServer) -> None:
         head = await conn.reader.receive_until(b"\r\n\r\n", 1 << 20)
         server.requests.append(head)
         await conn.send(response(b'{"error":"too large"}', "413 Payload Too Large"))
@@ -817,7 +678,7 @@ async def test_large_upload_closed_without_answer_is_unavailable():
     """A server that closes while a large body is going out, without an answer: the
     failed send is reported as such."""
 
-    async def hang_up(conn: RawConnection, server: RawServer) -> None:
+    async def hang_up(conn: Peer, server: RawServer) -> None:
         await conn.reader.receive_until(b"\r\n\r\n", 1 << 20)
         reset_on_close(conn)
 
@@ -851,22 +712,6 @@ async def test_token_header_names_are_sent():
 # -- the total deadline of an attempt -------------------------------------------------------------
 
 
-def drip(length: int = 150, pause: float = 0.02) -> Respond:
-    """Answer with a body of `length` bytes sent one at a time, `pause` seconds apart: each
-    well within the read timeout, the whole far beyond a short total."""
-
-    async def respond(conn: RawConnection, server: RawServer) -> None:
-        request = await conn.read_request()
-        assert request is not None
-        server.requests.append(request[0])
-        await conn.send(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % length)
-        for _ in range(length):
-            await anyio.sleep(pause)  # the pace under test, not a synchronisation
-            await conn.send(b"x")
-
-    return respond
-
-
 async def test_a_server_dripping_bytes_hits_the_total_timeout():
     """Bytes that each come within the read timeout still end at the total deadline."""
     async with raw_server(drip()) as raw, transport() as client:
@@ -898,9 +743,9 @@ async def test_total_timeout_also_bounds_a_silent_server():
 def redirect_to(location: str, status: str = "307 Temporary Redirect", times: int = 1) -> Respond:
     """Answer the first `times` requests with a redirect to `location`, the rest with 200."""
 
-    async def respond(conn: RawConnection, server: RawServer) -> None:
+    async def respond(conn: Peer, server: RawServer) -> None:
         while (request := await conn.read_request()) is not None:
-            server.requests.append(request[0] + b"\r\n\r\n" + request[1])
+            server.requests.append(request.head + b"\r\n\r\n" + request.body)
             if len(server.requests) <= times:
                 where = location.replace("{port}", str(server.port))
                 await conn.send(response(b"", status, f"Location: {where}\r\n"))

@@ -5,24 +5,24 @@ from __future__ import annotations
 
 import base64
 import socket
-from contextlib import suppress
 
-import anyio
-import anyio.abc
 import pytest
 
+from tests.netservers import (
+    Peer,
+    RawServer,
+    answer_each,
+    connect_proxy,
+    counting_proxy,
+    raw_server,
+    response,
+    server_names,
+)
 from tests.test_http11 import (
     HEADERS,
     QUICK,
-    RawConnection,
-    RawServer,
-    Respond,
-    answer_each,
-    counting_proxy,
     no_proxy_env,  # noqa: F401 (a fixture)
     post,
-    raw_server,
-    response,
     tls,  # noqa: F401 (a fixture)
     transport,
 )
@@ -38,32 +38,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_retries", "no_proxy
 
 def basic(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-
-
-def connect_proxy(refusal: bytes | None = None) -> Respond:
-    """A proxy that answers CONNECT with `refusal`, or else with 200, and then relays the
-    tunnel to 127.0.0.1 at the port asked for."""
-
-    async def pump(source: anyio.abc.ByteReceiveStream, sink: anyio.abc.ByteSendStream) -> None:
-        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
-            while True:
-                await sink.send(await source.receive())
-
-    async def respond(conn: RawConnection, server: RawServer) -> None:
-        head = await conn.reader.receive_until(b"\r\n\r\n", 1 << 16)
-        server.requests.append(head)
-        if refusal is not None:
-            await conn.send(refusal)
-            return
-        port = int(head.split(b" ")[1].rsplit(b":", 1)[1])
-        upstream = await anyio.connect_tcp("127.0.0.1", port)
-        await conn.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        async with upstream, anyio.create_task_group() as tg:
-            tg.start_soon(pump, upstream, conn.stream)
-            await pump(conn.reader, upstream)
-            tg.cancel_scope.cancel()
-
-    return respond
 
 
 # -- http:// through a proxy ------------------------------------------------------------------
@@ -163,9 +137,7 @@ async def test_https_goes_through_a_connect_tunnel_with_tls_to_the_origin(monkey
     """An https:// URL opens a CONNECT tunnel (with Host and the proxy's credentials), then
     TLS inside it, verified against the origin's name; the tunnel is kept alive."""
     server_context, client_context = tls
-    names: list[str | None] = []
-    server_context.sni_callback = lambda sock, name, ctx: names.append(name)
-    try:
+    with server_names(server_context) as names:
         async with (
             raw_server(answer_each(response(b'{"tls":1}')), tls=server_context) as origin,
             raw_server(connect_proxy()) as proxy,
@@ -175,8 +147,6 @@ async def test_https_goes_through_a_connect_tunnel_with_tls_to_the_origin(monkey
             for _ in range(3):
                 assert (await post(client, origin.url(host="localhost"))).body == b'{"tls":1}'
             assert client.open_connections == 1
-    finally:
-        server_context.sni_callback = None
     authority = f"localhost:{origin.port}"
     assert proxy.requests == [
         (
@@ -246,7 +216,7 @@ async def test_a_refused_tunnel_names_the_proxy_and_its_answer(
 async def test_proxy_closing_before_answering_connect_cannot_connect(monkeypatch):
     """A proxy that hangs up on CONNECT: ProviderUnavailable saying so."""
 
-    async def hang_up(conn: RawConnection, server: RawServer) -> None:
+    async def hang_up(conn: Peer, server: RawServer) -> None:
         await conn.reader.receive_until(b"\r\n\r\n", 1 << 16)
 
     async with raw_server(hang_up) as proxy, transport() as client:

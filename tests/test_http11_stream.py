@@ -11,20 +11,23 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from tests.test_http11 import (
-    HEADERS,
-    QUICK,
-    RawConnection,
+from tests.netservers import (
+    Peer,
     RawServer,
     answer_each,
     chunked,
     drip,
-    no_proxy_env,  # noqa: F401 (a fixture)
-    post,
+    framed,
     raw_server,
     response,
-    transport,
     wait_for_eof,
+)
+from tests.test_http11 import (
+    HEADERS,
+    QUICK,
+    no_proxy_env,  # noqa: F401 (a fixture)
+    post,
+    transport,
 )
 from vitals_engine import ProviderTimeout, ProviderUnavailable
 from vitals_engine.transport import http11
@@ -49,9 +52,9 @@ class Paced:
     async def release(self) -> None:
         await self._go.send(None)
 
-    async def respond(self, conn: RawConnection, server: RawServer) -> None:
+    async def respond(self, conn: Peer, server: RawServer) -> None:
         while (request := await conn.read_request()) is not None:
-            server.requests.append(request[0])
+            server.requests.append(request.head)
             await conn.send(self.head)
             for part in self.parts:
                 await self._gate.receive()
@@ -270,7 +273,7 @@ async def test_body_cut_short_raises_at_the_cut(head, sent):
     """A body that ends before its length (or its last chunk) hands over what came, then
     raises ProviderUnavailable."""
 
-    async def cut(conn: RawConnection, server: RawServer) -> None:
+    async def cut(conn: Peer, server: RawServer) -> None:
         assert await conn.read_request() is not None
         await conn.send(head + sent)
 
@@ -325,14 +328,7 @@ async def test_oversized_streamed_bodies_are_refused(monkeypatch, framing):
     """Chunked, EOF-delimited and decompressed streamed bodies beyond the body limit raise
     ProviderUnavailable (a compressed one never inflates past the limit in memory)."""
     monkeypatch.setattr(http11, "MAX_BODY_BYTES", 1000)
-    body = b"z" * 5000
-    if framing == "chunked":
-        data = response(chunked(body, 600), headers="Transfer-Encoding: chunked\r\n", length=False)
-    elif framing == "eof":
-        data = response(body, length=False)
-    else:
-        data = response(gzip.compress(body), headers="Content-Encoding: gzip\r\n")
-    async with raw_server(answer_each(data)) as raw, transport() as client:
+    async with raw_server(answer_each(framed(b"z" * 5000, framing))) as raw, transport() as client:
         async with client.stream(raw.url(), HEADERS, b"{}", QUICK) as reply:
             with pytest.raises(ProviderUnavailable, match="larger than the 0 MiB limit"):
                 await rest(reply.chunks())
@@ -355,9 +351,9 @@ async def test_truncated_compressed_stream_is_unavailable():
 async def test_same_origin_redirect_is_followed_by_a_stream():
     """A stream follows a 307 to the same origin, with the same body."""
 
-    async def redirect_once(conn: RawConnection, server: RawServer) -> None:
+    async def redirect_once(conn: Peer, server: RawServer) -> None:
         while (request := await conn.read_request()) is not None:
-            server.requests.append(request[0] + b"\r\n\r\n" + request[1])
+            server.requests.append(request.head + b"\r\n\r\n" + request.body)
             if len(server.requests) == 1:
                 await conn.send(response(b"moved", "307 Temporary Redirect", "Location: /v2\r\n"))
             else:
@@ -377,9 +373,9 @@ async def test_stream_on_a_reused_connection_closed_after_sending_is_not_resent(
     """The resend rule holds for streams too: a reused connection closed after the request
     went out raises on entering, and the server saw the request once."""
 
-    async def answer_then_hang_up(conn: RawConnection, server: RawServer) -> None:
+    async def answer_then_hang_up(conn: Peer, server: RawServer) -> None:
         while (request := await conn.read_request()) is not None:
-            server.requests.append(request[0])
+            server.requests.append(request.head)
             if len(server.requests) == 2:
                 return
             await conn.send(response())

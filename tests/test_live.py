@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -235,6 +236,18 @@ def streaming_task(tmp_path: Path, held: Held, n: int = 1, **task: Any) -> ve.Ta
     )
 
 
+@asynccontextmanager
+async def held_run(directory: Path, n: int = 1) -> AsyncIterator[tuple[Held, ve.Task, Path]]:
+    """A `streaming_task` of `n` samples running in the background, entered once its sidecar
+    shows: the held replies, the task and the sidecar. Leaving waits for the run to end
+    (open gate "go" first)."""
+    held = Held()
+    task = streaming_task(directory, held, n=n)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(task.eval_async)
+        yield held, task, await until(lambda: sidecar(directory))
+
+
 def held_alone(path: Path) -> dict[str, Any] | None:
     """The sidecar's document once sample 1, held, is all it lists, with all its text."""
     try:
@@ -264,11 +277,7 @@ async def test_the_sidecar_holds_the_streamed_text_while_the_run_goes_on(
 ) -> None:
     """Beside the journal a `.live` file holds the held sample's text in the documented shape;
     it is gone once the run ends."""
-    held = Held()
-    task = streaming_task(tmp_path, held, n=3)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(task.eval_async)
-        path = await until(lambda: sidecar(tmp_path))
+    async with held_run(tmp_path, n=3) as (held, task, path):
         journal = journal_of(tmp_path)
         assert path == live_path(journal)
         raw = await until(lambda: held_alone(path))  # the others finished
@@ -368,11 +377,7 @@ async def test_the_sidecar_is_never_taken_for_a_log(
 ) -> None:
     """While it exists: not in the viewer's catalog, `vitals ls`, `read_logs()`;
     `read_log()` refuses it; after the run, not in listing.json."""
-    held = Held()
-    task = streaming_task(tmp_path, held, n=2)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(task.eval_async)
-        path = await until(lambda: sidecar(tmp_path))
+    async with held_run(tmp_path, n=2) as (held, task, path):
         journal = journal_of(tmp_path)
         await until(lambda: ve.read_log(journal).samples)  # sample 2 is journaled
         catalog = Catalog(tmp_path)
@@ -395,13 +400,9 @@ async def test_the_sidecar_is_never_taken_for_a_log(
 async def test_the_viewer_serves_the_live_text_of_a_running_eval(tmp_path: Path) -> None:
     """`api/logs/<journal>/live.json` has each in-flight sample with its key and text so far;
     once the run is over the final log has no live text, and its rows say when they finished."""
-    held = Held()
-    task = streaming_task(tmp_path, held, n=2)
     with ViewServer(tmp_path).start() as server:
         async with httpx.AsyncClient(base_url=server.url, timeout=GUARD) as http:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(task.eval_async)
-                await until(lambda: sidecar(tmp_path))
+            async with held_run(tmp_path, n=2) as (held, task, _):
                 journal = (await until(lambda: journal_of(tmp_path))).name
 
                 async def live() -> dict[str, Any]:

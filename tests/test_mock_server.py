@@ -487,17 +487,22 @@ def test_openai_streams_tool_calls_by_index_with_argument_fragments(client, serv
     assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
 
 
-def test_streams_in_the_anthropic_shape(client, server):
-    """`"stream": true` on /v1/messages gets the Messages events in order, each named as its
-    type, with thinking and signature deltas, text deltas and usage at start and end."""
-    server.script(lambda req: MockReply(text="2 + 2 = 4", reasoning="add them"))
+def stream_anthropic(client, server, content="What's 2+2?", **extra) -> httpx.Response:
     body = {
         "model": "claude-x",
         "max_tokens": 100,
         "stream": True,
-        "messages": [{"role": "user", "content": "What's 2+2?"}],
+        "messages": [{"role": "user", "content": content}],
+        **extra,
     }
-    events = events_of(client.post(server.base_url("anthropic") + "/messages", json=body))
+    return client.post(server.base_url("anthropic") + "/messages", json=body)
+
+
+def test_streams_in_the_anthropic_shape(client, server):
+    """`"stream": true` on /v1/messages gets the Messages events in order, each named as its
+    type, with thinking and signature deltas, text deltas and usage at start and end."""
+    server.script(lambda req: MockReply(text="2 + 2 = 4", reasoning="add them"))
+    events = events_of(stream_anthropic(client, server))
     data = [msgspec.json.decode(e.data) for e in events]
     assert [e.event for e in events] == [d["type"] for d in data]
     assert [e.event for e in events] == [
@@ -572,13 +577,7 @@ def test_a_stream_error_after_n_events_in_the_format_shape(client, server):
     assert error["code"] == "rate_limit_exceeded"
     assert error["message"] == "Rate limit reached for requests"
     server.fail("stream-error")  # the format's overload by default
-    body = {
-        "model": "c",
-        "max_tokens": 10,
-        "stream": True,
-        "messages": [{"role": "user", "content": "hi"}],
-    }
-    events = events_of(client.post(server.base_url("anthropic") + "/messages", json=body))
+    events = events_of(stream_anthropic(client, server, "hi", model="c", max_tokens=10))
     assert events[-1].event == "error"
     assert msgspec.json.decode(events[-1].data)["error"]["type"] == "overloaded_error"
 

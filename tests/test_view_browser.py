@@ -10,7 +10,8 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -304,6 +305,38 @@ def test_scripts_in_logs_never_run(page, tmp_path: Path) -> None:
 # -- live ------------------------------------------------------------------------------------
 
 
+def held_task(logs: Path, solver: Callable[[str], str], name: str, sums: int) -> ve.Task:
+    """A task named `name`, writing to `logs`: `sums` questions ("What's 1+1?", ...), then
+    "Hold on: what's 9+9?", the sample the test holds back."""
+    dataset = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(1, sums + 1)]
+    dataset.append({"input": "Hold on: what's 9+9?", "target": "18"})
+    return ve.Task(dataset, solver=solver, scorer=ve.detect_includes(), name=name, dir=logs)
+
+
+@contextmanager
+def evaluating(task: ve.Task, *gates: threading.Event) -> Iterator[threading.Thread]:
+    """`task.eval()` on a thread of its own while in the block (the thread is yielded). On
+    leaving, open `gates` so that held samples finish, wait for the run to end, and check
+    that it raised nothing."""
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            task.eval()
+        except BaseException as exc:
+            failures.append(exc)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    try:
+        yield runner
+    finally:
+        for gate in gates:
+            gate.set()
+        runner.join(timeout=60)
+    assert failures == []
+
+
 def test_live_run_appears_sample_by_sample(page, tmp_path: Path) -> None:
     """While an eval writes to the directory, its log and samples appear without a reload, and
     the page follows the journal to the final log."""
@@ -317,23 +350,11 @@ def test_live_run_appears_sample_by_sample(page, tmp_path: Path) -> None:
             gate.wait(timeout=60)  # the test lets this sample finish once the others show
         return model.clone().chat(input)
 
-    dataset = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(1, 5)]
-    dataset.append({"input": "Hold on: what's 9+9?", "target": "18"})
-    task = ve.Task(dataset, solver=solver, scorer=ve.detect_includes(), name="live-run", dir=logs)
-    failures: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            task.eval()
-        except BaseException as exc:
-            failures.append(exc)
-
-    runner = threading.Thread(target=run)
+    task = held_task(logs, solver, "live-run", sums=4)
     with ViewServer(logs).start() as server:
         page.goto(server.url)
         expect(page.locator("#logs-table")).to_contain_text("No logs in this directory yet.")
-        runner.start()
-        try:
+        with evaluating(task, gate) as runner:
             entry = page.locator("#logs-table tbody tr.log-row")
             expect(entry).to_have_count(1)
             expect(entry).to_contain_text("live-run")
@@ -344,10 +365,6 @@ def test_live_run_appears_sample_by_sample(page, tmp_path: Path) -> None:
             expect(page.locator(".head .badge")).to_have_text("running")
             assert runner.is_alive()
             shot(page, "live-running")
-        finally:
-            gate.set()
-            runner.join(timeout=60)
-        assert failures == []
         expect(samples).to_have_count(5)
         expect(page.locator(".head .badge")).to_have_text("success")
         expect(page).to_have_url(re.compile(r"live-run_[A-Za-z0-9]+\.json$"))
@@ -387,22 +404,10 @@ def test_live_text_of_a_running_sample_grows_then_it_shows_finished(page, tmp_pa
     def solver(input: str) -> str:
         return model.clone().chat(input)
 
-    dataset = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(1, 3)]
-    dataset.append({"input": "Hold on: what's 9+9?", "target": "18"})
-    task = ve.Task(dataset, solver=solver, scorer=ve.detect_includes(), name="streaming", dir=logs)
-    failures: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            task.eval()
-        except BaseException as exc:
-            failures.append(exc)
-
-    runner = threading.Thread(target=run)
+    task = held_task(logs, solver, "streaming", sums=2)
     with ViewServer(logs).start() as server:
         page.goto(server.url)
-        runner.start()
-        try:
+        with evaluating(task, two, more, done) as runner:
             entry = page.locator("#logs-table tbody tr.log-row")
             expect(entry).to_contain_text("running")
             entry.click()
@@ -434,11 +439,6 @@ def test_live_text_of_a_running_sample_grows_then_it_shows_finished(page, tmp_pa
             expect(text).to_have_text("Thinking about nine and nine, that makes")
             shot(page, "live-text-sample")
             assert runner.is_alive()
-        finally:
-            for gate in (two, more, done):
-                gate.set()
-            runner.join(timeout=60)
-        assert failures == []
         conversation = page.locator("#conversation .role-assistant")
         expect(conversation).to_have_text(
             re.compile("Thinking about nine and nine, that makes 9 \\+ 9 = 18$")
