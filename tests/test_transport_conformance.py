@@ -301,6 +301,23 @@ async def test_bodies_of_every_framing_are_read_whole(kind, servers, framing):
     assert len(route.connections) == (2 if eof else 1)
 
 
+REPEATED = "Vary: a\r\nX-Note: one\r\nvary: b\r\nX-NOTE: two\r\nVary: c\r\n"
+
+
+async def test_repeated_headers_are_joined_in_order(kind, servers):
+    """A header the response repeats comes back once under its lower-cased name, its
+    values joined with ", " in the order they came, whole or streamed."""
+    route = servers.route(answer(response(headers=REPEATED)))
+    async with opened(kind) as transport:
+        whole = await post(transport, route.url())
+        async with transport.stream(route.url(), HEADERS, BODY.encode(), QUICK) as streamed:
+            assert await streamed.read() == b'{"ok":true}'
+    for headers in (whole.headers, streamed.headers):
+        assert headers["vary"] == "a, b, c"
+        assert headers["x-note"] == "one, two"
+        assert headers["content-type"] == "application/json"
+
+
 OVERSIZED = {
     "content-length": response(b"z" * 70_000),
     "chunked": response(

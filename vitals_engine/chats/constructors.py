@@ -6,9 +6,12 @@ Every constructor takes the model and these keyword options (`ChatOptions`):
 - `api_key`: default the provider's usual environment variable;
 - `system_prompt`;
 - `params`: request parameters such as `temperature` or `max_tokens`;
-- `client`: your own `httpx.AsyncClient` (proxies, custom auth);
-- `timeouts`: `Timeouts(connect=, read=)` per attempt (streamed, `read` bounds
-  each wait between two events, not the whole reply);
+- `client`: your own `httpx.AsyncClient` (custom auth, its own TLS settings);
+  proxies need none: every transport follows HTTP_PROXY, HTTPS_PROXY, ALL_PROXY
+  and NO_PROXY;
+- `timeouts`: `Timeouts(connect=, read=, total=)` per attempt (streamed, `read`
+  bounds each wait between two events, not the whole reply; `total`, 1800 s
+  unless told, bounds the whole attempt);
 - `headers`: extra request headers;
 - `stream`: receive the reply as server-sent events (see `ChatOptions`);
 - `limits`: `Limits(max_concurrency=, rpm=, tpm=)` for this model;

@@ -1,18 +1,29 @@
 """The transport seam: POST a JSON body, get status, headers and body back.
 
-Providers never touch an HTTP library; they hand a `Transport` the URL,
-headers and encoded body. Three implementations, one module each (`pool.py` picks one):
+Providers never touch an HTTP library; they hand a `Transport` the URL, headers,
+encoded body and `Timeouts(connect, read, total)`. Three implementations, one module
+each (`pool.py` picks one):
 
 - `Http11Transport` (`http11.py`), the default on asyncio and trio: our own
   HTTP/1.1 client over anyio streams, 0.12-0.2 ms CPU per request.
 - `AiohttpTransport` (`aiohttp_client.py`): aiohttp's client on asyncio
   (`VITALS_TRANSPORT=aiohttp`), 0.26-0.67 ms CPU per request.
 - `HttpxTransport` (`httpx_client.py`): used whenever the user hands us an
-  `httpx.AsyncClient` (proxies, custom auth), or with `VITALS_TRANSPORT=httpx`.
+  `httpx.AsyncClient` (custom auth, its own TLS settings), used as it is, or with
+  `VITALS_TRANSPORT=httpx`.
 
-A transport raises `ProviderTimeout` for connect/read timeouts and
-`ProviderUnavailable` for connections that fail or drop; the provider fills
-in its name and model.
+They follow the same rules (`tests/test_transport_conformance.py` runs the same cases
+against each): proxies as HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY say
+(`proxies.proxy_for`); the system's certificates, or those SSL_CERT_FILE / SSL_CERT_DIR
+name (`tls.default_tls`); gzip and deflate bodies decoded, no body over 256 MiB raw or
+decoded (`decoding.py`); 307 and 308 to the same origin followed (`same_origin_redirect`).
+
+Errors: `ProviderTimeout` when a limit of `Timeouts` runs out: `connect` for the
+connection, `read` for each wait for bytes of the answer, `total` a deadline for one
+whole attempt (redirects and a streamed body included; 1800 s unless told, None for
+none). `ProviderUnavailable` for connections that fail or drop and for bodies refused.
+A proxy's refusal is `proxies.proxy_refused`: 407 an `AuthenticationError`, 5xx
+`ProviderUnavailable`, naming the proxy. The provider fills in its name and model.
 """
 
 from __future__ import annotations
@@ -21,21 +32,34 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from math import inf
+from typing import Any, Literal
 from urllib.parse import urljoin, urlsplit
+
+import anyio
+
+from .._errors import ProviderTimeout
 
 __all__ = [
     "MAX_REDIRECTS",
+    "OWN_HEADERS",
     "HttpResponse",
     "StreamedResponse",
     "Timeouts",
     "Transport",
+    "deadline",
+    "describe",
     "lower_headers",
     "same_origin_redirect",
+    "timed_out",
 ]
 
 #: How many 307/308 redirects to the same server one request follows.
 MAX_REDIRECTS = 5
+#: Request headers a transport writes itself; the caller's own are dropped.
+OWN_HEADERS = frozenset(
+    ("host", "content-length", "transfer-encoding", "connection", "accept-encoding")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +150,63 @@ class Transport(ABC):
 
 
 def lower_headers(headers: Any) -> dict[str, str]:
-    """A response's headers as a dict with lower-cased names."""
-    return {k.lower(): v for k, v in headers.items()}
+    """A response's headers (a mapping, or a multi-dict whose `items()` repeats names) as a
+    dict with lower-cased names, a repeated header's values joined with ", " in the order
+    they came, as `Http11Transport` reads them.
+
+    Example:
+        >>> lower_headers(CIMultiDict([("Vary", "a"), ("vary", "b")]))
+        {'vary': 'a, b'}
+    """
+    lowered: dict[str, str] = {}
+    for name, value in headers.items():
+        name = name.lower()
+        if name in lowered:
+            lowered[name] += ", " + value
+        else:
+            lowered[name] = value
+    return lowered
+
+
+def deadline(timeouts: Timeouts) -> float:
+    """When an attempt starting now must have ended (`timeouts.total`), on anyio's clock."""
+    total = timeouts.total
+    return anyio.current_time() + total if total is not None else inf
+
+
+def timed_out(
+    url: str, timeouts: Timeouts, what: Literal["connect", "read", "total"], why: str = ""
+) -> ProviderTimeout:
+    """The error for a wait on `url` that ran out of time: `what` names the limit of
+    `timeouts` that ended it, `why` (if given) what the library said."""
+    why = f": {why}" if why else ""
+    if what == "total":
+        return ProviderTimeout(
+            f"no complete answer from {url} in time (total timeout of {timeouts.total:g} s "
+            f"for the whole attempt{why}): raise Timeouts.total for longer answers"
+        )
+    if what == "connect":
+        return ProviderTimeout(
+            f"no connection to {url} in time (connect timeout of {timeouts.connect:g} s{why})"
+        )
+    return ProviderTimeout(
+        f"no answer from {url} in time (read timeout of {timeouts.read:g} s{why})"
+    )
+
+
+def describe(exc: BaseException, depth: int = 0) -> str:
+    """What went wrong, with its causes, or else what it was raised while handling (even
+    when hidden: the wrappers of anyio, httpx and httpcore often say little themselves)."""
+    cause = exc.__cause__ or exc.__context__
+    text = str(exc)
+    if not text and cause is not None:  # e.g. BrokenResourceError from ConnectionResetError
+        return describe(cause, depth)
+    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if cause is not None and depth < 2:
+        said = str(cause)
+        if not said or said not in text:  # not when the wrapper repeats its cause
+            text += f" ({describe(cause, depth + 1)})"
+    return text
 
 
 @asynccontextmanager

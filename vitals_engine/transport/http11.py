@@ -61,7 +61,9 @@ Content-Length, Transfer-Encoding, Connection and Accept-Encoding are ours.
 Responses: `Content-Length`, `Transfer-Encoding: chunked` (trailers are read
 and dropped) or, with neither, read to EOF (that connection is then not
 reused); `Connection: close` is honoured, 1xx responses are skipped; gzip
-and deflate bodies are decompressed (incrementally when streamed).
+and deflate bodies are decompressed (incrementally when streamed) by
+`decoding.py`, as on every transport. TLS: `tls.default_tls()` unless a
+context is given.
 
 Proxies: `proxy_for(url)` (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY) is
 read when a URL is first seen, and kept with it. http:// URLs go to the proxy
@@ -79,10 +81,9 @@ import math
 import re
 import select
 import ssl
-import zlib
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
 import anyio
@@ -93,20 +94,23 @@ from anyio.streams.tls import TLSAttribute, TLSStream
 from .._errors import ProviderError, ProviderTimeout, ProviderUnavailable
 from .base import (
     MAX_REDIRECTS,
+    OWN_HEADERS,
     HttpResponse,
     StreamedResponse,
     Timeouts,
     Transport,
+    describe,
     same_origin_redirect,
+    timed_out,
 )
+from .decoding import ACCEPT_ENCODING, MAX_BODY_BYTES, BodyError, decoder_for, decompress, too_large
 from .proxies import Proxy, proxy_for, proxy_refused
+from .tls import default_tls
 
 __all__ = ["MAX_BODY_BYTES", "MAX_HEADER_BYTES", "Http11Transport"]
 
 #: The most bytes a response's status line and headers may take.
 MAX_HEADER_BYTES = 64 * 1024
-#: The most bytes a response body may take, after decompression.
-MAX_BODY_BYTES = 256 * 1024 * 1024
 
 _RECEIVE = 65536  # bytes asked of each receive()
 _JOIN_BODY = 65536  # bodies up to this size go out in the same write as the head
@@ -114,8 +118,8 @@ _EARLY_ANSWER = 1.0  # seconds to look for an answer already received after a se
 _MAX_CHUNK_LINE = 4096  # a chunk-size line, extensions included
 _HEX = b"0123456789abcdefABCDEF"
 _NO_BODY = frozenset((204, 304))
-#: Headers the transport writes itself; the caller's are dropped.
-_OURS = frozenset(("host", "content-length", "transfer-encoding", "connection", "accept-encoding"))
+#: A request's head, `% (target's prefix, the caller's header lines, body length)`.
+_HEAD = b"%b%bContent-Length: %d\r\nAccept-Encoding: " + ACCEPT_ENCODING.encode() + b"\r\n\r\n"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _MAX_TARGETS = 1024  # distinct URLs whose request line we keep
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 token: a field name
@@ -125,7 +129,8 @@ _HAS_POLL = hasattr(select, "poll")
 
 
 class _ProtocolError(Exception):
-    """The server broke HTTP/1.1, or a limit: the message says how."""
+    """The server broke HTTP/1.1, or a limit: the message says how. (A body over the limit or
+    that does not decode is a `BodyError`.)"""
 
 
 class _Unsent(Exception):
@@ -215,18 +220,6 @@ async def _receive(
     return await stream.receive(_RECEIVE)
 
 
-def _describe(exc: BaseException, depth: int = 0) -> str:
-    """What went wrong, with its causes (anyio's wrappers say little themselves)."""
-    cause = exc.__cause__
-    text = str(exc)
-    if not text and cause is not None:  # e.g. BrokenResourceError from ConnectionResetError
-        return _describe(cause, depth)
-    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    if cause is not None and depth < 2:
-        text += f" ({_describe(cause, depth + 1)})"
-    return text
-
-
 def _failure(exc: BaseException, url: str) -> ProviderError | None:
     """The provider error for a failure while a connection was in use (None: not ours)."""
     if isinstance(exc, _NoAnswer):
@@ -234,7 +227,7 @@ def _failure(exc: BaseException, url: str) -> ProviderError | None:
         how = (
             "the server closed the connection"
             if cause is None or isinstance(cause, anyio.EndOfStream)
-            else f"the connection broke ({_describe(cause)})"
+            else f"the connection broke ({describe(cause)})"
         )
         return ProviderUnavailable(
             f"connection to {url} failed: {how} after the request was sent and before any "
@@ -243,7 +236,7 @@ def _failure(exc: BaseException, url: str) -> ProviderError | None:
         )
     if isinstance(exc, _SendFailed):
         cause = exc.__cause__
-        why = _describe(cause) if cause is not None else "the connection broke"
+        why = describe(cause) if cause is not None else "the connection broke"
         return ProviderUnavailable(f"connection to {url} failed while sending the request: {why}")
     if isinstance(exc, anyio.EndOfStream):
         return ProviderUnavailable(
@@ -252,32 +245,27 @@ def _failure(exc: BaseException, url: str) -> ProviderError | None:
         )
     if isinstance(exc, anyio.ClosedResourceError):
         return ProviderUnavailable(f"connection to {url} failed: the transport was closed")
-    if isinstance(exc, _ProtocolError):
+    if isinstance(exc, (_ProtocolError, BodyError)):
         return ProviderUnavailable(f"connection to {url} failed: {exc}")
     if isinstance(exc, (anyio.BrokenResourceError, OSError)):  # OSError: e.g. ssl.SSLError
-        return ProviderUnavailable(f"connection to {url} failed: {_describe(exc)}")
+        return ProviderUnavailable(f"connection to {url} failed: {describe(exc)}")
     return None
 
 
-def _timed_out(url: str, timeouts: Timeouts, limit: float, what: str = "read") -> ProviderTimeout:
+def _timed_out(
+    url: str, timeouts: Timeouts, limit: float, what: Literal["connect", "read"] = "read"
+) -> ProviderTimeout:
     """The timeout that ended a wait: the attempt's total, or `what` (read or connect)."""
     if anyio.current_time() >= limit and timeouts.total is not None:
-        return ProviderTimeout(
-            f"no complete answer from {url} in time (total timeout of {timeouts.total:g} s "
-            "for the whole attempt): raise Timeouts.total for longer answers"
-        )
-    if what == "connect":
-        return ProviderTimeout(
-            f"no connection to {url} in time (connect timeout of {timeouts.connect:g} s)"
-        )
-    return ProviderTimeout(f"no answer from {url} in time (read timeout of {timeouts.read:g} s)")
+        return timed_out(url, timeouts, "total")
+    return timed_out(url, timeouts, what)
 
 
 def _fields(headers: Mapping[str, str]) -> bytes:
     """The caller's header lines (ours dropped), refusing what cannot be sent."""
     if not _TOKENS.issuperset(headers):
         _check_names(headers)
-    lines = [f"{k}: {v}\r\n" for k, v in headers.items() if k.lower() not in _OURS]
+    lines = [f"{k}: {v}\r\n" for k, v in headers.items() if k.lower() not in OWN_HEADERS]
     text = "".join(lines)
     if text.count("\n") != len(lines) or text.count("\r") != len(lines) or "\0" in text:
         raise ValueError("a header value holds a line break or NUL")
@@ -348,14 +336,8 @@ def _content_length(value: str) -> int:
             raise _ProtocolError(f"malformed Content-Length {value!r}")
     n = int(value)
     if n > MAX_BODY_BYTES:
-        raise _ProtocolError(
-            f"the response body ({n} bytes) is larger than the {MAX_BODY_BYTES >> 20} MiB limit"
-        )
+        raise too_large(MAX_BODY_BYTES, n)
     return n
-
-
-def _too_large() -> _ProtocolError:
-    return _ProtocolError(f"the response body is larger than the {MAX_BODY_BYTES >> 20} MiB limit")
 
 
 async def _read_head(
@@ -491,7 +473,7 @@ class _BodyReader:
                 return b""
         self.total += len(buf)
         if self.total > MAX_BODY_BYTES:
-            raise _too_large()
+            raise too_large(MAX_BODY_BYTES)
         piece = bytes(buf)
         buf.clear()
         return piece
@@ -531,7 +513,7 @@ class _BodyReader:
                 if size:
                     self.total += size
                     if self.total > MAX_BODY_BYTES:
-                        raise _too_large()
+                        raise too_large(MAX_BODY_BYTES)
                     self.left = size
                     self.phase = _DATA
                 else:
@@ -575,77 +557,6 @@ class _BodyReader:
         return True
 
 
-class _Decoder:
-    """Undoes gzip and deflate content codings as the body arrives: never more than the
-    body limit in memory, whatever the compression ratio."""
-
-    __slots__ = ("_codings", "_fed", "_out", "_stages")
-
-    def __init__(self, codings: list[str]) -> None:
-        self._codings = codings  # in the order to undo them
-        self._stages: list[Any] = [None] * len(codings)  # made on each stage's first bytes
-        self._fed = [b""] * len(codings)  # deflate: bytes kept until its header can be told
-        self._out = 0
-
-    @staticmethod
-    def of(encoding: str) -> _Decoder | None:
-        """The decoder for a Content-Encoding; None to hand the body over as it came
-        (nothing to undo, or a coding we did not ask for)."""
-        codings: list[str] = []
-        for coding in reversed(encoding.lower().split(",")):
-            coding = coding.strip()
-            if coding in ("gzip", "x-gzip", "deflate"):
-                codings.append(coding)
-            elif coding not in ("identity", ""):
-                return None  # not ours to decode
-        return _Decoder(codings) if codings else None
-
-    def feed(self, data: bytes) -> bytes:
-        """The decoded bytes that `data` yields (maybe none yet)."""
-        for i, coding in enumerate(self._codings):
-            if not data:
-                return b""
-            decoder = self._stages[i]
-            if decoder is None:
-                if coding == "deflate":
-                    # RFC 9110 deflate is zlib-wrapped; some servers send raw deflate.
-                    data = self._fed[i] + data
-                    if len(data) < 2:
-                        self._fed[i] = data
-                        return b""
-                    self._fed[i] = b""
-                    wrapped = data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
-                    decoder = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
-                else:
-                    decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                self._stages[i] = decoder
-            room = MAX_BODY_BYTES - self._out
-            try:
-                data = decoder.decompress(data, room + 1)
-            except zlib.error as exc:
-                raise _ProtocolError(f"the {coding} body does not decompress ({exc})") from None
-            if len(data) > room or decoder.unconsumed_tail:
-                raise _too_large()
-        self._out += len(data)
-        return data
-
-    def end(self) -> None:
-        """Check that every compressed stream that began also ended."""
-        for coding, decoder, fed in zip(self._codings, self._stages, self._fed, strict=True):
-            if fed or (decoder is not None and not decoder.eof):
-                raise _ProtocolError(f"the {coding} body is truncated")
-
-
-def _decompress(body: bytes, encoding: str) -> bytes:
-    """A whole body with the content codings we asked for (gzip, deflate) undone."""
-    decoder = _Decoder.of(encoding)
-    if decoder is None:
-        return body
-    body = decoder.feed(body)
-    decoder.end()
-    return body
-
-
 class _Streamed(StreamedResponse):
     """A response whose body is read from its connection as the caller asks for it."""
 
@@ -660,13 +571,13 @@ class _Streamed(StreamedResponse):
     ) -> None:
         self.status = status
         self.headers = headers
+        self.broken = False  # a chunk failed: the connection cannot be reused
+        encoding = headers.get("content-encoding")
+        self._decoder = decoder_for(encoding, MAX_BODY_BYTES) if encoding is not None else None
+        self._reader = reader
         self._url = url
         self._timeouts = timeouts
         self._limit = limit
-        self._reader = reader
-        self.broken = False  # a chunk failed: the connection cannot be reused
-        encoding = headers.get("content-encoding")
-        self._decoder = _Decoder.of(encoding) if encoding is not None else None
 
     def reusable(self) -> bool:
         """Whether the body was read to its end, or what is left of it is in the buffer."""
@@ -674,7 +585,7 @@ class _Streamed(StreamedResponse):
             return False
         try:
             return self._reader.settle()
-        except _ProtocolError:
+        except (_ProtocolError, BodyError):
             return False
 
     async def chunks(self) -> AsyncIterator[bytes]:
@@ -723,28 +634,11 @@ class Http11Transport(Transport):
     async def post(
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
     ) -> HttpResponse:
-        if self._closed:
-            raise RuntimeError("this Http11Transport is closed")
-        target = self._targets.get(url)
-        if target is None:
-            target = self._target(url)
-        # _fields(headers), inline on the hot path
-        if not _TOKENS.issuperset(headers):
-            _check_names(headers)
-        lines = [f"{k}: {v}\r\n" for k, v in headers.items() if k.lower() not in _OURS]
-        text = "".join(lines)
-        if text.count("\n") != len(lines) or text.count("\r") != len(lines) or "\0" in text:
-            raise ValueError("a header value holds a line break or NUL")
-        fields = text.encode("latin-1")
+        target, fields = self._begin(url, headers)
         limit = math.inf
         hops = 0
         while True:
-            head = b"%b%bContent-Length: %d\r\nAccept-Encoding: gzip, deflate\r\n\r\n" % (
-                target.prefix,
-                fields,
-                len(body),
-            )
-            request = (head + body, b"") if len(body) <= _JOIN_BODY else (head, body)
+            request = _request(target, fields, body)
             slots = target.pool.slots
             try:
                 slots.acquire_nowait()
@@ -780,17 +674,12 @@ class Http11Transport(Transport):
     async def _stream(
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
     ) -> AsyncIterator[StreamedResponse]:
-        if self._closed:
-            raise RuntimeError("this Http11Transport is closed")
-        target = self._targets.get(url) or self._target(url)
-        fields = _fields(headers)
+        target, fields = self._begin(url, headers)
         limit = math.inf
         hops = 0
         while True:
             request = _request(target, fields, body)
-            slots = target.pool.slots
-            await slots.acquire()
-            try:
+            async with target.pool.slots:  # held until the stream's block is left
                 if not hops and timeouts.total is not None:
                     limit = anyio.current_time() + timeouts.total
                 conn, status, answer, keep = await self._open(target, url, request, timeouts, limit)
@@ -805,7 +694,7 @@ class Http11Transport(Transport):
                 if location is None:
                     try:
                         framing, length = _framing(status, answer)
-                    except _ProtocolError as exc:
+                    except (_ProtocolError, BodyError) as exc:
                         await self._discard(conn)
                         raise ProviderUnavailable(f"connection to {url} failed: {exc}") from None
                     if framing == _EOF or (framing == _CHUNKED and "content-length" in answer):
@@ -818,11 +707,15 @@ class Http11Transport(Transport):
                         await self._release(target, conn, keep and response.reusable())
                     return
                 await self._discard(conn)  # a redirect's body is not worth reading
-            finally:
-                slots.release()
             hops += 1
             url = location
             target = self._targets.get(url) or self._target(url)
+
+    def _begin(self, url: str, headers: Mapping[str, str]) -> tuple[_Target, bytes]:
+        """Where a new request to `url` goes, and the caller's header lines for it."""
+        if self._closed:
+            raise RuntimeError("this Http11Transport is closed")
+        return self._targets.get(url) or self._target(url), _fields(headers)
 
     def _target(self, url: str) -> _Target:
         parts = urlsplit(url)
@@ -875,20 +768,9 @@ class Http11Transport(Transport):
         else:
             conn = await self._connect(target, url, timeouts, limit)
             now = anyio.current_time()
-        try:
-            try:
-                response, keep = await self._round_trip(
-                    conn, url, request, timeouts, limit, now, True
-                )
-            except _Unsent:  # the server never had all of it: once more, on a fresh one
-                await self._discard(conn)
-                conn = await self._connect(target, url, timeouts, limit)
-                response, keep = await self._round_trip(
-                    conn, url, request, timeouts, limit, anyio.current_time(), True
-                )
-        except BaseException:
-            await self._discard(conn)
-            raise
+        conn, response, keep = await self._round_trip(
+            target, conn, url, request, timeouts, limit, now, True
+        )
         if keep and conn.open and not self._closed:  # (nothing is left in the buffer)
             conn.reused = True
             idle.append(conn)
@@ -906,20 +788,9 @@ class Http11Transport(Transport):
     ) -> tuple[_Connection, int, Mapping[str, str], bool]:
         """Send a request and read its answer's head; the connection stays in use."""
         conn = await self._checkout(target, url, timeouts, limit)
-        try:
-            try:
-                head, keep = await self._round_trip(
-                    conn, url, request, timeouts, limit, anyio.current_time(), False
-                )
-            except _Unsent:
-                await self._discard(conn)
-                conn = await self._connect(target, url, timeouts, limit)
-                head, keep = await self._round_trip(
-                    conn, url, request, timeouts, limit, anyio.current_time(), False
-                )
-        except BaseException:
-            await self._discard(conn)
-            raise
+        conn, head, keep = await self._round_trip(
+            target, conn, url, request, timeouts, limit, anyio.current_time(), False
+        )
         return conn, head.status, head.headers, keep
 
     async def _release(self, target: _Target, conn: _Connection, keep: bool) -> None:
@@ -980,9 +851,7 @@ class Http11Transport(Transport):
             if stream is not None:
                 await anyio.aclose_forcefully(stream)
             if isinstance(exc, (OSError, anyio.BrokenResourceError, anyio.EndOfStream)):
-                raise ProviderUnavailable(
-                    f"cannot connect to {url}{via}: {_describe(exc)}"
-                ) from exc
+                raise ProviderUnavailable(f"cannot connect to {url}{via}: {describe(exc)}") from exc
             if isinstance(exc, _ProtocolError):
                 raise ProviderUnavailable(f"cannot connect to {url}{via}: {exc}") from None
             raise
@@ -999,14 +868,7 @@ class Http11Transport(Transport):
 
     def _tls(self) -> ssl.SSLContext:
         if self._ssl_context is None:
-            context = ssl.create_default_context()
-            if not context.cert_store_stats().get("x509_ca"):
-                # No system certificates (a slim container): use certifi's, as httpx does.
-                import certifi
-
-                context.load_verify_locations(certifi.where())
-            context.set_alpn_protocols(["http/1.1"])
-            self._ssl_context = context
+            self._ssl_context = default_tls()
         return self._ssl_context
 
     async def _discard(self, conn: _Connection) -> None:
@@ -1017,6 +879,7 @@ class Http11Transport(Transport):
 
     async def _round_trip(
         self,
+        target: _Target,
         conn: _Connection,
         url: str,
         request: tuple[bytes, bytes],
@@ -1024,56 +887,72 @@ class Http11Transport(Transport):
         limit: float,
         now: float,
         whole: bool,
-    ) -> tuple[HttpResponse, bool]:
-        """One request on `conn` and its answer (its head only, unless `whole`), and whether
-        the connection may carry another; maps failures to provider errors (`_Unsent`
-        passes through). `now`: the clock's time, read just before."""
+    ) -> tuple[_Connection, HttpResponse, bool]:
+        """One request and its answer (its head only, unless `whole`): the connection that
+        carried it, the answer, and whether the connection may carry another. Sent once
+        more, on a fresh connection, only if sending failed on a reused one (the server
+        never had all of it). Maps failures to provider errors; any failure closes the
+        connection. `now`: the clock's time, read just before."""
         read = timeouts.read
         try:
-            # One scope per round trip; each receive after the first moves its deadline.
-            deadline = now + read
-            with anyio.CancelScope(deadline=deadline if deadline < limit else limit) as scope:
-                data, large = request
-                if large:
-                    status, headers, keep = await _send_watching(
-                        conn, data, large, scope, read, limit
-                    )
-                else:
-                    try:
-                        await conn.stream.send(data)
-                    except anyio.BrokenResourceError as exc:
-                        if conn.reused:  # the idle connection died just now: never had it
-                            raise _Unsent from exc
-                        status, headers, _ = await _early_answer(conn, scope, read, limit, exc)
-                        keep = False
-                    else:
-                        status, headers, keep = await _read_head(conn, scope, read, limit)
-                if not whole:
-                    return HttpResponse(status, headers, b""), keep
-                buf = conn.buffer
-                length = headers.get("content-length")
-                if (  # the common case: a body by length, all come with the head
-                    length is not None
-                    and length.isdecimal()
-                    and len(buf) == int(length)
-                    and status not in _NO_BODY
-                    and "transfer-encoding" not in headers
-                    and "content-encoding" not in headers
-                ):
-                    body = bytes(buf)
-                    buf.clear()
-                    return HttpResponse(status, headers, body), keep
-                body, keep = await _read_body(conn, status, headers, keep, scope, read, limit)
-                return HttpResponse(status, headers, body), keep
-        except _Unsent:
+            while True:
+                try:
+                    # One scope per round trip; each receive after the first moves its deadline.
+                    deadline = now + read
+                    with anyio.CancelScope(
+                        deadline=deadline if deadline < limit else limit
+                    ) as scope:
+                        data, large = request
+                        if large:
+                            status, headers, keep = await _send_watching(
+                                conn, data, large, scope, read, limit
+                            )
+                        else:
+                            try:
+                                await conn.stream.send(data)
+                            except anyio.BrokenResourceError as exc:
+                                if conn.reused:  # the idle connection died just now: never had it
+                                    raise _Unsent from exc
+                                status, headers, _ = await _early_answer(
+                                    conn, scope, read, limit, exc
+                                )
+                                keep = False
+                            else:
+                                status, headers, keep = await _read_head(conn, scope, read, limit)
+                        if not whole:
+                            return conn, HttpResponse(status, headers, b""), keep
+                        buf = conn.buffer
+                        length = headers.get("content-length")
+                        if (  # the common case: a body by length, all come with the head
+                            length is not None
+                            and length.isdecimal()
+                            and len(buf) == int(length)
+                            and status not in _NO_BODY
+                            and "transfer-encoding" not in headers
+                            and "content-encoding" not in headers
+                        ):
+                            body = bytes(buf)
+                            buf.clear()
+                            return conn, HttpResponse(status, headers, body), keep
+                        body, keep = await _read_body(
+                            conn, status, headers, keep, scope, read, limit
+                        )
+                        return conn, HttpResponse(status, headers, body), keep
+                except _Unsent:  # the server never had all of it: once more, on a fresh one
+                    await self._discard(conn)
+                    conn = await self._connect(target, url, timeouts, limit)
+                    now = anyio.current_time()
+                    continue
+                except Exception as exc:
+                    error = _failure(exc, url)
+                    if error is None:
+                        raise
+                    raise error from exc
+                # Only the scope's deadline ends up here.
+                raise _timed_out(url, timeouts, limit)
+        except BaseException:
+            await self._discard(conn)
             raise
-        except Exception as exc:
-            error = _failure(exc, url)
-            if error is None:
-                raise
-            raise error from exc
-        # Only the scope's deadline ends up here.
-        raise _timed_out(url, timeouts, limit)
 
     # -- closing -----------------------------------------------------------------------------
 
@@ -1090,7 +969,7 @@ class Http11Transport(Transport):
 
 def _request(target: _Target, fields: bytes, body: bytes) -> tuple[bytes, bytes]:
     """The request's bytes: (head and body joined, b"") for a small body, else (head, body)."""
-    head = b"%b%bContent-Length: %d\r\nAccept-Encoding: gzip, deflate\r\n\r\n" % (
+    head = _HEAD % (
         target.prefix,
         fields,
         len(body),
@@ -1237,5 +1116,5 @@ async def _read_body(
         buf.clear()
     encoding = headers.get("content-encoding")
     if encoding is not None and body:
-        body = _decompress(body, encoding)
+        body = decompress(body, encoding, MAX_BODY_BYTES)
     return body, keep

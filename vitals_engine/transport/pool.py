@@ -3,7 +3,8 @@
 Which transport: our own `Http11Transport` (HTTP/1.1 over anyio streams, on
 asyncio and trio alike: 0.12-0.2 ms CPU per request measured, against
 0.26-0.67 ms for aiohttp and 1.7-5.6 ms for sharded httpx); the user's own
-`httpx.AsyncClient` when one is given (custom auth, its own proxies or TLS);
+`httpx.AsyncClient` when one is given, used as it is (its auth, TLS and proxy
+settings its own);
 `VITALS_TRANSPORT=aiohttp` or `=httpx` to choose another.
 
 A run opens a `transport_scope()`; every provider call inside it (every
