@@ -274,3 +274,29 @@ async def test_batch_role_mismatch_is_an_error(tmp_path):
 
     with pytest.raises(ve.ConfigError, match="@batch_scorer was given as the solver"):
         ve.Task(DATA, solver=scorer, scorer=ve.detect_includes())
+
+
+@pytest.mark.parametrize("log_format", ["json", "eval"])
+@pytest.mark.parametrize(
+    "returned",
+    ["bad\udcff", ve.Solution("bad\udcff"), {"result": "bad\udcff"}],
+    ids=["string", "Solution", "dict"],
+)
+async def test_a_lone_surrogate_in_a_result_is_written_escaped(tmp_path, returned, log_format):
+    """Text decoded with errors="surrogateescape" holds lone surrogates, which UTF-8 cannot
+    hold: the result is kept with the surrogate written as its escape, the log is written
+    and reads back, and the run goes on."""
+
+    async def solver(input):
+        return returned
+
+    async def scorer(sample):
+        return ve.Score("I", answer="odd\udcfe", explanation="saw \udcfd")
+
+    task = ve.Task(DATA, solver=solver, scorer=scorer, dir=tmp_path, log_format=log_format)
+    await task.eval_async()
+    frame = task.get_samples()
+    assert frame["result"].to_list() == ["bad\\udcff", "bad\\udcff"]
+    logged = ve.read_log(task.log_path).get_samples()
+    assert logged["result"].to_list() == ["bad\\udcff", "bad\\udcff"]
+    assert logged["answer"].to_list() == ["odd\\udcfe", "odd\\udcfe"]

@@ -33,6 +33,7 @@ __all__ = [
     "normalise_score",
     "normalise_solution",
     "route_kwargs",
+    "writable_text",
 ]
 
 Role = Literal["solver", "scorer"]
@@ -199,13 +200,30 @@ def _expect_chat(value: Any, who: str, slot: str, error: type[Exception]) -> Cha
     raise error(f"The {who} returned a {slot} that is a {type(value).__name__}; it must be a Chat.")
 
 
+def writable_text(text: str) -> str:
+    """`text`, with any lone surrogate (what `errors="surrogateescape"` decoding leaves)
+    written as its escape, so the log can hold it as UTF-8.
+
+    Example:
+        >>> writable_text("bad\\udcff")
+        'bad\\\\udcff'
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def normalise_solution(value: Any, spec: FunctionSpec) -> Solution:
     """Turn whatever a solver returned into a `Solution`, or say what is wrong."""
     who = f"solver {spec.name}"
     if isinstance(value, Solution):
         solution = value
     elif isinstance(value, str):
-        return Solution(value)
+        return Solution(writable_text(value))
     elif isinstance(value, int | float) and not isinstance(value, bool):
         return Solution(str(value))
     elif isinstance(value, Mapping) and "result" in value:
@@ -228,6 +246,7 @@ def normalise_solution(value: Any, spec: FunctionSpec) -> Solution:
             "the result must be a string."
         )
     _expect_chat(solution.chat, who, "solver_chat", SolverError)
+    solution.result = writable_text(solution.result)
     return solution
 
 
@@ -240,7 +259,7 @@ def normalise_score(value: Any, spec: FunctionSpec) -> Score:
     if isinstance(value, Score):
         score = value
     elif isinstance(value, _SCORE_TYPES):
-        return Score(value)
+        return Score(writable_text(value) if isinstance(value, str) else value)
     elif isinstance(value, Mapping) and "score" in value:
         score = Score(
             value["score"],
@@ -266,6 +285,12 @@ def normalise_score(value: Any, spec: FunctionSpec) -> Score:
             "it must be a string, a number, a bool, or None (no grade)."
         )
     _expect_chat(score.chat, who, "scorer_chat", ScorerError)
+    if isinstance(score.value, str):
+        score.value = writable_text(score.value)
+    if isinstance(score.answer, str):
+        score.answer = writable_text(score.answer)
+    if isinstance(score.explanation, str):
+        score.explanation = writable_text(score.explanation)
     return score
 
 
