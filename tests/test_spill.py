@@ -59,3 +59,22 @@ async def test_rescoring_a_spilled_run_uses_the_logged_chats(tmp_path):
     await task.score_async()
     assert task.measure() == {"accuracy": 1.0}
     assert task.get_cost()["role"].to_list() == ["solver", "scorer"]
+
+
+@pytest.mark.usefixtures("spill_after_three")
+async def test_spilled_samples_keep_their_retries(tmp_path, server):
+    """A spilled sample drops its chats, not its retries: get_samples() and the log count
+    the same retries, past the threshold as before it."""
+    model = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test")
+
+    async def once_refused(input: str) -> ve.Solution:
+        server.fail("500")  # this sample's first request fails, its retry succeeds
+        chat = model.clone()
+        return ve.Solution(await chat.chat_async(input), chat=chat)
+
+    task = ve.Task(sums(8), solver=once_refused, scorer=ve.detect_includes(), dir=tmp_path)
+    await task.eval_async(max_concurrency=1, retry=ve.Retry(max_attempts=3, backoff=0.001))
+    assert sum(r.spilled for r in task._state.records) == 5
+    assert [r.retries for r in task._state.records] == [1] * 8
+    assert task.get_samples()["retries"].to_list() == [1] * 8
+    assert ve.read_log(task.log_path).get_samples()["retries"].to_list() == [1] * 8

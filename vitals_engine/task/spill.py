@@ -29,7 +29,11 @@ _EMPTY_LEDGER = UsageLedger()
 
 
 def spill(record: SampleRecord) -> None:
-    """Drop what the log holds and the results do not need: chats, calls, sample usage."""
+    """Drop what the log holds and the results do not need: chats, calls, sample usage.
+    The calls' retry notes stay (few, and counted by `get_samples()`)."""
+    notes = [note for call in record.calls for note in call.retries]
+    if notes:
+        record.logged_retries = [*(record.logged_retries or ()), *notes]
     record.solver_chat = None
     record.calls = []
     record.usage = _EMPTY_LEDGER
