@@ -214,6 +214,26 @@ def test_bare_nan_and_infinity_tokens_read_as_null(tmp_path):
     assert "NaN or Infinity?" in frame["input"].to_list()
 
 
+@pytest.mark.parametrize("indent", [None, 2])
+def test_header_read_passes_nested_samples_keys_in_one_decode(tmp_path, monkeypatch, indent):
+    """A header holding thousands of nested `"samples"` keys (in metadata) is read with one
+    decode of the bytes before the top-level key, not one decode per nested key."""
+    data = json.loads(TINY_JSON.read_text())
+    data["eval"]["metadata"] = {
+        "runs": [{"note": ', "samples": [', "samples": [i]} for i in range(3000)]
+    }
+    path = tmp_path / TINY_JSON.name
+    path.write_text(json.dumps(data, indent=indent))
+    tries = []
+    real = json_reader._try_prefix
+    monkeypatch.setattr(json_reader, "_try_prefix", lambda *a: tries.append(1) or real(*a))
+    header = read_log(path, header_only=True)
+    assert len(tries) == 1
+    assert header.header_only
+    assert len(header.header.eval.metadata["runs"]) == 3000
+    assert read_log(path).header.status == header.header.status
+
+
 # -- errors -----------------------------------------------------------------------------------
 
 

@@ -1,7 +1,9 @@
 """The reader of `.json` logs: one `EvalLog` object (ours, vitals' (R), Inspect's).
 
 A header-only read never parses samples: it decodes the bytes before the
-top-level `"samples"` key, read in growing chunks until such a prefix decodes.
+top-level `"samples"` key, read in growing chunks until that key is found. The
+key is found by one linear scan of the JSON's strings and brackets (a nested
+`"samples"` key, however many, is passed over), and the prefix is decoded once.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ class _LogIn(HeaderIn, kw_only=True):
 
 _log_decoder = msgspec.json.Decoder(_LogIn)
 
-_SAMPLES_KEY = re.compile(rb',\s*"samples"\s*:')
+#: A JSON string (group 1: its closing quote, None if the data ends inside it), or a bracket.
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*(")?|[{}\[\]]')
+_KEY_COLON = re.compile(rb"\s*:")
 _FIRST_CHUNK = 64 * 1024
 
 
@@ -50,25 +54,61 @@ def _try_prefix(prefix: bytes, path: Path) -> s.EvalLog | None:
         return None
 
 
+class _TopLevelKey:
+    """Finds where the top-level `"samples"` key starts, scanning data as it grows."""
+
+    __slots__ = ("depth", "position")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.position = 0  # where the scan goes on: the start of an unfinished token
+
+    def find(self, data: bytes) -> int | None:
+        """The offset of the comma before the top-level `"samples":` in `data`, or None
+        when `data` does not reach it yet (or the JSON is not an object of that shape)."""
+        depth = self.depth
+        for match in _TOKEN.finditer(data, self.position):
+            token = match.group()
+            first = token[0]
+            if first == 0x22:  # '"'
+                if match.group(1) is None:  # cut off by the end of the data so far
+                    self.depth, self.position = depth, match.start()
+                    return None
+                if depth == 1 and token == b'"samples"':
+                    colon = _KEY_COLON.match(data, match.end())
+                    if colon is None and len(data.rstrip()) == match.end():
+                        self.depth, self.position = depth, match.start()
+                        return None  # the colon has not been read yet
+                    if colon is not None:
+                        before = data[: match.start()].rstrip()
+                        return len(before) - 1 if before.endswith(b",") else None
+            elif first == 0x7B or first == 0x5B:  # '{' '['
+                depth += 1
+            else:
+                depth -= 1
+        self.depth, self.position = depth, len(data)
+        return None
+
+
 def json_header(path: Path) -> s.EvalLog:
     """The header of a `.json` log, decoded from the bytes before its `"samples"` key."""
-    tried: set[int] = set()
+    scan = _TopLevelKey()
     data = b""
     size = _FIRST_CHUNK
     with path.open("rb") as fh:
         while True:
             chunk = fh.read(size)
             data += chunk
-            for match in _SAMPLES_KEY.finditer(data):
-                if match.start() in tried:
-                    continue
-                tried.add(match.start())
-                header = _try_prefix(data[: match.start()], path)
+            end = scan.find(data)
+            if end is not None:
+                header = _try_prefix(data[:end], path)
                 if header is not None:
                     return header
+                break
             if len(chunk) < size:
                 break
             size *= 2
+        data += fh.read()
     return decode_json(header_decoder, data, path).header(path)
 
 
