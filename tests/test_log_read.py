@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
+import zipfile
 from pathlib import Path
 
 import msgspec
@@ -232,6 +234,39 @@ def test_header_read_passes_nested_samples_keys_in_one_decode(tmp_path, monkeypa
     assert header.header_only
     assert len(header.header.eval.metadata["runs"]) == 3000
     assert read_log(path).header.status == header.header.status
+
+
+def bomb_eval(path: Path, declared: int | None = None) -> Path:
+    """An .eval whose header.json is 50 MB of spaces deflated to ~50 KB; `declared`: the
+    inflated size its zip entries claim instead of the truth."""
+    body = b'{"version": 2, "status": "success"' + b" " * 50_000_000 + b"}"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("header.json", body)
+    if declared is not None:
+        raw = bytearray(path.read_bytes())
+        size = struct.pack("<I", len(body))
+        for at in (i for i in range(len(raw) - 3) if raw[i : i + 4] == size):
+            raw[at : at + 4] = struct.pack("<I", declared)
+        path.write_bytes(bytes(raw))
+    return path
+
+
+@pytest.mark.no_inspect_check
+def test_an_eval_member_declaring_too_much_is_refused_before_inflating(tmp_path, monkeypatch):
+    """A header member may inflate to MAX_HEADER_BYTES at most: a small file cannot make a
+    header-only read fill the memory."""
+    monkeypatch.setattr(eval_reader, "MAX_HEADER_BYTES", 10_000_000)
+    path = bomb_eval(tmp_path / "bomb.eval")
+    with pytest.raises(LogFormatError, match=r"header\.json.*more than the 9 MiB"):
+        read_log(path, header_only=True)
+
+
+@pytest.mark.no_inspect_check
+def test_an_eval_member_inflating_past_its_declared_size_is_refused(tmp_path):
+    """A member that lies about its size stops inflating at the size it declared."""
+    path = bomb_eval(tmp_path / "liar.eval", declared=1000)
+    with pytest.raises(LogFormatError, match="inflates past its declared 1000 bytes"):
+        read_log(path, header_only=True)
 
 
 # -- errors -----------------------------------------------------------------------------------

@@ -26,7 +26,19 @@ from . import schema as s
 from .decoding import decode_json, header_decoder
 from .journal_format import bulk_objects
 
-__all__ = ["ZipIndex", "ZipMember", "eval_log", "eval_summaries"]
+__all__ = [
+    "MAX_HEADER_BYTES",
+    "MAX_MEMBER_BYTES",
+    "ZipIndex",
+    "ZipMember",
+    "eval_log",
+    "eval_summaries",
+]
+
+#: The most one zip member may inflate to (a sample with images, 100,000 summaries).
+MAX_MEMBER_BYTES = 1 << 30
+#: The most a header member may inflate to: a header-only read stays cheap.
+MAX_HEADER_BYTES = 64 << 20
 
 
 # -- the zip ---------------------------------------------------------------------------------
@@ -166,8 +178,10 @@ class ZipIndex:
                 if name_len == len(target):
                     return self._entry(pos)[0]
 
-    def read(self, member: ZipMember) -> bytes:
-        """A member's bytes, decompressed and checked against its CRC."""
+    def read(self, member: ZipMember, limit: int | None = None) -> bytes:
+        """A member's bytes, decompressed and checked against its CRC, refused if it declares
+        more than `limit` bytes inflated (default `MAX_MEMBER_BYTES`)."""
+        limit = MAX_MEMBER_BYTES if limit is None else limit
         m = self._map
         offset = member.offset
         if m[offset : offset + 4] != _LOCAL or offset + _LOCAL_FMT.size > len(m):
@@ -177,11 +191,14 @@ class ZipIndex:
         end = start + member.compressed_size
         if end > len(m):
             raise self._member_error(member, f"data truncated at byte {len(m)} (end of file)")
+        if member.size > limit:
+            why = (
+                f"it declares {member.size} bytes inflated, more than the "
+                f"{limit >> 20} MiB such a member may hold"
+            )
+            raise self._member_error(member, why)
         try:
-            if member.method == 8:  # deflate: nearly every member
-                data = zlib.decompress(m[start:end], -15)
-            else:
-                data = _decompress(member.method, m[start:end])
+            data = _inflate(member.method, m[start:end], member.size)
         except LogFormatError as exc:
             raise self._member_error(member, str(exc)) from None
         except Exception as exc:
@@ -195,20 +212,38 @@ class ZipIndex:
         return LogFormatError(f"{self.path} (member {member.name}): {why}.")
 
 
-def _decompress(method: int, raw: bytes) -> bytes:
+def _inflate(method: int, raw: bytes, size: int) -> bytes:
+    """A member's data decompressed, never past its declared `size` (a member that would
+    inflate further is refused, so a small file cannot fill the memory)."""
     if method == 0:
-        return raw
-    if method == 8:
-        return zlib.decompress(raw, -15)
-    if method == 93:
+        data = raw
+    elif method == 8:
+        inflater = zlib.decompressobj(-15)
+        data = inflater.decompress(raw, size + 1)
+        if len(data) > size or inflater.unconsumed_tail:
+            raise LogFormatError(f"the data inflates past its declared {size} bytes")
+    elif method == 93:
         try:
             import zstandard
         except ImportError:  # pragma: no cover - a declared dependency
             raise LogFormatError(
                 "the member is zstd-compressed; install the `zstandard` package to read it"
             ) from None
-        return zstandard.ZstdDecompressor().decompressobj().decompress(raw)
-    raise LogFormatError(f"unsupported zip compression method {method}")
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        out = bytearray()
+        while len(out) <= size:
+            piece = reader.read(size + 1 - len(out))
+            if not piece:
+                break
+            out += piece
+        if len(out) > size:
+            raise LogFormatError(f"the data inflates past its declared {size} bytes")
+        data = bytes(out)
+    else:
+        raise LogFormatError(f"unsupported zip compression method {method}")
+    if len(data) != size:
+        raise LogFormatError(f"the data is {len(data)} bytes, not its declared {size}")
+    return data
 
 
 # -- the .eval members ------------------------------------------------------------------------
@@ -221,7 +256,7 @@ def _eval_header(index: ZipIndex) -> s.EvalLog:
     member = index.find("header.json") or index.find("_journal/start.json")
     if member is None:
         raise LogFormatError(f"{index.path}: no header.json or _journal/start.json in the zip.")
-    data = index.read(member)
+    data = index.read(member, MAX_HEADER_BYTES)
     return decode_json(header_decoder, data, index.path, member.name).header(index.path)
 
 
