@@ -84,6 +84,50 @@ async def test_eval_format_log_reads_in_inspect(tmp_path):
     assert logged.get_samples()["score"].to_list() == ["C"] * 6
 
 
+async def test_eval_members_are_unique_and_stay_in_their_folder(tmp_path):
+    """Sample ids become member names no two ids share (1 and "1") and that never leave
+    `samples/` when unzipped ("../../x"); ours and Inspect's readers read every sample
+    back under its own id."""
+    ids = [7, "1", "../../x", "a b/é", "x" * 300, "plain-id.2"]
+    data = [{"id": i, "input": f"What's {n}+{n}?", "target": str(2 * n)} for n, i in enumerate(ids)]
+    task = ve.Task(
+        data, solver=ve.generate(ve.chat_mock()), scorer=ve.detect_includes(), dir=tmp_path
+    )
+    await task.eval_async(log_format="eval")
+    names = [n for n in zipfile.ZipFile(task.log_path).namelist() if n.startswith("samples/")]
+    assert len(set(names)) == len(ids)
+    assert all(n.count("/") == 1 and ".." not in n.split("/") for n in names)
+    assert all(len(n.encode()) < 255 for n in names)
+    assert "samples/7_epoch_1.json" in names
+    assert "samples/plain-id.2_epoch_1.json" in names
+    logged = ve.read_log(task.log_path).get_samples()
+    assert sorted(map(str, logged["id"].to_list())) == sorted(map(str, ids))
+    full = assert_inspect_reads(task.log_path)  # (mixed ids read as text in our frame)
+    assert sorted(str(sample.id) for sample in full.samples) == sorted(map(str, ids))
+    out = tmp_path / "unzipped"
+    zipfile.ZipFile(task.log_path).extractall(out)
+    assert {p.parent for p in out.rglob("*.json") if p.parent != out} == {out / "samples"}
+
+
+@pytest.mark.no_inspect_check  # Inspect's own reader keeps one of 1 and "1"
+async def test_int_and_string_ids_that_print_alike_keep_their_own_members(tmp_path):
+    """Ids 1 and "1" are two samples in the zip, and both read back."""
+    data = [
+        {"id": 1, "input": "What's 1+1?", "target": "2"},
+        {"id": "1", "input": "x", "target": "x"},
+    ]
+    task = ve.Task(
+        data, solver=ve.generate(ve.chat_mock()), scorer=ve.detect_includes(), dir=tmp_path
+    )
+    await task.eval_async(log_format="eval")
+    names = [n for n in zipfile.ZipFile(task.log_path).namelist() if n.startswith("samples/")]
+    assert sorted(names) == ["samples/1_epoch_1.json", "samples/~1_epoch_1.json"]
+    assert sorted(ve.read_log(task.log_path).get_samples()["input"].to_list()) == [
+        "What's 1+1?",
+        "x",
+    ]
+
+
 async def test_task_log_format_default(tmp_path):
     """Task(log_format="eval") makes .eval the task's default."""
     task = ve.Task(

@@ -21,6 +21,7 @@ A run killed before step 3 leaves its journal: `read_log()` reads it and
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import re
@@ -31,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
@@ -53,10 +55,36 @@ __all__ = [
     "compose_final",
     "log_file_name",
     "new_id",
+    "sample_member_name",
     "write_json_log",
 ]
 
 _ALPHABET = string.ascii_letters + string.digits
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
+
+
+def sample_member_name(sample_id: int | str, epoch: int) -> str:
+    """The `.eval` member of one sample: Inspect's `samples/<id>_epoch_<n>.json` for an int
+    id or a plain string one, else the id percent-encoded after a `~`, so that no two ids
+    share a member (`1` and `"1"`), and no id leaves the `samples/` folder (`../x`). An
+    id too long for a file name is named by its SHA-256 after a `#`.
+
+    Example:
+        >>> sample_member_name("../x", 1)
+        'samples/~..%2Fx_epoch_1.json'
+    """
+    if isinstance(sample_id, int) or (
+        _PLAIN_ID.fullmatch(sample_id) and not sample_id.isdigit() and sample_id.strip(".")
+    ):
+        return f"samples/{sample_id}_epoch_{epoch}.json"
+    encoded = quote(str(sample_id), safe="")
+    if len(encoded) > 200:
+        encoded = "#" + hashlib.sha256(str(sample_id).encode("utf-8", "surrogatepass")).hexdigest()
+    else:
+        encoded = "~" + encoded
+    return f"samples/{encoded}_epoch_{epoch}.json"
+
+
 #: Flush the journal at least this often (seconds), and whenever this many samples wait.
 FLUSH_EVERY = 1.0
 FLUSH_BATCH = 512
@@ -232,7 +260,7 @@ def _compose_eval(
             for ((sample_id, epoch), _), sample in zip(
                 keyed, _samples(journal, ranges), strict=True
             ):
-                zf.writestr(f"samples/{sample_id}_epoch_{epoch}.json", sample)
+                zf.writestr(sample_member_name(sample_id, epoch), sample)
                 summaries.append(_summary(sample))
             zf.writestr("summaries.json", s.encoder.encode(summaries))
             if any(summary.scores for summary in summaries):
