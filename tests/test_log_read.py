@@ -432,7 +432,7 @@ def test_journal_round_trip_and_replacement(tmp_path):
         fh.write(encode_sample(first))
         for sample in full.samples:
             fh.write(encode_sample(sample))
-    header, samples, damage = read_journal(path)
+    header, samples, damage, _ = read_journal(path)
     assert damage is None
     assert header.status == "started"
     assert [(x.id, x.epoch) for x in samples] == [(x.id, x.epoch) for x in full.samples]
@@ -464,7 +464,8 @@ def test_journal_truncated_mid_line_reports_damage(tmp_path):
     cut = len(lines[-1]) // 2
     path = tmp_path / "run.journal"
     path.write_bytes(b"".join(lines)[: sum(map(len, lines)) - cut])
-    _, samples, damage = read_journal(path)
+    _, samples, damage, skipped = read_journal(path)
+    assert skipped == ()
     assert len(samples) == len(full.samples) - 1
     assert damage is not None
     assert damage.line == len(lines)
@@ -475,21 +476,46 @@ def test_journal_truncated_mid_line_reports_damage(tmp_path):
     assert logged.get_samples().height == len(full.samples) - 1
 
 
-def test_journal_garbage_line_stops_reading(tmp_path):
-    """A line that is not JSON ends the readable part, even with good lines after it."""
+def test_a_damaged_line_mid_journal_is_skipped_with_a_warning(tmp_path, caplog):
+    """A line that is not a record, with good lines after it, is skipped with a warning
+    that says where: the records after it still count, and nothing is reported cut."""
     full, started = _journal_parts()
     path = tmp_path / "run.journal"
+    start, first = encode_start(started, "run.json"), encode_sample(full.samples[0])
     path.write_bytes(
-        encode_start(started, "run.json")
-        + encode_sample(full.samples[0])
+        start
+        + first
         + b"not json\n"
+        + encode_start(started, "run.json")
         + encode_sample(full.samples[1])
     )
-    _, samples, damage = read_journal(path)
-    assert len(samples) == 1
-    assert damage is not None
-    assert damage.line == 3
-    assert str(damage).startswith("line 3 (byte ")
+    with caplog.at_level("WARNING", logger="vitals_engine"):
+        contents = read_journal(path)
+    assert [(x.id, x.epoch) for x in contents.samples] == [
+        (x.id, x.epoch) for x in full.samples[:2]
+    ]
+    assert contents.damage is None
+    assert [(d.line, d.offset) for d in contents.skipped] == [
+        (3, len(start) + len(first)),
+        (4, len(start) + len(first) + len(b"not json\n")),
+    ]
+    assert "a second start record" in contents.skipped[1].reason
+    warned = [r.getMessage() for r in caplog.records if "skipped a damaged" in r.getMessage()]
+    assert len(warned) == 2
+    assert "line 3 (byte " in warned[0]
+    assert read_log(path).get_samples().height == 2
+
+
+def test_a_damaged_last_line_is_the_damage(tmp_path):
+    """A complete but unreadable last line is what a crash left: reported as `damage`."""
+    full, started = _journal_parts()
+    path = tmp_path / "run.journal"
+    path.write_bytes(encode_start(started, "run.json") + encode_sample(full.samples[0]) + b"{x\n")
+    contents = read_journal(path)
+    assert len(contents.samples) == 1
+    assert contents.damage is not None
+    assert contents.damage.line == 3
+    assert contents.skipped == ()
 
 
 def test_journal_without_start_record_names_the_file(tmp_path):

@@ -14,12 +14,13 @@ import zipfile
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 import vitals_engine as ve
 from tests.inspect_check import assert_inspect_reads, read_eval_log
 from vitals_engine.log import writer
-from vitals_engine.log.journal_format import read_journal
+from vitals_engine.log.journal_format import encode_sample, encode_start, read_journal
 
 pytestmark = pytest.mark.anyio
 
@@ -284,6 +285,29 @@ async def test_resume_after_cancel_runs_only_what_did_not_finish(server, tmp_pat
     assert sorted(s.id for s in final.samples) == list(range(1, 11))
     assert twin.metrics == {"accuracy": 1.0}
     assert twin.get_cost()["requests"].to_list() == [10]
+
+
+async def test_resume_over_a_damaged_line_keeps_every_record_after_it(server, tmp_path):
+    """A journal with one damaged line in the middle resumes without cutting it there: the
+    samples after it are kept, and only the damaged one is solved again."""
+    chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test")
+    task = ve.Task(sums(6), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
+    await task.eval_async()
+    logged = ve.read_log(task.log_path)
+    started = msgspec.structs.replace(logged.header, status="started", results=msgspec.UNSET)
+    lines = [encode_start(started, task.log_path.name)]
+    lines += [encode_sample(sample) for sample in logged.samples]
+    lines[3] = lines[3][:40] + b"\x00garbage\n"  # the third sample's line
+    journal = task.log_path.with_suffix(".journal")
+    journal.write_bytes(b"".join(lines))
+    task.log_path.unlink()
+    server.reset()
+    twin = ve.Task(sums(6), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
+    await twin.eval_async(resume=journal)
+    assert server.requests == 1
+    final = assert_inspect_reads(twin.log_path, twin)
+    assert final.status == "success"
+    assert sorted(s.id for s in final.samples) == list(range(1, 7))
 
 
 async def test_resume_retries_errored_samples(server, tmp_path):

@@ -190,7 +190,8 @@ def _add_log(rows: _Rows, path: Path, light: bool) -> None:
                 rows.add(path, fields, summary, score.answer if score is not None else None)
             return
     if suffix == JOURNAL_SUFFIX:
-        header, samples, _ = read_journal(path)
+        contents = read_journal(path)
+        header, samples = contents.header, contents.samples
     else:
         logged = read_log(path)
         header, samples = logged.header, logged.samples

@@ -33,8 +33,8 @@ def read_parts(
         if suffix == ".journal":
             if header_only:
                 return read_journal_header(path), [], None
-            header, samples, damage = read_journal(path)
-            return header, samples, damage
+            contents = read_journal(path)
+            return contents.header, contents.samples, contents.damage
         if suffix == ".eval":
             header, samples = eval_log(path, header_only)
         elif suffix == ".json":

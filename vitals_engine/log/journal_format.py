@@ -23,10 +23,11 @@ A journal is a JSON Lines file next to the final log, named
 - Records of an unknown `kind` are skipped, so later versions may add kinds;
   a start record with a `journal` version above 1 is refused.
 
-Reading stops at the first line that is incomplete (a crash mid-write) or
-not a valid record: every complete record before it counts, and the damage
-(line number, byte offset where the bad line starts, why) is reported. A
-writer resuming a damaged journal truncates it at `damage.offset` first.
+A damaged line (not a valid record) in the middle of a journal is skipped
+with a warning that says where (line number, byte offset, why); every record
+after it still counts (`skipped`). Only the last line may be cut off by a
+crash: it is reported as `damage`, and a writer resuming such a journal
+truncates it at `damage.offset` first, never anywhere else.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from typing import Literal, NamedTuple
 import msgspec
 
 from .._errors import LogFormatError
+from .._logging import log
 from . import schema as s
 
 __all__ = [
@@ -172,11 +174,13 @@ class JournalDamage:
 
 
 class JournalContents(NamedTuple):
-    """What a journal holds: the latest header, the samples, and any damage."""
+    """What a journal holds: the latest header, the samples, a damaged last line (`damage`,
+    what a crash mid-write leaves) and the damaged lines before it that were skipped."""
 
     header: s.EvalLog
     samples: list[s.EvalSample]
     damage: JournalDamage | None
+    skipped: tuple[JournalDamage, ...] = ()
 
 
 def _reason(exc: Exception, complete: bool) -> str:
@@ -219,16 +223,22 @@ def read_journal(path: str | Path) -> JournalContents:
         )
 
     with bulk_objects():
-        header, samples, damage = _read_records(data, len(first) + 1, start.header)
-    return JournalContents(_no_samples(header), samples, damage)
+        header, samples, damage, skipped = _read_records(data, len(first) + 1, start.header)
+    for bad in skipped:
+        log.warning(
+            f"{path}: skipped a damaged journal line, {bad}; the records after it are read"
+        )
+    return JournalContents(_no_samples(header), samples, damage, tuple(skipped))
 
 
 def _read_records(
     data: bytes, offset: int, header: s.EvalLog
-) -> tuple[s.EvalLog, list[s.EvalSample], JournalDamage | None]:
-    """The records after the start line: the latest header, the samples, the damage."""
+) -> tuple[s.EvalLog, list[s.EvalSample], JournalDamage | None, list[JournalDamage]]:
+    """The records after the start line: the latest header, the samples, a damaged last
+    line, and the damaged lines skipped before it."""
     samples: dict[tuple[int | str, int], s.EvalSample] = {}
     damage: JournalDamage | None = None
+    skipped: list[JournalDamage] = []
     view = memoryview(data)
     line_no = 1
     size = len(data)
@@ -238,24 +248,29 @@ def _read_records(
         complete = end >= 0
         line = view[offset:] if end < 0 else view[offset:end]
         if len(line) > 1 or (len(line) == 1 and not bytes(line).isspace()):
+            bad: str | None = None
             try:
                 record = _line_decoder.decode(line)
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                damage = JournalDamage(line_no, offset, _reason(exc, complete))
-                break
-            if record.kind == "sample" and record.sample is not None:
-                sample = record.sample
-                samples[(sample.id, sample.epoch)] = sample
-            elif record.kind == "header" and record.header is not None:
-                header = record.header
-            elif record.kind == "start":
-                damage = JournalDamage(line_no, offset, "a second start record")
-                break
-            elif record.kind in ("sample", "header"):
-                damage = JournalDamage(line_no, offset, f"a {record.kind!r} record lacks its body")
-                break
+                bad = _reason(exc, complete)
+            else:
+                if record.kind == "sample" and record.sample is not None:
+                    sample = record.sample
+                    samples[(sample.id, sample.epoch)] = sample
+                elif record.kind == "header" and record.header is not None:
+                    header = record.header
+                elif record.kind == "start":
+                    bad = "a second start record"
+                elif record.kind in ("sample", "header"):
+                    bad = f"a {record.kind!r} record lacks its body"
+            if bad is not None:
+                problem = JournalDamage(line_no, offset, bad)
+                if end < 0 or not data[end + 1 :].strip():  # the last line: a cut write
+                    damage = problem
+                    break
+                skipped.append(problem)
         offset = size if end < 0 else end + 1
-    return header, list(samples.values()), damage
+    return header, list(samples.values()), damage, skipped
 
 
 _HEADER_LINE = b'\n{"kind":"header"'

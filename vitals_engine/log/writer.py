@@ -132,7 +132,8 @@ _SAMPLE_PREFIX = b'{"kind":"sample","sample":'
 def _index(journal: Path) -> dict[tuple[Any, int], tuple[int, int]]:
     """(id, epoch) -> (offset, length) of the sample's JSON inside each line (last wins).
 
-    Stops at a line that is cut short or does not decode: what a crash left half-written.
+    Passes over a sample line that does not decode (`read_journal` warns of it), and
+    stops at a last line cut short: what a crash left half-written.
     """
     index: dict[tuple[Any, int], tuple[int, int]] = {}
     offset = 0
@@ -145,7 +146,7 @@ def _index(journal: Path) -> dict[tuple[Any, int], tuple[int, int]]:
                 try:
                     key = _key_decoder.decode(line).sample
                 except msgspec.DecodeError:
-                    break
+                    key = None
                 if key is not None:
                     start = offset + len(_SAMPLE_PREFIX)
                     index[(key.id, key.epoch)] = (start, end - 2 - start)  # drop "}\n"
