@@ -130,3 +130,68 @@ async def test_a_redirect_loop_is_named_as_one():
         await chat.chat_async("hi")
     assert not info.value.retryable
     assert len(hops) == 6
+
+
+COMPLETION = {
+    "id": "c1",
+    "object": "chat.completion",
+    "model": "gpt-test",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "2"}, "finish_reason": "stop"}
+    ],
+    "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+}
+
+
+async def test_secrets_echoed_by_a_gateway_are_never_stored_or_raised(tmp_path):
+    """A gateway that echoes the request's headers in its error bodies: the API key, a
+    custom auth header and base-URL credentials appear in no error, retry note or log."""
+    secrets = ("sk-secret-123456", "tok-custom-987654")
+    calls = []
+
+    def gateway(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        echoed = {"error": {"message": f"bad gateway, you sent {dict(request.headers)}"}}
+        if len(calls) == 1:  # the first sample: one 502, then its retry succeeds
+            return httpx.Response(502, json=echoed)
+        if b"What's 2+2?" in request.content:  # the second sample: refused outright
+            return httpx.Response(400, json=echoed)
+        return httpx.Response(200, json=COMPLETION)
+
+    chat = ve.chat_openai(
+        "gpt-test",
+        base_url="https://gateway.example/v1",
+        api_key="sk-secret-123456",
+        headers={"X-Custom-Auth": "tok-custom-987654"},
+        client=httpx.AsyncClient(transport=httpx.MockTransport(gateway)),
+        retry=ve.Retry(max_attempts=2, backoff=0.001),
+    )
+    data = [{"input": "What's 1+1?", "target": "2"}, {"input": "What's 2+2?", "target": "4"}]
+    task = ve.Task(data, solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
+    await task.eval_async(fail_on_error=False, max_concurrency=1)
+    records = task._state.records
+    said = [str(note.reason) for r in records for note in r.retry_notes]
+    said += [f"{r.error.message} {r.error.traceback}" for r in records if r.error is not None]
+    assert [r.error is None for r in records] == [True, False]
+    assert [r.retries for r in records] == [1, 0]
+    assert any("[redacted]" in text for text in said)
+    stored = [p.read_text(errors="replace") for p in tmp_path.iterdir() if p.is_file()]
+    for secret in secrets:
+        assert not any(secret in text for text in said)
+        assert not any(secret in text for text in stored)
+    with pytest.raises(ve.ProviderError) as info:
+        await chat.chat_async("What's 2+2?")
+    assert "sk-secret-123456" not in str(info.value)
+    assert "sk-secret-123456" not in str(info.value.body)
+    keyless = ve.chat_vllm(
+        "m",
+        base_url="https://alice:hunter2-pw@gateway.example/v1",
+        client=httpx.AsyncClient(transport=httpx.MockTransport(gateway)),
+        retry=ve.Retry(max_attempts=1),
+    )
+    with pytest.raises(ve.ProviderError) as info:
+        await keyless.chat_async("What's 2+2?")
+    token = base64.b64encode(b"alice:hunter2-pw").decode()
+    assert "[redacted]" in str(info.value)
+    assert "hunter2-pw" not in str(info.value)
+    assert token not in str(info.value)

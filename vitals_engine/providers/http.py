@@ -74,6 +74,8 @@ __all__ = ["HttpProvider", "StreamErrorEvent", "StreamReader", "retry_after_seco
 _encoder = msgspec.json.Encoder()
 #: Body keys of a streamed request, dropped when `stream=False` overrides `params`.
 _STREAM_KEYS = frozenset(("stream", "stream_options"))
+#: Header names whose values are credentials.
+_SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|session|password", re.IGNORECASE)
 
 
 def _events(count: int) -> str:
@@ -272,6 +274,7 @@ class HttpProvider(Provider):
                 "yourself."
             )
         self._all_headers: dict[str, str] | None = None
+        self._secret_values: tuple[str, ...] | None = None
 
     @property
     def key_variables(self) -> str:
@@ -368,6 +371,38 @@ class HttpProvider(Provider):
             self._all_headers = headers
         return headers
 
+    def _secrets(self) -> tuple[str, ...]:
+        """What must never be stored or raised: the API key, the values of headers that
+        carry credentials (their tokens too), and the password of base-URL credentials."""
+        found = self._secret_values
+        if found is None:
+            values = {self._api_key}
+            for name, value in self._request_headers().items():
+                if _SECRET_HEADER.search(name):
+                    values.add(value)
+                    values.add(value.rpartition(" ")[2])  # the token of "Bearer <token>"
+            if self._basic_auth is not None:
+                token = self._basic_auth.rpartition(" ")[2]
+                user_pass = base64.b64decode(token).decode("utf-8", "replace")
+                values.update((token, user_pass.partition(":")[2]))
+            found = tuple(sorted((v for v in values if len(v) >= 4), key=len, reverse=True))
+            self._secret_values = found
+        return found
+
+    def _redact(self, exc: ProviderError) -> None:
+        """Take every secret out of an error's message and body, whatever put it there (a
+        gateway echoing the request's headers in its error body, say)."""
+        secrets = self._secrets()
+        if not secrets:
+            return
+        for attr in ("message", "body"):
+            text = getattr(exc, attr)
+            if isinstance(text, str) and any(secret in text for secret in secrets):
+                for secret in secrets:
+                    text = text.replace(secret, "[redacted]")
+                setattr(exc, attr, text)
+        exc.args = (exc.message,)
+
     async def _send(self, pool: TransportPool, request: ChatRequest) -> Turn:
         payload = self.body(request)
         streaming = self.streams(payload)
@@ -392,6 +427,7 @@ class HttpProvider(Provider):
                 )
         except ProviderError as exc:
             exc.provider, exc.model = self.name, self.model
+            self._redact(exc)
             raise
         return msgspec.structs.replace(
             turn,
