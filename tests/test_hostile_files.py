@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from vitals_engine._errors import LogFormatError
+from vitals_engine._errors import ConfigError, LogFormatError
 from vitals_engine.analysis import read_logs
 from vitals_engine.cli import main
 from vitals_engine.log.reader import read_log
+from vitals_engine.viewer.bundle import bundle
 from vitals_engine.viewer.catalog import Catalog
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -110,3 +111,51 @@ def test_listing_manifest_that_is_a_fifo_is_ignored(tmp_path):
     fifo = tmp_path / "listing.json"
     os.mkfifo(fifo)
     assert finishes(lambda: read_listing(tmp_path), fifo) == {}
+
+
+# -- 3. bundle(overwrite=True) over a directory that is not a bundle -------------------------
+
+
+@pytest.fixture
+def log_dir(tmp_path: Path) -> Path:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(FIXTURES / "inspect" / REAL_LOG, logs / REAL_LOG)
+    return logs
+
+
+def test_bundle_overwrite_replaces_an_earlier_bundle(log_dir, tmp_path):
+    """overwrite=True replaces a directory holding a bundle, its stale files gone."""
+    site = tmp_path / "site"
+    bundle(log_dir, site)
+    (site / "api" / "stale.json").write_text("{}")
+    assert bundle(log_dir, site, overwrite=True) == site
+    assert (site / "index.html").is_file()
+    assert (site / "logs" / REAL_LOG).is_file()
+    assert not (site / "api" / "stale.json").exists()
+
+
+def test_bundle_overwrite_refuses_a_directory_that_is_not_a_bundle(log_dir, tmp_path):
+    """overwrite=True never deletes a directory of other things (or a file)."""
+    precious = tmp_path / "thesis"
+    precious.mkdir()
+    (precious / "chapter1.tex").write_text("years of work")
+    (precious / "index.html").write_text("<p>my homepage</p>")
+    with pytest.raises(ConfigError, match=r"'.*thesis' is not a bundle.*won't be deleted"):
+        bundle(log_dir, precious, overwrite=True)
+    assert (precious / "chapter1.tex").read_text() == "years of work"
+    assert (precious / "index.html").read_text() == "<p>my homepage</p>"
+    assert sorted(p.name for p in precious.iterdir()) == ["chapter1.tex", "index.html"]
+    notes = tmp_path / "notes.txt"
+    notes.write_text("keep me")
+    with pytest.raises(ConfigError, match=r"'.*notes\.txt' is not a bundle.*won't be deleted"):
+        bundle(log_dir, notes, overwrite=True)
+    assert notes.read_text() == "keep me"
+
+
+def test_bundle_overwrite_fills_an_empty_directory(log_dir, tmp_path):
+    """An empty directory holds nothing to lose: overwrite=True writes the bundle there."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert bundle(log_dir, empty, overwrite=True) == empty
+    assert (empty / "index.html").is_file()
