@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import vitals_engine as ve
 from vitals_engine._errors import ConfigError, LogFormatError
 from vitals_engine.analysis import read_logs
 from vitals_engine.cli import main
@@ -159,3 +160,42 @@ def test_bundle_overwrite_fills_an_empty_directory(log_dir, tmp_path):
     empty.mkdir()
     assert bundle(log_dir, empty, overwrite=True) == empty
     assert (empty / "index.html").is_file()
+
+
+# -- 4. the log cannot be written --------------------------------------------------------------
+
+
+def _blocked_dir(tmp_path: Path) -> Path:
+    """A log directory that cannot be made: its parent is a regular file."""
+    (tmp_path / "a-file").write_text("not a directory")
+    return tmp_path / "a-file" / "logs"
+
+
+def _task(dir: Path) -> ve.Task:
+    return ve.Task(
+        [{"input": "What's 2+2?", "target": "4"}],
+        solver=ve.generate(ve.chat_mock()),
+        scorer=ve.detect_includes(),
+        dir=dir,
+    )
+
+
+@pytest.mark.anyio
+async def test_eval_into_an_unwritable_log_dir_raises_log_write_error(tmp_path):
+    """A log directory that cannot be written is a LogWriteError naming it, not an
+    ExceptionGroup of OSErrors."""
+    blocked = _blocked_dir(tmp_path)
+    with pytest.raises(ve.LogWriteError, match=r"a-file/logs.*cannot write the log") as info:
+        await _task(blocked).eval_async()
+    assert isinstance(info.value, ve.VitalsError)
+    assert not isinstance(info.value, BaseExceptionGroup)
+    assert str(blocked) in str(info.value.path)
+
+
+@pytest.mark.anyio
+async def test_task_log_into_an_unwritable_dir_raises_log_write_error(tmp_path):
+    """task.log(dir) into a directory that cannot be made is a LogWriteError."""
+    task = _task(tmp_path / "logs")
+    await task.eval_async()
+    with pytest.raises(ve.LogWriteError, match="cannot write the log"):
+        task.log(_blocked_dir(tmp_path))
