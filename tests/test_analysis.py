@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 
@@ -30,6 +31,7 @@ ROW_COLUMNS = [
     "input",
     "target",
     "result",
+    "error",
 ]
 
 # log file -> rows: every fixture log; manifests and the JSON schema are skipped
@@ -148,12 +150,47 @@ def test_read_logs_of_a_missing_directory(tmp_path):
         read_logs(log)
 
 
-def test_read_logs_reports_a_corrupt_log(tmp_path):
-    """A truncated log in the directory fails naming it, rather than being skipped."""
-    data = (FIXTURES / "inspect" / "2025-01-01T00-00-00+00-00_demo-task_T1.json").read_bytes()
+def test_read_logs_skips_a_corrupt_log_with_a_warning(tmp_path, caplog):
+    """A truncated log is skipped, warned about and named in the `error` column."""
+    caplog.set_level(logging.WARNING, logger="vitals_engine")
+    good = "2025-01-01T00-00-00+00-00_demo-task_T1.json"
+    data = (FIXTURES / "inspect" / good).read_bytes()
+    shutil.copy(FIXTURES / "inspect" / good, tmp_path / good)
     (tmp_path / "cut.json").write_bytes(data[:-40])
-    with pytest.raises(LogFormatError, match=r"cut\.json: cannot read the log"):
-        read_logs(tmp_path)
+    for light in (True, False):
+        frame = read_logs(tmp_path, header_only_where_possible=light)
+        assert frame.columns == ROW_COLUMNS
+        readable = frame.filter(pl.col("error").is_null())
+        assert set(readable["log"]) == {good}
+        assert readable.height == 2
+        skipped = frame.filter(pl.col("error").is_not_null())
+        assert skipped["log"].to_list() == ["cut.json"]
+        assert skipped["error"].str.contains(r"cut\.json: cannot read the log").all()
+        assert skipped.drop("log", "error").null_count().row(0) == (1,) * (len(ROW_COLUMNS) - 2)
+        assert frame["target"].dtype == pl.String
+    warnings = [r for r in caplog.records if "skipped a log" in r.getMessage()]
+    assert len(warnings) == 2
+    assert "cut.json" in warnings[0].getMessage()
+    assert "cannot read the log" in warnings[0].getMessage()
+
+
+def test_read_logs_skips_a_log_it_may_not_read(tmp_path, caplog, monkeypatch):
+    """A log the OS refuses to read (permissions) is skipped, not an error, and named."""
+    caplog.set_level(logging.WARNING, logger="vitals_engine")
+    locked = tmp_path / "locked.json"
+    shutil.copy(FIXTURES / "inspect" / "2025-01-01T00-00-00+00-00_demo-task_T1.json", locked)
+    read_bytes = Path.read_bytes
+
+    def refuse(self: Path) -> bytes:
+        if self.name == locked.name:
+            raise PermissionError(13, "Permission denied", str(self))
+        return read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    frame = read_logs(tmp_path)
+    assert frame["log"].to_list() == ["locked.json"]
+    assert "Permission denied" in frame["error"][0]
+    assert any("locked.json" in r.getMessage() for r in caplog.records)
 
 
 # -- bind -----------------------------------------------------------------------------------

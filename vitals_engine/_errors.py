@@ -16,7 +16,8 @@ VitalsError
  │    └── MalformedResponse     a body that is not the JSON the provider promised
  ├── ExtractionError        a structured reply that does not validate against its type
  ├── EvalFailedError        more samples failed than `fail_on_error` allows
- └── LogFormatError         a log or journal that cannot be read
+ ├── LogFormatError         a log or journal that cannot be read
+ └── LogWriteError          a log or journal that cannot be written (carries `path`)
 ```
 
 Each error carries what a user needs to act on it (the provider, the model,
@@ -34,6 +35,7 @@ __all__ = [
     "EvalFailedError",
     "ExtractionError",
     "LogFormatError",
+    "LogWriteError",
     "MalformedResponse",
     "MetricError",
     "ProviderError",
@@ -173,3 +175,14 @@ class EvalFailedError(VitalsError):
 
 class LogFormatError(VitalsError):
     """A log or journal cannot be read: the message names the file and the position."""
+
+
+class LogWriteError(VitalsError):
+    """A log, journal or listing cannot be written: the message names the file and why.
+
+    `path` is the file that could not be written; the OS error is the `__cause__`.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path

@@ -18,6 +18,7 @@ import msgspec
 import polars as pl
 
 from ._errors import ConfigError, LogFormatError
+from ._logging import log
 from .log import schema as s
 from .log.decoding import NotALogError, decode_json
 from .log.eval_reader import eval_summaries
@@ -35,7 +36,7 @@ __all__ = ["bind", "read_logs"]
 _MANIFESTS = {"listing.json", "logs.json", "eval-set.json"}
 
 _LOG_COLUMNS = ["log", "task", "model", "run_id", "status"]
-_ROW_COLUMNS = ["id", "epoch", "score", "scorer", "input", "target", "result"]
+_ROW_COLUMNS = ["id", "epoch", "score", "scorer", "input", "target", "result", "error"]
 
 
 # -- a light read of .json logs: what a row needs, nothing of chats or events -------------
@@ -103,19 +104,33 @@ class _Rows:
             ("input", _input_text(sample.input)),
             ("target", sample.target),
             ("result", result),
+            ("error", None),
         ):
             cols[key].append(value)
+
+    def skipped(self, path: Path, error: str) -> None:
+        """A row for a log that could not be read: its name and why, nothing else."""
+        for key, column in self.columns.items():
+            column.append(path.name if key == "log" else error if key == "error" else None)
+
+    def height(self) -> int:
+        return len(self.columns["log"])
+
+    def truncate(self, height: int) -> None:
+        """Drop the rows added after `height` (those of a log that failed halfway)."""
+        for column in self.columns.values():
+            del column[height:]
 
     def frame(self) -> pl.DataFrame:
         cols = self.columns
         ids = cols["id"]
         targets = cols["target"]
-        if all(isinstance(t, str) for t in targets):
+        if all(isinstance(t, str | None) for t in targets):
             target = pl.Series("target", targets, dtype=pl.String)
         else:
             target = pl.Series(
                 "target",
-                [t if isinstance(t, list) else [t] for t in targets],
+                [t if isinstance(t, list | None) else [t] for t in targets],
                 dtype=pl.List(pl.String),
             )
         series = [
@@ -126,14 +141,15 @@ class _Rows:
                 *series,
                 pl.Series("status", cols["status"], dtype=pl.String),
                 pl.Series("id", ids, dtype=pl.Int64)
-                if all(isinstance(i, int) for i in ids)
-                else pl.Series("id", [str(i) for i in ids], dtype=pl.String),
+                if all(isinstance(i, int | None) for i in ids)
+                else pl.Series("id", [None if i is None else str(i) for i in ids], dtype=pl.String),
                 pl.Series("epoch", cols["epoch"], dtype=pl.Int64),
                 score_series(cols["score"]),
                 pl.Series("scorer", cols["scorer"], dtype=pl.String),
                 pl.Series("input", cols["input"], dtype=pl.String),
                 target,
                 pl.Series("result", cols["result"], dtype=pl.String),
+                pl.Series("error", cols["error"], dtype=pl.String),
             ]
         )
 
@@ -207,10 +223,18 @@ def read_logs(dir: str | Path, header_only_where_possible: bool = True) -> pl.Da
     `.eval` logs; skips viewer manifests (`listing.json`, `logs.json`) and JSON
     files that are not logs. Columns: `log` (file name), `task`, `model`,
     `run_id`, `status`, `id`, `epoch`, `score`, `scorer`, `input`, `target`,
-    `result`. With `header_only_where_possible` (the default) `.eval` logs are
-    read from their sample summaries and `.json` logs without their chats,
-    which is much faster; `result` then comes from the score's answer for
-    `.eval` logs.
+    `result`, `error`.
+
+    A log that cannot be read (corrupt, truncated, not permitted) does not
+    stop the others: it is skipped with a warning on the `vitals_engine`
+    logger and stands in the frame as one row with only `log` and `error`
+    (why it was skipped) set; `error` is null on every sample's row, so
+    `df.filter(pl.col("error").is_null())` keeps the samples alone.
+
+    With `header_only_where_possible` (the default) `.eval` logs are read
+    from their sample summaries and `.json` logs without their chats, which
+    is much faster; `result` then comes from the score's answer for `.eval`
+    logs.
 
     Example:
         >>> df = read_logs("logs")
@@ -223,12 +247,21 @@ def read_logs(dir: str | Path, header_only_where_possible: bool = True) -> pl.Da
         raise LogFormatError(f"{root} is a file, not a directory; read_log() reads one log.")
     rows = _Rows()
     for path in _log_files(root):
+        height = rows.height()
         try:
             _add_log(rows, path, header_only_where_possible)
         except NotALogError:
+            rows.truncate(height)
             continue  # some other JSON file
-        except OSError as exc:
-            raise LogFormatError(f"{path}: cannot read the log: {exc}.") from None
+        except (LogFormatError, OSError) as exc:
+            rows.truncate(height)
+            error = (
+                str(exc)
+                if isinstance(exc, LogFormatError)
+                else f"{path}: cannot read the log: {exc}."
+            )
+            log.warning("skipped a log that cannot be read", path=str(path), error=error)
+            rows.skipped(path, error)
     return rows.frame()
 
 

@@ -240,7 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bundle.add_argument("--output-dir", metavar="DIR", help="where to write the site")
     bundle.add_argument(
-        "--overwrite", action="store_true", help="replace the output directory if it exists"
+        "--overwrite",
+        action="store_true",
+        help="replace the output directory if it is an earlier bundle",
     )
     _add_debug(bundle)
     bundle.set_defaults(handler=run_bundle)

@@ -1,7 +1,8 @@
 """Which reader reads which log: the dispatch on the suffix (`.json`, `.eval`, `.journal`).
 
-Invariant: whatever goes wrong with the file (missing, a directory, an
-unknown suffix, an OS error, a damaged log) raises `LogFormatError` naming it.
+Invariant: whatever goes wrong with the file (missing, a directory, not a
+regular file such as a FIFO, an unknown suffix, an OS error, a damaged log)
+raises `LogFormatError` naming it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ def read_parts(
         raise LogFormatError(f"{path}: the log does not exist.")
     if path.is_dir():
         raise LogFormatError(f"{path} is a directory, not a log; read_logs() reads directories.")
+    if not path.is_file():
+        # a FIFO, socket or device: opening or reading it could block forever
+        raise LogFormatError(f"{path}: not a regular file, so not a log.")
     suffix = path.suffix.lower()
     try:
         if suffix == ".journal":

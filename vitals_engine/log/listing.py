@@ -63,8 +63,11 @@ def _locked(directory: Path) -> Iterator[None]:
 
 def read_listing(directory: Path) -> dict[str, Any]:
     """The listing of `directory` ({} if there is none or it cannot be read)."""
+    path = directory / LISTING
+    if not path.is_file():
+        return {}  # none, or a FIFO or device that reading could block on
     try:
-        data = msgspec.json.decode((directory / LISTING).read_bytes())
+        data = msgspec.json.decode(path.read_bytes())
     except (OSError, msgspec.DecodeError):
         return {}
     return data if isinstance(data, dict) else {}

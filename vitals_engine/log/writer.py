@@ -21,6 +21,7 @@ A run killed before step 3 leaves its journal: `read_log()` reads it and
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import os
@@ -38,6 +39,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 
+from .._errors import LogWriteError
 from . import schema as s
 from .atomic import replace_atomically
 from .journal_format import (
@@ -107,9 +109,20 @@ def log_file_name(created: float, task: str, log_id: str, ext: str = "json") -> 
     return f"{stamp.replace(':', '-')}_{clean_task_name(task)}_{log_id}.{ext}"
 
 
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Turn an OS error while writing `path` (or its folder) into a `LogWriteError`."""
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise LogWriteError(f"{path}: cannot write the log: {reason}.", path=str(path)) from exc
+
+
 def write_json_log(path: Path, log: s.EvalLog) -> Path:
     """Write a whole `log` (header and samples) as JSON to `path`, atomically."""
-    return replace_atomically(path, lambda fh: fh.write(s.encoder.encode(log)), ".json")
+    with writing(path):
+        return replace_atomically(path, lambda fh: fh.write(s.encoder.encode(log)), ".json")
 
 
 # -- composing the final log from a journal ------------------------------------------------
@@ -329,6 +342,10 @@ class LogWriter:
         self.finalized = False
 
     def _open(self) -> None:
+        with writing(self.journal):
+            self._open_journal()
+
+    def _open_journal(self) -> None:
         self.journal.parent.mkdir(parents=True, exist_ok=True)
         if self._resume and self.journal.exists():
             damage = read_journal(self.journal).damage
@@ -353,7 +370,7 @@ class LogWriter:
             self._wake.set()
 
     def _append(self, lines: list[tuple[bytes, tuple[Any, int] | None]], sync: bool) -> None:
-        with self.journal.open("ab") as fh:
+        with writing(self.journal), self.journal.open("ab") as fh:
             fh.write(b"".join(line for line, _ in lines))
             fh.flush()
             if sync:
@@ -404,8 +421,9 @@ class LogWriter:
         if target.suffix != self.path.suffix:
             target = target.with_suffix(self.path.suffix)
         self._append([(encode_header(header), None)], sync=True)
-        compose_final(self.journal, target, header, self.order, self._index)
-        update_listing(target.parent, target.name, header)
-        self.journal.unlink(missing_ok=True)
+        with writing(target):
+            compose_final(self.journal, target, header, self.order, self._index)
+            update_listing(target.parent, target.name, header)
+            self.journal.unlink(missing_ok=True)
         self.finalized = True
         return target

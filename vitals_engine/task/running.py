@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from .._errors import ConfigError, EvalFailedError, VitalsError
+from .._errors import ConfigError, EvalFailedError, LogWriteError, VitalsError
 from ..dataset import expand_epochs
 from ..engine.run import LiveTexts, Run
 from ..frames import records_frame
@@ -140,9 +140,14 @@ async def run_task(
             started = record.result is not None or record.error is not None
             if started and record.key not in logged_keys:
                 writer.add(compose_sample(record, scorer))
-        await writer.close()
-        if records:
-            finalize_log(setup, state, writer)
+        try:
+            await writer.close()
+            if records:
+                finalize_log(setup, state, writer)
+        except LogWriteError:
+            if not isinstance(error, LogWriteError):
+                raise
+            # the log could not be written to begin with: that is the error to report
         if error is not exc:
             raise error from None
         raise

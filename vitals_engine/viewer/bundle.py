@@ -66,6 +66,19 @@ def _build(catalog: Catalog, out: Path) -> None:
                 _write(out / api.sample_path(relative, row["id"], row["epoch"]), sample)
 
 
+def _is_bundle(path: Path) -> bool:
+    """Whether `path` is a directory an earlier `bundle()` wrote (or an empty one)."""
+    if not path.is_dir():
+        return False
+    if not any(path.iterdir()):
+        return True  # nothing in it to lose
+    return (
+        (path / "index.html").is_file()
+        and (path / "assets").is_dir()
+        and (path / "api" / "logs.json").is_file()
+    )
+
+
 def bundle(
     log_dir: str | os.PathLike[str] | None = None,
     output_dir: str | os.PathLike[str] | None = None,
@@ -78,8 +91,13 @@ def bundle(
     static web server (`python -m http.server -d <output_dir>`, GitHub
     Pages, S3). Returns `output_dir`.
 
+    `overwrite=True` replaces only an earlier bundle (a directory holding
+    `index.html`, `assets/` and `api/logs.json`) or an empty directory: any
+    other directory or file is left alone.
+
     Raises `ConfigError` when `log_dir` does not exist, holds no logs, or
-    `output_dir` exists and `overwrite` is False (or would hold `log_dir`).
+    `output_dir` exists and `overwrite` is False, or it is not a bundle (or
+    would hold `log_dir`).
 
     Example:
         >>> bundle("logs", "site")
@@ -106,15 +124,17 @@ def bundle(
         raise ConfigError(
             f"'{out}' holds the log directory '{source}'; choose another output directory."
         )
+    if resolved.exists() and not _is_bundle(resolved):
+        raise ConfigError(
+            f"'{out}' is not a bundle (no index.html, assets/ and api/logs.json), so it won't "
+            "be deleted to make way for one; choose another output directory."
+        )
     resolved.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".vitals-bundle-", dir=resolved.parent))
     try:
         _build(catalog, staging)
         if resolved.exists():
-            if resolved.is_dir() and not resolved.is_symlink():
-                shutil.rmtree(resolved)
-            else:
-                resolved.unlink()
+            shutil.rmtree(resolved)  # an earlier bundle (checked above)
         staging.chmod(0o755)
         staging.rename(resolved)
     except BaseException:

@@ -14,6 +14,7 @@ import base64
 import binascii
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,7 +142,8 @@ def log_files(root: Path) -> Iterator[LogFile]:
     """The logs under `root` (resolved), recursively, sorted by relative path.
 
     Hidden files and folders (temporary files of atomic writes) are left out,
-    and so are symlinks that lead outside `root`, manifests, and journals
+    and so are symlinks that lead outside `root`, what is not a regular file
+    (a FIFO named `x.json` would block a read), manifests, and journals
     whose run has finished (their final log holds the same samples).
 
     Example:
@@ -166,6 +168,8 @@ def log_files(root: Path) -> Iterator[LogFile]:
                 st = path.stat()
             except OSError:
                 continue  # removed while we looked
+            if not stat.S_ISREG(st.st_mode):
+                continue  # a FIFO or device named like a log: reading it could block
             if name.endswith(JOURNAL_SUFFIX) and final_log_of(path) is not None:
                 continue
             found.append(
