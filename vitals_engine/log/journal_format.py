@@ -225,9 +225,7 @@ def read_journal(path: str | Path) -> JournalContents:
     with bulk_objects():
         header, samples, damage, skipped = _read_records(data, len(first) + 1, start.header)
     for bad in skipped:
-        log.warning(
-            f"{path}: skipped a damaged journal line, {bad}; the records after it are read"
-        )
+        log.warning(f"{path}: skipped a damaged journal line, {bad}; the records after it are read")
     return JournalContents(_no_samples(header), samples, damage, tuple(skipped))
 
 
