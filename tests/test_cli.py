@@ -478,6 +478,19 @@ def test_view_defaults_to_vitals_log_dir(tmp_path, monkeypatch, viewer):
     ]
 
 
+def test_view_on_all_interfaces_warns_that_the_logs_are_open(tmp_path, monkeypatch, capsys):
+    """`vitals view --host 0.0.0.0` serves (here stopped at once instead of blocking) and says
+    on stderr that the viewer is reachable from the network, without its Host-header check."""
+    server = importlib.import_module("vitals_engine.viewer.server")
+    monkeypatch.setattr(server.ViewServer, "wait", server.ViewServer.stop)
+    assert main(["view", str(tmp_path), "--host", "0.0.0.0"]) == 0
+    captured = capsys.readouterr()
+    assert "Viewer running at http://0.0.0.0:" in captured.out
+    assert "0.0.0.0" in captured.err
+    assert "network" in captured.err
+    assert "Host-header check" in captured.err
+
+
 def test_view_missing_dir_exits_2(tmp_path, viewer, capsys):
     """`view` on a directory that does not exist exits 2 without starting a server."""
     assert main(["view", str(tmp_path / "absent")]) == 2

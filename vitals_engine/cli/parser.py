@@ -223,7 +223,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=formatter,
     )
     view.add_argument("dir", nargs="?", metavar="DIR", help="default: VITALS_LOG_DIR, else ./logs")
-    view.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
+    view.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="default: 127.0.0.1; another address (0.0.0.0) opens the logs to the network",
+    )
     view.add_argument("--port", type=_port, metavar="N", help="default: a free port")
     _add_debug(view)
     view.set_defaults(handler=run_view)

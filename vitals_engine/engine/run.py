@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence, Sized
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -169,7 +169,7 @@ class Run:
         limits: Limits | None = None,
         retry: Retry | None = None,
         clock: Clock | None = None,
-        total: int = 0,
+        total: int | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         live: LiveTexts | None = None,
     ) -> None:
@@ -185,7 +185,9 @@ class Run:
         self.retry = retry or Retry()
         self.started_at: float | None = None
         self.completed_at: float | None = None
-        self.total = total
+        self.total = total or 0
+        #: How many records the run has, when known (caps the workers started).
+        self._count = total
         self.done = 0
         self.failed = 0
         self.retries = 0
@@ -390,16 +392,26 @@ class Run:
         solve_stage = self.solve_one if solver is not None else None
         per_sample_score = scorer is not None and not scorer.is_batch
         score_stage = self.score_one if per_sample_score else None
+        # How many records there are, when known: no stage needs more workers than that.
+        count = len(records) if isinstance(records, Sized) else self._count
         if scorer is not None and scorer.is_batch:
             await Supervisor(
-                solve=solve_stage, score=None, sink=_ignore, concurrency=self.concurrency
+                solve=solve_stage,
+                score=None,
+                sink=_ignore,
+                concurrency=self.concurrency,
+                total=count,
             ).run(records)
             await self.score_batch(list(records))
             for record in records:
                 await sink(record)
         else:
             await Supervisor(
-                solve=solve_stage, score=score_stage, sink=sink, concurrency=self.concurrency
+                solve=solve_stage,
+                score=score_stage,
+                sink=sink,
+                concurrency=self.concurrency,
+                total=count,
             ).run(records)
 
 

@@ -47,6 +47,9 @@ Sink = Callable[[SampleRecord], Awaitable[None]]
 class Supervisor:
     """Run records through an optional solve stage and an optional score stage into a sink.
 
+    `total`, when known, is how many records there are: no stage starts more
+    workers than that, however high `concurrency` is.
+
     Example:
         >>> sup = Supervisor(solve=solve_one, score=score_one, sink=collect, concurrency=100)
         >>> await sup.run(records)
@@ -60,12 +63,15 @@ class Supervisor:
         sink: Sink,
         concurrency: int,
         score_concurrency: int | None = None,
+        total: int | None = None,
     ) -> None:
         self.solve = solve
         self.score = score
         self.sink = sink
-        self.concurrency = max(1, concurrency)
-        self.score_concurrency = max(1, score_concurrency or concurrency)
+        # No stage needs more workers (or seats, or stream buffer) than there are records.
+        cap = max(1, total) if total is not None else None
+        self.concurrency = _at_most(max(1, concurrency), cap)
+        self.score_concurrency = _at_most(max(1, score_concurrency or concurrency), cap)
 
     async def run(self, records: Iterable[SampleRecord]) -> None:
         source = iter(records)
@@ -147,6 +153,10 @@ class Supervisor:
     ) -> None:
         # A stage that never awaits must still let the other workers run: checkpoint.
         await _work(seat, _pull(source), fn, self.sink, checkpoint=True)
+
+
+def _at_most(count: int, cap: int | None) -> int:
+    return count if cap is None else min(count, cap)
 
 
 Next = Callable[[], Awaitable[SampleRecord | None]]

@@ -81,8 +81,13 @@ class Limits:
     def __post_init__(self) -> None:
         for name in ("max_concurrency", "rpm", "tpm"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or value <= 0):
-                raise ConfigError(f"Limits({name}={value!r}) must be a positive number or None.")
+            if value is not None and (
+                isinstance(value, bool) or not math.isfinite(value) or value <= 0
+            ):
+                raise ConfigError(
+                    f"Limits({name}={value!r}) must be a positive finite number, "
+                    "or None for no limit."
+                )
 
     def over(self, defaults: Limits | None) -> Limits:
         """These limits, with what they leave unset taken from `defaults`."""

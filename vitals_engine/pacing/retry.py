@@ -9,6 +9,7 @@ at once.
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -40,12 +41,28 @@ class Retry:
     max_backoff: float = 60.0
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_attempts, bool) or self.max_attempts < 1:
-            raise ConfigError(f"Retry(max_attempts={self.max_attempts!r}) must be at least 1.")
+        attempts = self.max_attempts
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            raise ConfigError(
+                f"Retry(max_attempts={attempts!r}) must be a whole number of at least 1."
+            )
         for name in ("timeout", "sample_timeout"):
             value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ConfigError(f"Retry({name}={value!r}) must be positive or None.")
+            if value is not None and (not _is_number(value) or not 0 < value < math.inf):
+                raise ConfigError(
+                    f"Retry({name}={value!r}) must be a positive finite number of seconds, "
+                    "or None for no limit."
+                )
+        for name in ("backoff", "max_backoff"):
+            value = getattr(self, name)
+            if not _is_number(value) or not 0 <= value < math.inf:
+                raise ConfigError(
+                    f"Retry({name}={value!r}) must be a finite number of seconds, 0 or more."
+                )
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def is_retryable(error: BaseException) -> bool:

@@ -24,6 +24,7 @@ whole attempt (redirects and a streamed body included; 1800 s unless told, None 
 none). `ProviderUnavailable` for connections that fail or drop and for bodies refused.
 A proxy's refusal is `proxies.proxy_refused`: 407 an `AuthenticationError`, 5xx
 `ProviderUnavailable`, naming the proxy. The provider fills in its name and model.
+`ConfigError` for a `Timeouts` made with a limit that is not a positive finite number.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from urllib.parse import urljoin, urlsplit
 
 import anyio
 
-from .._errors import ProviderTimeout
+from .._errors import ConfigError, ProviderTimeout
 
 __all__ = [
     "MAX_REDIRECTS",
@@ -66,7 +67,7 @@ OWN_HEADERS = frozenset(
 class Timeouts:
     """Per-attempt limits, in seconds: to connect, between bytes (or events) read, and for
     the whole attempt, so a server dripping one byte at a time cannot hold it forever
-    (None: no limit).
+    (`total=None`: no deadline). Each is a positive finite number of seconds.
 
     Example:
         >>> chat_anthropic(timeouts=Timeouts(read=120, total=3600))  # long reasoning streams
@@ -75,6 +76,17 @@ class Timeouts:
     connect: float = 10.0
     read: float = 600.0
     total: float | None = 1800.0
+
+    def __post_init__(self) -> None:
+        for name in ("connect", "read", "total"):
+            value = getattr(self, name)
+            if value is None and name == "total":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < inf:
+                raise ConfigError(
+                    f"Timeouts({name}={value!r}) must be a positive finite number of seconds"
+                    + (", or None for no limit." if name == "total" else ".")
+                )
 
 
 @dataclass(frozen=True, slots=True)

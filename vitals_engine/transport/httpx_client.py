@@ -55,11 +55,13 @@ from .proxies import Proxy, proxy_refused
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["CONNECTIONS_PER_SHARD", "MAX_BODY_BYTES", "HttpxTransport"]
+__all__ = ["CONNECTIONS_PER_SHARD", "MAX_BODY_BYTES", "MAX_SHARDS", "HttpxTransport"]
 
 
 #: Connections per httpx client when we shard the pool.
 CONNECTIONS_PER_SHARD = 10
+#: At most this many httpx clients per proxy route: a larger pool puts more connections on each.
+MAX_SHARDS = 64
 
 _WATCHED_WRITE = 64 * 1024  # larger writes listen for an early answer as they go
 
@@ -159,7 +161,7 @@ class HttpxTransport(Adapter):
 
     def _new_shards(self, proxy: Proxy | None) -> _Shards:
         httpx = self._httpx
-        shards = max(1, math.ceil(self._pool_size / CONNECTIONS_PER_SHARD))
+        shards = min(MAX_SHARDS, max(1, math.ceil(self._pool_size / CONNECTIONS_PER_SHARD)))
         per_shard = max(1, math.ceil(self._pool_size / shards))
         limits = httpx.Limits(max_connections=per_shard, max_keepalive_connections=per_shard)
         tls = self._tls_context()

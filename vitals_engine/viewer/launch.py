@@ -59,7 +59,9 @@ def view(
 ) -> ViewServer:
     """Serve the logs of `dir` (default `ve.log_dir()`, else "logs") to a browser.
 
-    Prints `Viewer running at http://host:port`. `port=None` picks a free
+    Prints `Viewer running at http://host:port`; on a host other than loopback
+    (e.g. "0.0.0.0") it also warns, on stderr, that the viewer is reachable from the
+    network and without its Host-header check. `port=None` picks a free
     port. The browser opens when `open_browser` is True, or when it is None
     and a person is at a terminal (not under pytest). With `block=True` the
     call serves until Ctrl-C (which stops the server and is re-raised). With
@@ -91,6 +93,15 @@ def view(
     with _servers_lock:
         _servers[key] = server
     print(f"Viewer running at {server.url}", flush=True)
+    if not server.loopback_only:
+        print(
+            f"Warning: the viewer listens on {host}, so anyone who can reach this machine on "
+            f"the network can read these logs, and the Host-header check that guards a "
+            f"loopback viewer against DNS rebinding is off. Serve on 127.0.0.1 (the default) "
+            f"to keep it to this machine.",
+            file=sys.stderr,
+            flush=True,
+        )
     if open_browser if open_browser is not None else _interactive():
         webbrowser.open(server.url)
     if block and not _in_event_loop_or_notebook():

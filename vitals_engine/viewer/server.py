@@ -105,6 +105,14 @@ def _json_bytes(body: bytes) -> web.Response:
     return web.Response(body=body, content_type="application/json")
 
 
+_BAD_SINCE = "`since` must be a version: a whole number of at most 18 digits."
+
+
+def _is_version(text: str) -> bool:
+    """A `since=` a version can be: ASCII digits, few enough to be cheap to read."""
+    return len(text) <= 18 and text.isascii() and text.isdigit()
+
+
 def _not_found(what: str = "Not found.") -> web.Response:
     return _json({"error": what}, status=404)
 
@@ -155,8 +163,10 @@ class _Handlers:
         try:
             if route.kind == "summaries":
                 since = request.query.get("since", "")
+                if since and not _is_version(since):
+                    return _json({"error": _BAD_SINCE}, status=400)
                 body = await self._run(
-                    self._summaries_json, route.file, int(since) if since.isdigit() else None
+                    self._summaries_json, route.file, int(since) if since else None
                 )
                 return _not_found("No such log.") if body is None else _json_bytes(body)
             if route.kind == "live":
@@ -332,6 +342,12 @@ class ViewServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
 
+    @property
+    def loopback_only(self) -> bool:
+        """Whether the server listens on loopback only, and so refuses foreign Host headers
+        (DNS rebinding); a server on another address answers anyone who can reach it."""
+        return _is_loopback(self.host)
+
     def start(self) -> ViewServer:
         """Start serving in a background thread; returns once the server accepts requests."""
         self._thread.start()
@@ -347,7 +363,7 @@ class ViewServer:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
         executor = ThreadPoolExecutor(4, thread_name_prefix=f"vitals-view-io:{self.port}")
-        app = make_app(self.catalog, executor, check_host=_is_loopback(self.host), poll=self._poll)
+        app = make_app(self.catalog, executor, check_host=self.loopback_only, poll=self._poll)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
         try:
             await runner.setup()
