@@ -152,6 +152,18 @@ class Peer:
         return await anyio.to_thread.run_sync(event.wait, seconds, abandon_on_cancel=True)
 
 
+#: A whole OpenAI chat completion, as a server answers one.
+OPENAI_COMPLETION = {
+    "id": "c1",
+    "object": "chat.completion",
+    "model": "m",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "4"}, "finish_reason": "stop"}
+    ],
+    "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+}
+
+
 def response(
     body: bytes = b'{"ok":true}', status: str = "200 OK", headers: str = "", length: bool = True
 ) -> bytes:

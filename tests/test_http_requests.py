@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 import vitals_engine as ve
+from tests.netservers import OPENAI_COMPLETION
 
 pytestmark = pytest.mark.anyio
 
@@ -132,17 +133,6 @@ async def test_a_redirect_loop_is_named_as_one():
     assert len(hops) == 6
 
 
-COMPLETION = {
-    "id": "c1",
-    "object": "chat.completion",
-    "model": "gpt-test",
-    "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "2"}, "finish_reason": "stop"}
-    ],
-    "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
-}
-
-
 async def test_secrets_echoed_by_a_gateway_are_never_stored_or_raised(tmp_path):
     """A gateway that echoes the request's headers in its error bodies: the API key, a
     custom auth header and base-URL credentials appear in no error, retry note or log."""
@@ -156,7 +146,7 @@ async def test_secrets_echoed_by_a_gateway_are_never_stored_or_raised(tmp_path):
             return httpx.Response(502, json=echoed)
         if b"What's 2+2?" in request.content:  # the second sample: refused outright
             return httpx.Response(400, json=echoed)
-        return httpx.Response(200, json=COMPLETION)
+        return httpx.Response(200, json=OPENAI_COMPLETION)
 
     chat = ve.chat_openai(
         "gpt-test",

@@ -23,6 +23,7 @@ import pytest
 
 import vitals_engine as ve
 from tests.netservers import (
+    OPENAI_COMPLETION,
     Peer,
     Request,
     Route,
@@ -540,17 +541,7 @@ async def test_redirect_loop_stops_after_max_redirects(kind, servers):
 
 # -- credentials -------------------------------------------------------------------------------
 
-COMPLETION = json.dumps(
-    {
-        "id": "c1",
-        "object": "chat.completion",
-        "model": "m",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": "4"}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
-    }
-).encode()
+COMPLETION = json.dumps(OPENAI_COMPLETION).encode()
 
 
 async def test_url_credentials_reach_the_server_as_basic_auth(kind, servers, monkeypatch):
