@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import io
 import itertools
+import threading
 
 import anyio
 import pytest
@@ -315,3 +316,28 @@ async def test_endpoint_pause_with_a_virtual_clock():
     assert calls[0] == ("a", 0.0)
     assert all(when >= 10 for _, when in calls[1:])
     assert sorted(p for p, _ in calls[1:]) == ["a", "b"]
+
+
+async def test_sample_timeout_applies_to_a_blocked_sync_solver(tmp_path):
+    """A synchronous solver that blocks past sample_timeout is recorded as timed out and
+    the run stops waiting for it; the other samples finish."""
+    released = threading.Event()
+
+    def solver(input: str) -> str:
+        if input.startswith("What's 0+0"):
+            released.wait(60)  # blocks far past the sample_timeout, until the test ends
+        return input
+
+    task = ve.Task(sums(3), solver=solver, scorer=ve.detect_includes(), dir=tmp_path)
+    try:
+        with anyio.fail_after(30):
+            await task.eval_async(
+                max_concurrency=3, fail_on_error=1, retry=ve.Retry(sample_timeout=0.3)
+            )
+    finally:
+        released.set()
+    errors = task.get_samples()["error"].to_list()
+    assert errors[0] == (
+        "SampleTimeout while solving: the sample took longer than its sample_timeout of 0.3s"
+    )
+    assert errors[1:] == [None, None]

@@ -186,8 +186,10 @@ async def _invoke(
 ) -> Any:
     if spec.is_async:
         return await spec.fn(*args, **kwargs)
+    # A thread cannot be stopped: past its sample_timeout (or when the run is cancelled)
+    # the sample stops waiting for it, and the thread finishes on its own.
     value = await anyio.to_thread.run_sync(
-        functools.partial(spec.fn, *args, **kwargs), limiter=limiter
+        functools.partial(spec.fn, *args, **kwargs), limiter=limiter, abandon_on_cancel=True
     )
     if inspect.isawaitable(value):
         value = await value
