@@ -3,6 +3,7 @@
 ```
 VitalsError
  ├── ConfigError            a wrong argument: unknown keyword, bad epochs, bad option
+ │    └── JournalInUseError     resuming a journal another run still writes (names the pid)
  ├── DatasetError           a dataset that cannot be read or lacks input/target
  ├── TaskStateError         a step run out of order (score() before solve() ...)
  ├── SolverError            a solver broke its contract (wrong return shape ...)
@@ -34,6 +35,7 @@ __all__ = [
     "DatasetError",
     "EvalFailedError",
     "ExtractionError",
+    "JournalInUseError",
     "LogFormatError",
     "LogWriteError",
     "MalformedResponse",
@@ -182,6 +184,15 @@ class LogWriteError(VitalsError):
 
     `path` is the file that could not be written; the OS error is the `__cause__`.
     """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class JournalInUseError(ConfigError):
+    """A run's journal is locked by another run still writing it: the message says which
+    process (pid, host, since when). `path` is the journal."""
 
     def __init__(self, message: str, *, path: str) -> None:
         super().__init__(message)

@@ -86,6 +86,7 @@ def run_eval(args: argparse.Namespace) -> int:
             "progress": False if args.no_progress else None,
             "log_format": args.log_format,
             "resume": args.resume,
+            "resume_anyway": args.resume_anyway,
         }
         outcomes: list[_Outcome] = []
         debug = bool(getattr(args, "debug", False))

@@ -54,6 +54,7 @@ Examples:
   vitals eval evals/suite.py --fail-on-error 0.05 --log-dir runs/today
   vitals eval evals/suite.py --log-format eval --no-progress
   vitals eval evals/suite.py --resume                  continue the newest unfinished run
+  vitals eval evals/suite.py --resume --resume-anyway   ... even after changing the model
   vitals eval evals/suite.py --resume logs/2026-01-14T16-19-11-00-00_suite_abc.journal
 
 Exit codes: 0 success, 1 samples failed beyond --fail-on-error (the log is
@@ -191,6 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="LOG",
         help="continue an unfinished run: the newest journal of the task, or this journal or log",
+    )
+    run.add_argument(
+        "--resume-anyway",
+        action="store_true",
+        help="with --resume: go on even if the solver, scorer or model changed, keeping the "
+        "samples that still match",
     )
     run.add_argument(
         "--fail-on-error",

@@ -26,10 +26,17 @@ def _create_beside(path: Path, suffix: str) -> tuple[int, Path]:
 
 
 def replace_atomically(
-    path: Path, write: Callable[[BinaryIO], object], suffix: str, *, sync: bool = True
+    path: Path,
+    write: Callable[[BinaryIO], object],
+    suffix: str,
+    *,
+    sync: bool = True,
+    check: Callable[[Path], object] | None = None,
 ) -> Path:
     """Write `path` through `write(fh)` on a temporary file beside it, fsync it (unless
     `sync=False`), and move it into place: readers see the old file or the new, never half.
+    `check(temporary path)`, when given, reads the new file back first; if it raises,
+    nothing is replaced.
 
     Example:
         >>> replace_atomically(Path("logs/listing.json"), lambda fh: fh.write(b"{}"), ".json")
@@ -42,6 +49,8 @@ def replace_atomically(
             fh.flush()
             if sync:
                 os.fsync(fh.fileno())
+        if check is not None:
+            check(tmp)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -16,7 +16,7 @@ from . import schema as s
 from .events import ChatLog, sample_events
 from .messages import chat_messages, model_usage, stop_reason, to_builtins
 
-__all__ = ["RunHeader", "compose_header", "compose_sample", "iso_time"]
+__all__ = ["RunHeader", "compose_header", "compose_sample", "iso_time", "logged_input"]
 
 
 _LOCAL = datetime.now().astimezone().tzinfo
@@ -33,7 +33,8 @@ def _model_id(chat: Chat | None) -> str | None:
     return chat.provider.model_id if chat is not None else None
 
 
-def _input(value: Any) -> str | list[s.ChatMessage]:
+def logged_input(value: Any) -> str | list[s.ChatMessage]:
+    """A dataset row's input as a log records it."""
     if isinstance(value, str):
         return value
     if isinstance(value, list) and all(hasattr(v, "__struct_fields__") for v in value):
@@ -145,7 +146,7 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
     return s.EvalSample(
         id=sample.id,
         epoch=sample.epoch,
-        input=_input(sample.input),
+        input=logged_input(sample.input),
         target=sample.target,
         messages=messages,
         output=output,

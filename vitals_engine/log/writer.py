@@ -2,20 +2,25 @@
 
 The writer is the only actor that touches a run's files:
 
-1. When a run starts it opens the journal (`journal_format.py`) beside the
+1. When a run starts it locks the journal (`journal_lock.py`: a second run
+   resuming it is refused, told which process holds it), opens it beside the
    final log and writes the start record.
-2. Each finished sample arrives already encoded (`add()`, called by the
-   run's sink; the work per sample is that sample's encoding, never the
-   log's size). The writer actor appends what has arrived in batches, at
-   least once a second, in a worker thread so the event loop never waits on
-   the disk. A sample is on disk within about a second of finishing.
-3. When the run ends (success, failure or cancellation) the writer appends
+2. Each finished sample arrives already composed (`add()`, called by the
+   run's sink) and is handed to the operating system at once, in the same
+   event-loop turn: a killed process loses no finished sample, since the page
+   cache outlives it. The actor fsyncs the journal at most once a second, in a
+   worker thread, so a power cut costs at most about a second of samples.
+3. A write or fsync that fails cuts the journal back to its last whole (or,
+   after a failed fsync, last synced) record, keeps the lines it could not
+   write, and stops the run with a `LogWriteError`; closing tries them again.
+4. When the run ends (success, failure or cancellation) the writer appends
    the final header, fsyncs the journal, composes the final log from it
    (`.json`, or `.eval`: a zip of header.json, samples/, summaries.json and
-   reductions.json), moves it into place atomically, updates the directory's
-   `listing.json`, and only then removes the journal.
+   reductions.json), checking each sample it copies, has the caller read the
+   new file back, moves it into place atomically, updates the directory's
+   `listing.json`, and only then removes the journal and its lock.
 
-A run killed before step 3 leaves its journal: `read_log()` reads it and
+A run killed before step 4 leaves its journal: `read_log()` reads it and
 `eval(resume=...)` continues it.
 """
 
@@ -49,6 +54,7 @@ from .journal_format import (
     journal_path,
     read_journal,
 )
+from .journal_lock import JournalLock
 from .listing import update_listing
 
 __all__ = [
@@ -87,9 +93,11 @@ def sample_member_name(sample_id: int | str, epoch: int) -> str:
     return f"samples/{encoded}_epoch_{epoch}.json"
 
 
-#: Flush the journal at least this often (seconds), and whenever this many samples wait.
-FLUSH_EVERY = 1.0
-FLUSH_BATCH = 512
+#: fsync the journal at most this often (seconds); every line reaches the OS at once.
+SYNC_EVERY = 1.0
+
+#: `os.open` flags of the journal (binary on Windows).
+_BINARY = getattr(os, "O_BINARY", 0)
 
 
 def new_id(length: int = 22) -> str:
@@ -176,7 +184,7 @@ def _ordered(
 def _samples(journal: Path, ranges: Iterable[tuple[int, int]]) -> Iterator[bytes]:
     """The journal's byte `ranges`, one positioned read each (no seek). (Not a memory map:
     its pages would count as the run's memory, as big as the journal.)"""
-    fd = os.open(journal, os.O_RDONLY)
+    fd = os.open(journal, os.O_RDONLY | _BINARY)
     try:
         for start, length in ranges:
             yield os.pread(fd, length, start)
@@ -184,12 +192,46 @@ def _samples(journal: Path, ranges: Iterable[tuple[int, int]]) -> Iterator[bytes
         os.close(fd)
 
 
+class _SampleKey(msgspec.Struct):
+    id: int | str
+    epoch: int
+
+
+_sample_key_decoder = msgspec.json.Decoder(_SampleKey)
+
+
+def _not_the_sample(journal: Path, key: tuple[Any, int], why: str) -> LogWriteError:
+    return LogWriteError(
+        f"{journal}: the journal's record of sample {key[0]!r} (epoch {key[1]}) {why}, so "
+        "no final log was written. The journal is kept; resume the run to finish it.",
+        path=str(journal),
+    )
+
+
+def _checked_samples(
+    journal: Path, keyed: list[tuple[tuple[Any, int], tuple[int, int]]]
+) -> Iterator[bytes]:
+    """The samples' JSON from the journal, each parsed far enough to prove it whole and
+    the sample expected (a stale offset would otherwise compose an unreadable log)."""
+    ranges = [r for _, r in keyed]
+    for (key, _), data in zip(keyed, _samples(journal, ranges), strict=True):
+        try:
+            got = _sample_key_decoder.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise _not_the_sample(journal, key, f"does not read back ({exc})") from exc
+        if (got.id, got.epoch) != key:
+            raise _not_the_sample(journal, key, f"reads back as {got.id!r}/{got.epoch}")
+        yield data
+
+
 _JOIN_BATCH = 256
 
 
-def _write_joined(fh: Any, journal: Path, ranges: list[tuple[int, int]]) -> None:
-    """Write the journal's `ranges`, comma-separated, in a few large writes."""
-    samples = _samples(journal, ranges)
+def _write_joined(
+    fh: Any, journal: Path, keyed: list[tuple[tuple[Any, int], tuple[int, int]]]
+) -> None:
+    """Write the journal's samples, comma-separated, in a few large writes."""
+    samples = _checked_samples(journal, keyed)
     first = True
     while batch := list(itertools.islice(samples, _JOIN_BATCH)):
         if not first:
@@ -202,17 +244,24 @@ def _header_bytes(header: s.EvalLog) -> bytes:
     return s.encoder.encode(msgspec.structs.replace(header, samples=msgspec.UNSET))
 
 
+Check = Callable[[Path], object]
+
+
 def _compose_json(
-    journal: Path, out: Path, header: s.EvalLog, ranges: list[tuple[int, int]]
+    journal: Path,
+    out: Path,
+    header: s.EvalLog,
+    keyed: list[tuple[tuple[Any, int], tuple[int, int]]],
+    check: Check | None,
 ) -> Path:
     head = _header_bytes(header)
 
     def write(fh: Any) -> None:
         fh.write(head[:-1] + b',"samples":[')
-        _write_joined(fh, journal, ranges)
+        _write_joined(fh, journal, keyed)
         fh.write(b"]}")
 
-    return replace_atomically(out, write, ".json")
+    return replace_atomically(out, write, ".json", check=check)
 
 
 class _SummaryIn(s.EvalSampleSummary, kw_only=True):
@@ -266,6 +315,7 @@ def _compose_eval(
     out: Path,
     header: s.EvalLog,
     keyed: list[tuple[tuple[Any, int], tuple[int, int]]],
+    check: Check | None,
 ) -> Path:
     def write(fh: Any) -> None:
         summaries: list[s.EvalSampleSummary] = []
@@ -274,14 +324,22 @@ def _compose_eval(
             for ((sample_id, epoch), _), sample in zip(
                 keyed, _samples(journal, ranges), strict=True
             ):
+                key = (sample_id, epoch)
+                try:
+                    summary = _summary(sample)
+                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    raise _not_the_sample(journal, key, f"does not read back ({exc})") from exc
+                if (summary.id, summary.epoch) != key:
+                    got = f"{summary.id!r}/{summary.epoch}"
+                    raise _not_the_sample(journal, key, f"reads back as {got}")
                 zf.writestr(sample_member_name(sample_id, epoch), sample)
-                summaries.append(_summary(sample))
+                summaries.append(summary)
             zf.writestr("summaries.json", s.encoder.encode(summaries))
             if any(summary.scores for summary in summaries):
                 zf.writestr("reductions.json", s.encoder.encode(_reductions(summaries)))
             zf.writestr("header.json", _header_bytes(header))
 
-    return replace_atomically(out, write, ".eval")
+    return replace_atomically(out, write, ".eval", check=check)
 
 
 def compose_final(
@@ -290,21 +348,43 @@ def compose_final(
     header: s.EvalLog,
     order: Callable[[tuple[Any, int]], Any] | None = None,
     index: dict[tuple[Any, int], tuple[int, int]] | None = None,
+    *,
+    exclude: set[tuple[Any, int]] | frozenset[tuple[Any, int]] = frozenset(),
+    check: Check | None = None,
 ) -> Path:
     """The final log at `out` (`.json` or `.eval` by its suffix) from the samples of
     `journal` and the given `header`; samples sorted by `order` of (id, epoch).
 
     `index` (where each sample's JSON lies in the journal) saves reading the journal
-    twice when the caller wrote it; without one the journal is scanned."""
+    twice when the caller wrote it; without one the journal is scanned. Samples keyed in
+    `exclude` are left out. `check(path)` reads the new file back before it replaces
+    anything (see `replace_atomically`)."""
     if index is None:
         index = _index(journal)
+    if exclude:
+        index = {key: where for key, where in index.items() if key not in exclude}
     keyed = _ordered(index, order or (lambda key: (str(key[0]), key[1])))
     if out.suffix == ".eval":
-        return _compose_eval(journal, out, header, keyed)
-    return _compose_json(journal, out, header, [r for _, r in keyed])
+        return _compose_eval(journal, out, header, keyed, check)
+    return _compose_json(journal, out, header, keyed, check)
 
 
 # -- the actor -----------------------------------------------------------------------------
+
+
+def write_fully(fd: int, data: bytes) -> None:
+    """`os.write` until all of `data` is written (a write may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def sync_file(fd: int) -> None:
+    """Flush `fd`'s written data to the disk."""
+    os.fsync(fd)
+
+
+Line = tuple[bytes, "tuple[Any, int] | None"]
 
 
 class LogWriter:
@@ -316,7 +396,9 @@ class LogWriter:
         ...     await tg.start(writer.run)
         ...     writer.add(sample)        # from the sink, as samples finish
         ...     ...
-        >>> await writer.finish(final_header)
+        ...     writer.stop()
+        >>> await writer.close(final_header)
+        >>> writer.finalize(final_header)
     """
 
     def __init__(
@@ -326,104 +408,241 @@ class LogWriter:
         *,
         order: Callable[[tuple[Any, int]], Any] | None = None,
         resume: bool = False,
+        exclude: Iterable[tuple[Any, int]] = (),
     ) -> None:
         self.path = path
         self.journal = journal_path(path)
         self.header = header
         self.order = order
-        self._pending: list[tuple[bytes, tuple[Any, int] | None]] = []
+        self.lock = JournalLock(self.journal)
+        #: Samples of the journal the final log leaves out (stale ones of a resumed run),
+        #: until this writer writes them anew.
+        self.exclude = set(exclude)
+        self._fd: int | None = None
+        self._pending: list[Line] = []  # not yet written: before the journal opened, or failed
+        self._unsynced: list[Line] = []  # written since the last fsync
         #: Where each sample's JSON lies in the journal, while this writer knows every line.
         self._index: dict[tuple[Any, int], tuple[int, int]] | None = {}
-        self._size = 0
+        self._size = 0  # journal bytes that hold whole records
+        self._synced = 0  # ... of which fsync'ed
+        self._torn = False  # a failed write left bytes past `_size` that could not be cut
+        self.failure: LogWriteError | None = None
         self._wake = anyio.Event()
         self._closed = False
         self._resume = resume
-        self.written = 0
         self.finalized = False
 
+    # -- opening -----------------------------------------------------------------------
+
     def _open(self) -> None:
-        with writing(self.journal):
-            self._open_journal()
+        self.lock.acquire()
+        try:
+            with writing(self.journal):
+                self._open_journal()
+        except BaseException:
+            self.release()
+            raise
+        self._write_pending()
 
     def _open_journal(self) -> None:
         self.journal.parent.mkdir(parents=True, exist_ok=True)
         if self._resume and self.journal.exists():
             damage = read_journal(self.journal).damage
+            self._fd = os.open(self.journal, os.O_RDWR | os.O_APPEND | _BINARY)
             if damage is not None:  # cut a half-written last line before appending
-                with self.journal.open("r+b") as fh:
-                    fh.truncate(damage.offset)
-            with self.journal.open("ab") as fh:
-                fh.write(encode_header(self.header))
+                os.ftruncate(self._fd, damage.offset)
+            self._size = self._synced = os.fstat(self._fd).st_size
             self._index = None  # lines written by an earlier run: scan when composing
+            self._pending.insert(0, (encode_header(self.header), None))
             return
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | _BINARY
+        self._fd = os.open(self.journal, flags, 0o666)
         start = encode_start(self.header, self.path.name)
-        with self.journal.open("wb") as fh:
-            fh.write(start)
-            fh.flush()
-            os.fsync(fh.fileno())
-        self._size = len(start)
+        write_fully(self._fd, start)
+        sync_file(self._fd)
+        self._size = self._synced = len(start)
+
+    def _reopen(self) -> None:
+        """Take the journal again after `release()`, to finish it."""
+        self.lock.acquire()
+        try:
+            with writing(self.journal):
+                self._fd = os.open(self.journal, os.O_RDWR | os.O_APPEND | _BINARY)
+        except BaseException:
+            self.lock.release()
+            raise
+        size = os.fstat(self._fd).st_size
+        if size != self._size:  # written by someone else since: scan it when composing
+            self._index = None
+        self._size = self._synced = size
+
+    # -- writing -------------------------------------------------------------------------
 
     def add(self, sample: s.EvalSample) -> None:
-        """Queue one finished sample for the journal (never blocks)."""
+        """Write one finished sample to the journal, now (never blocks on the disk's sync,
+        never raises: a failed write is kept for `close()` and stops the run)."""
         self._pending.append((encode_sample(sample), (sample.id, sample.epoch)))
-        if len(self._pending) >= FLUSH_BATCH:
-            self._wake.set()
+        if self._fd is not None and self.failure is None:
+            self._write_pending()
 
-    def _append(self, lines: list[tuple[bytes, tuple[Any, int] | None]], sync: bool) -> None:
-        with writing(self.journal), self.journal.open("ab") as fh:
-            fh.write(b"".join(line for line, _ in lines))
-            fh.flush()
-            if sync:
-                os.fsync(fh.fileno())
+    def _write_pending(self) -> None:
+        if not self._pending:
+            return
+        try:
+            self._write(self._pending)
+        except LogWriteError as exc:
+            self.failure = exc
+            self._wake.set()  # the actor raises it
+        else:
+            self._pending = []
+
+    def _write(self, lines: list[Line]) -> None:
+        """Hand `lines` to the OS; on failure cut the journal back to its last whole record."""
+        fd = self._fd
+        assert fd is not None
+        data = b"".join(line for line, _ in lines)
+        with writing(self.journal):
+            if self._torn:
+                self._mend(fd)
+            try:
+                write_fully(fd, data)
+            except OSError:
+                self._cut_back(fd, self._size)
+                raise
         index, offset, skip = self._index, self._size, len(_SAMPLE_PREFIX)
         for line, key in lines:
-            if index is not None and key is not None:
-                index[key] = (offset + skip, len(line) - skip - 2)
+            if key is not None:
+                self.exclude.discard(key)
+                if index is not None:
+                    index[key] = (offset + skip, len(line) - skip - 2)
             offset += len(line)
         self._size = offset
+        self._unsynced.extend(lines)
 
-    async def _flush(self, sync: bool = False) -> None:
-        # Lines leave the queue only once written: a cancelled flush loses nothing.
-        lines = self._pending[:]
-        if lines or sync:
+    def _cut_back(self, fd: int, size: int) -> None:
+        try:
+            os.ftruncate(fd, size)
+        except OSError:
+            self._torn = True
+        else:
+            self._torn = False
+
+    def _mend(self, fd: int) -> None:
+        """Bytes a failed write left could not be cut: try again, else end them with a
+        newline, so they read as one damaged line (skipped) rather than spoil the next."""
+        self._cut_back(fd, self._size)
+        if self._torn:
+            write_fully(fd, b"\n")
+            self._size = os.fstat(fd).st_size
+            self._torn = False
+
+    async def _sync(self) -> None:
+        """fsync what was written since the last one. If it fails, the disk may hold any
+        part of it: cut back to the last synced record and keep those lines to write again."""
+        fd = self._fd
+        if fd is None or not self._unsynced:
+            return
+        lines, size = self._unsynced, self._size
+        self._unsynced = []
+        try:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._append, lines, sync)
-            del self._pending[: len(lines)]
-            self.written += len(lines)
+                await anyio.to_thread.run_sync(sync_file, fd)
+        except OSError as exc:
+            self._pending = lines + self._unsynced + self._pending
+            self._unsynced = []
+            self._cut_back(fd, self._synced)
+            self._size = self._synced
+            self._index = None if self._torn else self._index
+            reason = exc.strerror or str(exc)
+            self.failure = LogWriteError(
+                f"{self.journal}: cannot write the log: fsync failed: {reason}.",
+                path=str(self.journal),
+            )
+            self.failure.__cause__ = exc
+            raise self.failure from exc
+        self._synced = size
+
+    # -- the actor -----------------------------------------------------------------------
 
     async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-        """The actor: open the journal, then flush at least once a second until closed."""
+        """The actor: open the journal, then fsync at most once a second until stopped;
+        raise a write's failure as soon as it happens."""
         await anyio.to_thread.run_sync(self._open)
         task_status.started()
-        while not self._closed:
-            with anyio.move_on_after(FLUSH_EVERY):
+        while not self._closed and self.failure is None:
+            with anyio.move_on_after(SYNC_EVERY):
                 await self._wake.wait()
             self._wake = anyio.Event()
-            await self._flush()
+            if not self._closed and self.failure is None:
+                await self._sync()
+        if self.failure is not None:  # even when the run ended meanwhile: it must not pass
+            raise self.failure
 
     def stop(self) -> None:
-        """End the actor's loop; what is still queued is written by `close()`."""
+        """End the actor's loop; `close()` writes and syncs what is left."""
         self._closed = True
         self._wake.set()
 
     async def close(self, header: s.EvalLog | None = None) -> None:
-        """Write what is queued (and `header`, if given) and fsync; the journal stays."""
+        """Write what is left (and `header`, if given), fsync, and let go of the journal
+        (it stays). Raises the `LogWriteError` of a write that fails again."""
         self.stop()
+        if self._fd is None:
+            return  # never opened (its lock was refused): nothing here is ours to write
         with anyio.CancelScope(shield=True):
-            if header is not None:
-                self._pending.append((encode_header(header), None))
-            await self._flush(sync=True)
+            try:
+                if header is not None:
+                    self._pending.append((encode_header(header), None))
+                self.failure = None
+                self._write_pending()
+                if self.failure is not None:
+                    raise self.failure
+                await self._sync()
+            finally:
+                self.release()  # the run is over; `finalize()` takes the journal again
 
-    def finalize(self, header: s.EvalLog, path: Path | None = None) -> Path:
+    def release(self) -> None:
+        """Close the journal and let go of its lock (the journal stays)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.lock.release()
+
+    def finalize(
+        self, header: s.EvalLog, path: Path | None = None, check: Check | None = None
+    ) -> Path:
         """Compose the final log (at `path`, default the writer's) from the journal with
-        `header`, update the listing, then remove the journal. Call after `close()`."""
+        `header`, read it back through `check(path)`, update the listing, then remove the
+        journal. Call after `close()`.
+
+        Raises `LogWriteError` (the journal kept, whole) when anything fails."""
         target = path or self.path
         if target.suffix != self.path.suffix:
             target = target.with_suffix(self.path.suffix)
-        self._append([(encode_header(header), None)], sync=True)
+        if self._fd is None:
+            self._reopen()
+        fd = self._fd
+        assert fd is not None
+        self._pending.append((encode_header(header), None))
+        self.failure = None
+        self._write_pending()
+        if self.failure is not None:
+            raise self.failure
+        with writing(self.journal):
+            sync_file(fd)
+        self._unsynced, self._synced = [], self._size
         with writing(target):
-            compose_final(self.journal, target, header, self.order, self._index)
+            compose_final(
+                self.journal,
+                target,
+                header,
+                self.order,
+                self._index,
+                exclude=self.exclude,
+                check=check,
+            )
             update_listing(target.parent, target.name, header)
             self.journal.unlink(missing_ok=True)
+        self.release()
         self.finalized = True
         return target

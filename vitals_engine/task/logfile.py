@@ -6,14 +6,17 @@ from __future__ import annotations
 import hashlib
 import time
 import traceback
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
-from .._errors import TaskStateError
+from .._errors import LogWriteError, TaskStateError, VitalsError
 from .._version import version
 from ..chats.chat import Chat
 from ..engine.calls import FunctionSpec
 from ..log import schema as log_schema
 from ..log.compose import RunHeader, compose_header, compose_sample
+from ..log.reader import read_log
 from ..log.writer import LogWriter, log_file_name, new_id, write_json_log
 from ..samples import SampleRecord
 from ..vocab.usage import UsageLedger
@@ -21,6 +24,7 @@ from .spill import is_spilled, rehydrate
 from .state import RunState, TaskSetup
 
 __all__ = [
+    "configured_solver_model",
     "eval_error",
     "finalize_log",
     "open_writer",
@@ -51,24 +55,56 @@ def finalize_log(
     setup: TaskSetup, state: RunState, writer: LogWriter, path: Path | None = None
 ) -> Path:
     header = compose_header(run_header(setup, state, state.records or []))
-    state.log_path = writer.finalize(header, path)
+    state.log_path = writer.finalize(header, path, check=_reads_back(header, writer.journal))
     return state.log_path
 
 
-def open_writer(setup: TaskSetup, state: RunState, *, fresh: bool) -> LogWriter:
+def _reads_back(header: log_schema.EvalLog, journal: Path) -> Callable[[Path], None]:
+    """A check that a newly composed log reads back as the log of this run."""
+
+    def check(path: Path) -> None:
+        try:
+            got = read_log(path, header_only=True).header
+        except VitalsError as exc:
+            why = f"does not read back: {exc}"
+        else:
+            if got.eval.eval_id == header.eval.eval_id and got.status == header.status:
+                return
+            why = f"reads back as run {got.eval.eval_id} ({got.status})"
+        raise LogWriteError(
+            f"The final log composed from {journal} {why}. Nothing was replaced and the "
+            "journal is kept; resume the run to finish its log.",
+            path=str(path),
+        )
+
+    return check
+
+
+def open_writer(
+    setup: TaskSetup,
+    state: RunState,
+    *,
+    fresh: bool,
+    exclude: Iterable[tuple[Any, int]] = (),
+) -> LogWriter:
     """The journal of this task's current run: a new one when solving afresh, else the
-    one left open (or, after its log was written, a new one under the same name)."""
-    if not fresh and state.writer is not None and not state.writer.finalized:
+    one left open (or, after its log was written, a new one under the same name).
+    `exclude`: samples in the journal that the final log must leave out."""
+    earlier = state.writer
+    if earlier is not None and not earlier.finalized:
+        earlier.release()  # its lock, which the new writer takes
+    if not fresh and earlier is not None and not earlier.finalized:
         state.writer = LogWriter(
-            state.writer.path,
+            earlier.path,
             compose_header(run_header(setup, state, state.records or [])),
             order=setup.order,
             resume=True,
+            exclude={*earlier.exclude, *exclude},
         )
         return state.writer
     path = setup.dir / (state.log_name or "log.json")
     header = compose_header(run_header(setup, state, state.records or []))
-    state.writer = LogWriter(path, header, order=setup.order, resume=not fresh)
+    state.writer = LogWriter(path, header, order=setup.order, resume=not fresh, exclude=exclude)
     return state.writer
 
 
@@ -84,13 +120,26 @@ def rehydrate_records(setup: TaskSetup, state: RunState, records: list[SampleRec
     rehydrate(records, source, setup.live_chats())
 
 
+def configured_solver_model(
+    setup: TaskSetup, solver_kwargs: dict[str, Any] | None = None
+) -> str | None:
+    """The model the solver will talk to, when known before it runs: the `solver_chat`
+    given to eval(), else the solver's own."""
+    for candidate in (
+        (solver_kwargs or {}).get("solver_chat"),
+        getattr(setup.solver, "solver_chat", None),
+    ):
+        if isinstance(candidate, Chat):
+            return candidate.provider.model_id
+    return None
+
+
 def _solver_model(setup: TaskSetup, state: RunState) -> str:
     records = state.records or []
     chat = next((r.solver_chat for r in records if r.solver_chat is not None), None)
-    if chat is None:
-        candidate = getattr(setup.solver, "solver_chat", None)
-        chat = candidate if isinstance(candidate, Chat) else None
-    return chat.provider.model_id if chat is not None else "none/none"
+    if chat is not None:
+        return chat.provider.model_id
+    return state.solver_model or configured_solver_model(setup) or "none/none"
 
 
 def run_header(setup: TaskSetup, state: RunState, records: list[SampleRecord]) -> RunHeader:

@@ -69,6 +69,8 @@ class RunOptions:
     fail_on_error: bool | int | float | None = None
     progress: bool = False
     log_format: str = "json"
+    #: Resume even when the solver, scorer or model changed (reusing what still matches).
+    resume_anyway: bool = False
 
     @classmethod
     def check(
@@ -81,6 +83,7 @@ class RunOptions:
         fail_on_error: Any = None,
         progress: bool | None = None,
         log_format: str | None = None,
+        resume_anyway: bool = False,
     ) -> RunOptions:
         if limits is not None and not isinstance(limits, Limits):
             raise ConfigError(f"`limits` must be a ve.Limits(...), not {type(limits).__name__}.")
@@ -96,4 +99,5 @@ class RunOptions:
             fail_on_error=_check_fail_on_error(fail_on_error),
             progress=sys.stderr.isatty() if progress is None else bool(progress),
             log_format=log_format or "json",
+            resume_anyway=bool(resume_anyway),
         )

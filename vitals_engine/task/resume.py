@@ -3,15 +3,22 @@
 `task.eval(resume=True)` looks in the task's log directory for the newest
 journal of a task of the same name (a run killed mid-way leaves one); with
 a path it takes that journal or an unfinished log (status "started",
-"error" or "cancelled"). Samples that were solved and scored without error
-are kept as they are and never sent to a model again; errored, unscored and
-missing ones run.
-The resumed run appends to the same journal and finishes the same log.
+"error" or "cancelled"). The resumed run appends to the same journal and
+finishes the same log.
+
+What is reused (`reconcile`): a run solved by another solver, scored by
+another scorer or run on another model is refused (`ConfigError`) unless the
+caller resumes anyway. A logged sample is kept, never sent to a model again,
+only when it finished without error and its input, target, solver model and
+scorer match this run's row of the same id and epoch; the others run again.
+Samples whose id (or epoch) is no longer in the dataset are left out of the
+final log.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,15 +26,18 @@ from typing import Any
 import msgspec
 
 from .._errors import ConfigError, LogFormatError
+from .._logging import log
 from ..chats.chat import Chat
+from ..dataset import DatasetRow
 from ..log import schema as s
+from ..log.compose import logged_input
 from ..log.journal_format import JOURNAL_SUFFIX, JournalStart, read_journal
 from ..log.logged_sample import normalize_model, sample_record
 from ..log.reader import read_log
 from ..samples import SampleRecord
 from ..vocab.usage import UsageLedger
 
-__all__ = ["Resumed", "find_resumable", "load_resume"]
+__all__ = ["Resumed", "find_resumable", "load_resume", "reconcile"]
 
 
 @dataclass(slots=True)
@@ -43,6 +53,13 @@ class Resumed:
     ledger: UsageLedger
     #: The finished samples as logged, written as they are into a new journal.
     logged: dict[tuple[Any, int], s.EvalSample]
+    #: The solver (label) and model the run was made with, as its header says.
+    solver: str | None = None
+    model: str | None = None
+    #: Every (id, epoch) the source holds, finished or not.
+    keys: set[tuple[Any, int]] = field(default_factory=set)
+    #: Samples of the source the final log leaves out: changed, or gone from the dataset.
+    stale: set[tuple[Any, int]] = field(default_factory=set)
 
 
 def _start_record(journal: Path) -> JournalStart | None:
@@ -104,7 +121,9 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
     finished: dict[tuple[Any, int], SampleRecord] = {}
     as_logged: dict[tuple[Any, int], s.EvalSample] = {}
     ledger = UsageLedger()
+    keys: set[tuple[Any, int]] = set()
     for sample in samples:
+        keys.add((sample.id, sample.epoch))
         if sample.error is not None or not sample.scores:
             continue  # failed, or stopped before it was scored: run it again
         record = sample_record(sample, default_model, ours=True)
@@ -131,4 +150,123 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
         finished=finished,
         ledger=ledger,
         logged=as_logged,
+        solver=header.eval.solver,
+        model=default_model,
+        keys=keys,
+    )
+
+
+def _known(model: str | None) -> str | None:
+    return model.lower() if model and model != "none/none" else None
+
+
+def _one_model(resumed: Resumed) -> str | None:
+    """The solver model of the finished samples, when they all had one and the same."""
+    models = {
+        chat.provider.model_id.lower()
+        for record in resumed.finished.values()
+        if (chat := record.solver_chat) is not None
+    }
+    return models.pop() if len(models) == 1 else None
+
+
+def _setup_changes(
+    resumed: Resumed, solver: str | None, scorer: str | None, model: str | None
+) -> list[str]:
+    changes = []
+    if resumed.solver and solver and resumed.solver != solver:
+        changes.append(f"the solver {resumed.solver!r} (this run's is {solver!r})")
+    scorers = sorted({name for sample in resumed.logged.values() for name in sample.scores or {}})
+    if scorer and scorers and scorers != [scorer]:
+        changes.append(f"the scorer {', '.join(map(repr, scorers))} (this run's is {scorer!r})")
+    was, now = _known(resumed.model) or _one_model(resumed), _known(model)
+    if was and now and was != now:
+        changes.append(f"the model {was!r} (this run's is {now!r})")
+    return changes
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    return a == b or s.encoder.encode(a) == s.encoder.encode(b)
+
+
+def _still_valid(
+    sample: s.EvalSample,
+    record: SampleRecord,
+    row: DatasetRow,
+    scorer: str | None,
+    model: str | None,
+) -> bool:
+    if not _same_json(sample.input, logged_input(row.input)):
+        return False
+    if not _same_json(sample.target, row.target):
+        return False
+    if scorer and list(sample.scores or {}) != [scorer]:
+        return False
+    now = _known(model)
+    chat = record.solver_chat
+    return not (now and chat is not None and chat.provider.model_id.lower() != now)
+
+
+def reconcile(
+    resumed: Resumed,
+    rows: Iterable[DatasetRow],
+    epochs: int,
+    *,
+    solver: str | None,
+    scorer: str | None,
+    model: str | None,
+    anyway: bool = False,
+) -> Resumed:
+    """What of `resumed` this run may reuse, given its dataset `rows`, `epochs`, solver
+    label, scorer label and solver model (None: not known before the run). See the
+    module docstring. Raises `ConfigError` for a changed setup unless `anyway`."""
+    changes = _setup_changes(resumed, solver, scorer, model)
+    if changes and not anyway:
+        raise ConfigError(
+            f"Cannot resume from '{resumed.source}': it was run with {'; '.join(changes)}. "
+            "Its samples would mix two setups in one log. Run without resume for a new "
+            "run, or resume anyway with eval(resume=..., resume_anyway=True) (`vitals eval "
+            "--resume --resume-anyway`): samples whose input, target, solver model and "
+            "scorer still match are kept, the rest run again."
+        )
+    by_id = {row.id: row for row in rows}
+    finished: dict[tuple[Any, int], SampleRecord] = {}
+    logged: dict[tuple[Any, int], s.EvalSample] = {}
+    changed = 0
+    for key, sample in resumed.logged.items():
+        row = by_id.get(key[0])
+        if row is None or key[1] > epochs:
+            continue
+        record = resumed.finished[key]
+        if _still_valid(sample, record, row, scorer, model):
+            finished[key], logged[key] = record, sample
+        else:
+            changed += 1
+    stale = {key for key in resumed.keys if key[0] not in by_id or key[1] > epochs}
+    gone = len(stale)
+    stale |= resumed.logged.keys() - finished.keys()
+    ledger = UsageLedger()
+    for record in finished.values():
+        ledger.merge(record.usage)
+    if changed or gone:
+        log.warning(
+            "resume: samples not reused",
+            source=str(resumed.source),
+            reused=len(finished),
+            changed=changed,
+            gone_from_dataset=gone,
+        )
+    return Resumed(
+        source=resumed.source,
+        log_name=resumed.log_name,
+        eval_id=resumed.eval_id,
+        created=resumed.created,
+        epochs=resumed.epochs,
+        finished=finished,
+        ledger=ledger,
+        logged=logged,
+        solver=resumed.solver,
+        model=resumed.model,
+        keys=resumed.keys,
+        stale=stale,
     )

@@ -34,9 +34,16 @@ from ..metrics import compute_metrics, score_series
 from ..progress import ProgressBar
 from ..samples import SampleRecord
 from ..transport.pool import transport_scope
-from .logfile import eval_error, finalize_log, open_writer, rehydrate_records, run_header
+from .logfile import (
+    configured_solver_model,
+    eval_error,
+    finalize_log,
+    open_writer,
+    rehydrate_records,
+    run_header,
+)
 from .options import RunOptions, allowed_failures
-from .resume import Resumed, find_resumable, load_resume
+from .resume import Resumed, find_resumable, load_resume, reconcile
 from .spill import SPILL_AFTER, spill
 from .state import RunState, TaskSetup
 from .streaming import Sink, first_error
@@ -58,6 +65,18 @@ async def run_task(
 ) -> None:
     """Solve and/or score the task's samples; see the module docstring."""
     epochs = options.epochs or (resume.epochs if resume else None) or setup.epochs or 1
+    if solve:
+        state.solver_model = configured_solver_model(setup, solver_kwargs)
+    if resume is not None:
+        resume = reconcile(
+            resume,
+            setup.rows,
+            epochs,
+            solver=setup.solver_spec.label,
+            scorer=setup.scorer_label if score else None,
+            model=configured_solver_model(setup, solver_kwargs),
+            anyway=options.resume_anyway,
+        )
     if solve:
         state.reset_solutions()
         state.run_id = new_id()
@@ -97,7 +116,9 @@ async def run_task(
     )
     state.status = "started"
     state.error = None
-    writer = open_writer(setup, state, fresh=solve and resume is None)
+    writer = open_writer(
+        setup, state, fresh=solve and resume is None, exclude=resume.stale if resume else ()
+    )
     live = LiveFile(live_path(writer.journal), writer.path.name, lambda: _live_samples(texts))
     texts.on_change = live.changed
     if resume is not None:

@@ -90,6 +90,8 @@ class RunState:
     log_name: str | None = None
     log_path: Path | None = None
     concurrency: int = DEFAULT_CONCURRENCY
+    #: The solver's model as known before its first call (`solver_chat=` of the run).
+    solver_model: str | None = None
 
     def reset_solutions(self) -> None:
         self.records = None

@@ -206,6 +206,7 @@ class Task:
         progress: bool | None = None,
         log_format: str | None = None,
         resume: bool | str | Path | None = None,
+        resume_anyway: bool = False,
         **kwargs: Any,
     ) -> Task:
         """Solve, score, measure and log, then return the task.
@@ -226,7 +227,12 @@ class Task:
             log_format: "json" or "eval" for this run (default: `Task(log_format=)`).
             resume: continue a run that did not finish: True finds the newest
                 journal of this task in `task.dir`; or the path of a journal or
-                unfinished log. Finished samples are kept and not run again.
+                unfinished log. A finished sample is kept, not run again, when its
+                input, target, solver model and scorer match this run's; ids gone
+                from the dataset are left out. A run of another solver, scorer or
+                model is refused (ConfigError), unless `resume_anyway=True`.
+            resume_anyway: resume even when the solver, scorer or model changed,
+                keeping the samples that still match.
             **kwargs: routed to the solver and/or scorer by their signatures,
                 so `task.eval(solver_chat=other_chat)` re-runs on another model.
         """
@@ -242,6 +248,7 @@ class Task:
                 progress=progress,
                 log_format=log_format,
                 resume=resume,
+                resume_anyway=resume_anyway,
                 **kwargs,
             )
         )
@@ -258,6 +265,7 @@ class Task:
         progress: bool | None = None,
         log_format: str | None = None,
         resume: bool | str | Path | None = None,
+        resume_anyway: bool = False,
         **kwargs: Any,
     ) -> Task:
         """The async form of `eval()`."""
@@ -269,6 +277,7 @@ class Task:
             fail_on_error=fail_on_error,
             progress=progress,
             log_format=log_format,
+            resume_anyway=resume_anyway,
         )
         await self._evaluate(options, kwargs, None, resumable(self._setup, resume))
         if view:

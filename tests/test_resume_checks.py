@@ -1,0 +1,168 @@
+"""Resume reuses only what still holds: a logged sample is kept when its input, target,
+solver model and scorer match this run's row; ids gone from the dataset leave the log;
+a run of another solver, scorer or model is refused unless resumed anyway."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+import vitals_engine as ve
+from vitals_engine.log.writer import LogWriter
+
+pytestmark = pytest.mark.anyio
+
+
+def sums(ids: range | list[int]) -> list[dict[str, Any]]:
+    return [{"id": i, "input": f"What's {i}+{i}?", "target": str(2 * i)} for i in ids]
+
+
+async def killed_journal(task: ve.Task, keep: int) -> Path:
+    """The journal a run of `task` killed after `keep` samples leaves (made from the log of
+    a finished run: its start record, then `keep` sample records, no final log)."""
+    logged = ve.read_log(task.log_path)
+    header = msgspec.structs.replace(logged.header, samples=msgspec.UNSET, status="started")
+    writer = LogWriter(task.log_path, header)
+    writer._open()
+    for sample in logged.samples[:keep]:
+        writer.add(sample)
+    await writer.close()
+    task.log_path.unlink()
+    return writer.journal
+
+
+class Asked:
+    """A solver answering through `solver_chat` and noting each input it is asked."""
+
+    def __init__(self) -> None:
+        self.inputs: list[str] = []
+
+    def solver(self) -> Any:
+        asked = self.inputs
+
+        async def answer(input: str, solver_chat: ve.Chat | None = None) -> ve.Solution:
+            asked.append(input)
+            chat = (solver_chat or ve.chat_mock()).clone()
+            return ve.Solution(await chat.chat_async(input), chat=chat)
+
+        return answer
+
+
+async def test_changed_rows_run_again_and_ids_gone_leave_the_log(tmp_path: Path) -> None:
+    """Same ids, new data: a changed input or target is solved again, an id no longer in
+    the dataset is left out of the final log, unchanged rows are not asked again."""
+    first = Asked()
+    done = ve.Task(
+        sums(range(1, 7)),
+        solver=first.solver(),
+        scorer=ve.detect_includes(),
+        dir=tmp_path,
+        name="t",
+    )
+    await done.eval_async()
+    await killed_journal(done, keep=6)
+
+    data = sums([1, 2, 3, 4, 5, 7])
+    data[3]["input"] = "What's 40+4?"  # id 4: a new question
+    data[3]["target"] = "44"
+    data[4]["target"] = "ten"  # id 5: a new target
+    again = Asked()
+    task = ve.Task(data, solver=again.solver(), scorer=ve.detect_includes(), dir=tmp_path, name="t")
+    await task.eval_async(resume=True)
+    assert sorted(again.inputs) == ["What's 40+4?", "What's 5+5?", "What's 7+7?"]
+    final = ve.read_log(task.log_path)
+    assert final.status == "success"
+    by_id = {s.id: s for s in final.samples}
+    assert sorted(by_id) == [1, 2, 3, 4, 5, 7]  # 6 is gone from the dataset
+    assert by_id[4].input == "What's 40+4?"
+    assert by_id[5].target == "ten"
+    assert final.get_samples().height == 6
+
+
+async def test_fewer_epochs_leave_the_later_epochs_out(tmp_path: Path) -> None:
+    """A run resumed with fewer epochs keeps only the epochs it runs."""
+    asked = Asked()
+    done = ve.Task(
+        sums(range(1, 3)),
+        solver=asked.solver(),
+        scorer=ve.detect_includes(),
+        dir=tmp_path,
+        name="t",
+        epochs=2,
+    )
+    await done.eval_async()
+    await killed_journal(done, keep=3)
+    task = ve.Task(
+        sums(range(1, 3)),
+        solver=asked.solver(),
+        scorer=ve.detect_includes(),
+        dir=tmp_path,
+        name="t",
+    )
+    await task.eval_async(resume=True, epochs=1)
+    final = ve.read_log(task.log_path)
+    assert sorted((s.id, s.epoch) for s in final.samples) == [(1, 1), (2, 1)]
+
+
+async def test_another_model_is_refused_unless_resumed_anyway(tmp_path: Path) -> None:
+    """A run resumed on another model is a ConfigError that says how to go on; with
+    resume_anyway=True every sample of the old model is solved again on the new one."""
+    asked = Asked()
+    done = ve.Task(
+        sums(range(1, 5)),
+        solver=asked.solver(),
+        scorer=ve.detect_includes(),
+        dir=tmp_path,
+        name="t",
+    )
+    await done.eval_async(solver_chat=ve.chat_mock(model="old-model"))
+    await killed_journal(done, keep=3)
+
+    task = ve.Task(
+        sums(range(1, 5)),
+        solver=asked.solver(),
+        scorer=ve.detect_includes(),
+        dir=tmp_path,
+        name="t",
+    )
+    new_model = ve.chat_mock(model="new-model")
+    with pytest.raises(ve.ConfigError, match=r"mock/old-model.*resume_anyway=True"):
+        await task.eval_async(resume=True, solver_chat=new_model)
+    asked.inputs.clear()
+    await task.eval_async(resume=True, resume_anyway=True, solver_chat=new_model)
+    assert len(asked.inputs) == 4
+    final = ve.read_log(task.log_path)
+    assert {s.output.model for s in final.samples} == {"mock/new-model"}
+
+
+async def test_another_scorer_or_solver_is_refused(tmp_path: Path) -> None:
+    """The scorer and the solver of a resumed run are those it was run with."""
+    asked = Asked()
+    done = ve.Task(
+        sums(range(1, 4)),
+        solver=asked.solver(),
+        scorer=ve.detect_includes(),
+        dir=tmp_path,
+        name="t",
+    )
+    await done.eval_async()
+    journal = await killed_journal(done, keep=2)
+
+    scorer = ve.Task(
+        sums(range(1, 4)), solver=asked.solver(), scorer=ve.detect_exact(), dir=tmp_path, name="t"
+    )
+    with pytest.raises(ve.ConfigError, match="the scorer 'detect_includes"):
+        await scorer.eval_async(resume=journal)
+
+    async def other(input: str) -> str:
+        return input
+
+    solver = ve.Task(
+        sums(range(1, 4)), solver=other, scorer=ve.detect_includes(), dir=tmp_path, name="t"
+    )
+    with pytest.raises(ve.ConfigError, match="the solver 'answer'"):
+        await solver.eval_async(resume=journal)
+    assert journal.exists()  # a refused resume touches nothing
