@@ -1,4 +1,19 @@
-"""Run the async API from synchronous code: scripts, notebooks, worker threads."""
+"""Run the async API from synchronous code: scripts, notebooks, worker threads; and
+carry a KeyboardInterrupt or SystemExit out of a task that is not the caller's own.
+
+On asyncio, a task that lets a KeyboardInterrupt or SystemExit escape does not
+hand it to its task group: `Task.__step` re-raises it out of the event loop at
+once. `asyncio.Runner` then cancels the tasks left; the run's own task, having
+written the log, raises the interrupt again inside that clean-up, so the runner
+closes the loop before the callbacks that stop anyio's worker threads have run,
+and the process hangs at exit waiting for those threads.
+
+So where user code (a solver, a scorer, a tool, a sync call back into the loop)
+may raise one inside a child task, `carry()` turns it into `Interrupted`, an
+ordinary exception that cancels the task group like any other error; the task
+or thread that owns the group raises the original as itself (`raise_carried()`).
+Trio needs none of this, but takes the same path.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +26,11 @@ from typing import Any, TypeVar
 import anyio
 import anyio.from_thread
 
+__all__ = ["INTERRUPTS", "Interrupted", "carry", "loop_running_here", "raise_carried", "run_sync"]
+
 T = TypeVar("T")
+
+INTERRUPTS = (KeyboardInterrupt, SystemExit)
 
 _USE_UVLOOP = importlib.util.find_spec("uvloop") is not None
 
@@ -44,12 +63,56 @@ def run_sync(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     - Otherwise it starts an event loop with `anyio.run` (asyncio, with uvloop
       when installed).
     """
+    # A KeyboardInterrupt or SystemExit must not end the loop's task (see the module
+    # docstring): it is raised here, in the calling thread, instead.
     try:
-        return anyio.from_thread.run(fn, *args)  # type: ignore[arg-type]
+        return anyio.from_thread.run(carry, fn, *args)
     except anyio.NoEventLoopError:
         pass
+    except Interrupted as exc:
+        raise exc.interrupt from None
     options = {"use_uvloop": True} if _USE_UVLOOP else {}
     if loop_running_here():
         with anyio.from_thread.start_blocking_portal("asyncio", options) as portal:
-            return portal.call(fn, *args)  # type: ignore[arg-type]
+            try:
+                return portal.call(carry, fn, *args)
+            except Interrupted as exc:
+                raise exc.interrupt from None
     return anyio.run(fn, *args, backend="asyncio", backend_options=options)  # type: ignore[arg-type]
+
+
+class Interrupted(Exception):
+    """A KeyboardInterrupt or SystemExit on its way out of a child task; never leaves
+    the library."""
+
+    def __init__(self, interrupt: BaseException) -> None:
+        super().__init__(f"{type(interrupt).__name__} in a child task")
+        self.interrupt = interrupt
+
+
+async def carry(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """`await fn(*args)`, with a KeyboardInterrupt or SystemExit raised as `Interrupted`."""
+    try:
+        return await fn(*args)
+    except INTERRUPTS as exc:
+        raise Interrupted(exc) from None
+
+
+def _interrupt_in(exc: BaseException) -> BaseException | None:
+    """The KeyboardInterrupt or SystemExit that `exc` carries, at any depth of
+    exception groups, or None."""
+    if isinstance(exc, Interrupted):
+        return exc.interrupt
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _interrupt_in(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def raise_carried(exc: BaseException) -> None:
+    """Raise the KeyboardInterrupt or SystemExit that `exc` carries, if any, as itself."""
+    interrupt = _interrupt_in(exc)
+    if interrupt is not None:
+        raise interrupt from None

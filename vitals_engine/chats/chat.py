@@ -18,7 +18,7 @@ import anyio
 import polars as pl
 
 from .._errors import ConfigError
-from .._sync import run_sync
+from .._sync import carry, raise_carried, run_sync
 from ..providers.base import Provider
 from ..vocab.calls import ChatRequest
 from ..vocab.structured import parse_structured, schema_for
@@ -201,9 +201,13 @@ class Chat:
             else:
                 results[i] = await tool.invoke(req)
 
-        async with anyio.create_task_group() as tg:
-            for i, req in enumerate(requests):
-                tg.start_soon(run_one, i, req)
+        try:
+            async with anyio.create_task_group() as tg:
+                for i, req in enumerate(requests):
+                    tg.start_soon(carry, run_one, i, req)
+        except BaseExceptionGroup as group:
+            raise_carried(group)  # a tool's KeyboardInterrupt or SystemExit, as itself
+            raise
         return [r for r in results if r is not None]
 
     # -- accounting ---------------------------------------------------------

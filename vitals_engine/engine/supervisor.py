@@ -21,7 +21,9 @@ Invariants:
 - The last stage hands each finished record to the sink itself; the sink
   may await (a slow consumer of `stream_async()` slows the run).
 - A stage function records a sample's failure on the record and returns;
-  an exception that escapes it is fatal and ends the whole run.
+  an exception that escapes it is fatal and ends the whole run. So does a
+  KeyboardInterrupt or SystemExit, which leaves `run()` as itself (carried
+  out of its worker as `Interrupted`: see `_sync.py`).
 - Scoring starts as soon as a sample is solved (pipelined). A run with only
   one stage (`task.solve()` or `task.score()`) has no stream at all.
 """
@@ -35,6 +37,7 @@ import anyio.lowlevel
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from .._sync import INTERRUPTS, Interrupted, raise_carried
 from ..pacing.seats import Seat, Seats, sit
 from ..samples import SampleRecord
 
@@ -128,6 +131,9 @@ class Supervisor:
                     )
                     for _ in range(workers):
                         tg.start_soon(self._only_stage, source, stage, Seat(seats))
+        except BaseExceptionGroup as group:
+            raise_carried(group)
+            raise
         finally:
             for end in spare_ends:
                 end.close()
@@ -195,6 +201,8 @@ async def _work(
             if fn is not None and record.error is None:
                 await fn(record)
             await hand_off(record)
+        except INTERRUPTS as exc:
+            raise Interrupted(exc) from None
         finally:
             seat.leave()
         if checkpoint:

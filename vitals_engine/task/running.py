@@ -4,8 +4,9 @@ as they finish, with the task's state updated when the run ends, however it ends
 A run reads the task's `TaskSetup` and writes its `RunState`. Each finished sample
 goes to the run's journal before the caller's sink sees it; past `SPILL_AFTER`
 logged samples, its chats are dropped from memory. A run that stops on an error,
-a cancellation or a KeyboardInterrupt still records its state, logs every sample
-that had started, and writes the log when any record exists, then re-raises.
+a cancellation, a KeyboardInterrupt or a SystemExit (status "error") still records
+its state, logs every sample that had started, and writes the log when any record
+exists, then re-raises.
 
 While samples stream their replies, the run keeps their text so far in a sidecar
 beside the journal (`log/live.py`), for the live viewer; it is removed when the

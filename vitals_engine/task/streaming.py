@@ -26,6 +26,7 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream, TaskGroup
 
 from .._errors import TaskStateError
+from .._sync import carry, raise_carried
 from ..samples import SampleRecord
 
 __all__ = ["SampleStream", "Sink", "first_error"]
@@ -47,7 +48,7 @@ class SampleStream:
         self._send, self._receive = anyio.create_memory_object_stream[SampleRecord](0)
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
-        self._group.start_soon(self._produce)
+        self._group.start_soon(carry, self._produce)
         return self
 
     async def _produce(self) -> None:
@@ -85,6 +86,7 @@ class SampleStream:
         try:
             return await self._group.__aexit__(exc_type, exc, tb)
         except BaseExceptionGroup as group:
+            raise_carried(group)
             raise first_error(group) from None
 
     def __repr__(self) -> str:
