@@ -10,25 +10,36 @@ import polars as pl
 from .dataset import DatasetRow
 from .metrics import score_series
 from .samples import SampleRecord
+from .vocab.text import writable
 
 __all__ = ["dataset_frame", "records_frame"]
+
+
+def _series(name: str, values: list[Any], **options: Any) -> pl.Series:
+    """`pl.Series(name, values, ...)`; polars holds UTF-8 only, so text with a lone
+    surrogate (a dataset read with `errors="surrogateescape"`) has it escaped, as the
+    log has it (`vocab.text.writable`)."""
+    try:
+        return pl.Series(name, values, **options)
+    except UnicodeEncodeError:
+        return pl.Series(name, writable(values), **options)
 
 
 def _id_series(ids: list[int | str]) -> pl.Series:
     if all(isinstance(i, int) for i in ids):
         return pl.Series("id", ids, dtype=pl.Int64)
-    return pl.Series("id", [str(i) for i in ids], dtype=pl.String)
+    return _series("id", [str(i) for i in ids], dtype=pl.String)
 
 
 def _column(name: str, values: list[Any]) -> pl.Series:
     """A column typed by polars when it can be, kept as Python objects when not."""
     kinds = {type(v) for v in values if v is not None}
     if kinds <= {str}:
-        return pl.Series(name, values, dtype=pl.String)
+        return _series(name, values, dtype=pl.String)
     same_keys = kinds != {dict} or len({tuple(v) for v in values if v is not None}) == 1
     if (len(kinds) == 1 and same_keys) or kinds <= {int, float}:
         try:
-            return pl.Series(name, values, strict=len(kinds) == 1)
+            return _series(name, values, strict=len(kinds) == 1)
         except Exception:  # shapes polars cannot type (ragged structs ...): keep the objects
             pass
     return pl.Series(name, values, dtype=pl.Object)
@@ -36,10 +47,10 @@ def _column(name: str, values: list[Any]) -> pl.Series:
 
 def _target_series(targets: list[Any]) -> pl.Series:
     if all(isinstance(t, str) for t in targets):
-        return pl.Series("target", targets, dtype=pl.String)
+        return _series("target", targets, dtype=pl.String)
     if all(isinstance(t, list) for t in targets):
-        return pl.Series("target", targets, dtype=pl.List(pl.String))
-    return pl.Series(
+        return _series("target", targets, dtype=pl.List(pl.String))
+    return _series(
         "target", [t if isinstance(t, list) else [t] for t in targets], dtype=pl.List(pl.String)
     )
 
@@ -101,7 +112,7 @@ def records_frame(
     columns += _metadata_columns(
         [s.metadata for s in samples], {"id", "input", "target"} | _RESULT_COLUMNS
     )
-    columns.append(pl.Series("result", [r.result for r in records], dtype=pl.String))
+    columns.append(_series("result", [r.result for r in records], dtype=pl.String))
     if scored:
         scores = [r.score for r in records]
         columns += [
@@ -114,7 +125,7 @@ def records_frame(
         ]
     errors = [str(r.error) if r.error else None for r in records]
     if any(errors):
-        columns.append(pl.Series("error", errors, dtype=pl.String))
+        columns.append(_series("error", errors, dtype=pl.String))
     retries = [r.retries for r in records]
     if any(retries):
         columns.append(pl.Series("retries", retries, dtype=pl.Int64))

@@ -21,6 +21,7 @@ import anyio.to_thread
 from .._errors import ConfigError, ScorerError, SolverError
 from ..chats.chat import Chat
 from ..samples import Sample, Score, Solution, SolvedSample
+from ..vocab.text import writable_text
 
 __all__ = [
     "BatchFunction",
@@ -200,23 +201,6 @@ def _expect_chat(value: Any, who: str, slot: str, error: type[Exception]) -> Cha
     if value is None or isinstance(value, Chat):
         return value
     raise error(f"The {who} returned a {slot} that is a {type(value).__name__}; it must be a Chat.")
-
-
-def writable_text(text: str) -> str:
-    """`text`, with any lone surrogate (what `errors="surrogateescape"` decoding leaves)
-    written as its escape, so the log can hold it as UTF-8.
-
-    Example:
-        >>> writable_text("bad\\udcff")
-        'bad\\\\udcff'
-    """
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
 
 
 def normalise_solution(value: Any, spec: FunctionSpec) -> Solution:

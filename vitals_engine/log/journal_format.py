@@ -45,6 +45,7 @@ import msgspec
 
 from .._errors import LogFormatError
 from .._logging import log
+from ..vocab.text import WritableEncoder
 from . import schema as s
 
 __all__ = [
@@ -102,7 +103,7 @@ class _Line(msgspec.Struct):
     sample: s.EvalSample | None = None
 
 
-encoder = msgspec.json.Encoder(enc_hook=s.enc_hook)
+encoder = WritableEncoder(enc_hook=s.enc_hook)  # lone surrogates as escapes (vocab/text.py)
 
 
 @contextmanager

@@ -58,6 +58,7 @@ import anyio.to_thread
 import msgspec
 from anyio.abc import TaskGroup
 
+from ..vocab.text import WritableEncoder
 from . import schema as s
 from .atomic import replace_atomically
 
@@ -103,7 +104,7 @@ class LiveDocument(msgspec.Struct, kw_only=True):
 
 
 _decoder = msgspec.json.Decoder(LiveDocument)
-_encoder = msgspec.json.Encoder()
+_encoder = WritableEncoder()  # streamed text may hold lone surrogates
 
 
 def live_path(log_path: str | Path) -> Path:

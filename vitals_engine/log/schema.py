@@ -16,6 +16,8 @@ from typing import Any, Literal
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
 
+from ..vocab.text import WritableEncoder
+
 __all__ = [
     "ChatCompletionChoice",
     "ChatMessage",
@@ -397,6 +399,8 @@ def enc_hook(value: Any) -> Any:
     return repr(value)
 
 
-encoder = msgspec.json.Encoder(enc_hook=enc_hook)
+#: The log's JSON encoder: a lone surrogate in any string (a dataset's input, a chat's
+#: text, metadata) is written as its escape rather than failing the write.
+encoder = WritableEncoder(enc_hook=enc_hook)
 log_decoder = msgspec.json.Decoder(EvalLog)
 sample_decoder = msgspec.json.Decoder(EvalSample)

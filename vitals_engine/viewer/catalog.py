@@ -44,6 +44,8 @@ class _Log:
         self.entry: dict[str, Any] | None = None
         self.error: str | None = None
         self.not_a_log = False
+        #: A journal's tail, never changed once set here: a refresh updates a fork of it
+        #: and puts that in its place (so readers may use it without the catalog's lock).
         self.tail: JournalTail | None = None
         self.contents: Contents | None = None
         self.load_lock = threading.Lock()
@@ -51,8 +53,38 @@ class _Log:
         self.live_stamp: tuple[int, int, int, int] | None = None
 
 
+class _Reading:
+    """One log's header being read by a refresh, without the catalog's lock.
+
+    Made under the lock from what the catalog knew (`base`, its stamp then), filled
+    in without it, and published under it only if `base` is still the log's state
+    with that stamp (else another refresh published a read of its own meanwhile,
+    or the log went: this one is dropped, and the next refresh sees what is new).
+    """
+
+    def __init__(self, file: LogFile, base: _Log | None) -> None:
+        self.file = file
+        self.base = base
+        self.base_stamp = base.file.stamp if base is not None else None
+        #: The same file as `base`'s (not replaced): its state and journal tail go on.
+        self.same_file = base is not None and base.file.stamp[:2] == file.stamp[:2]
+        #: A journal's tail once read: a fork of `base`'s (same file), else a new one.
+        self.tail: JournalTail | None = None
+        self.header: s.EvalLog | None = None
+        self.entry: dict[str, Any] | None = None
+        self.error: str | None = None
+        self.not_a_log = False
+        #: Set once the read was published (or dropped): other refreshes wait on it.
+        self.done = threading.Event()
+
+
 class Catalog:
     """The logs of `root`, their headers, and their samples on demand.
+
+    No file is read with the catalog's lock held, so a slow log (a huge one, a slow
+    disk) delays only the requests that need that log, never the listing of the
+    others: `refresh()` notes under the lock what must be read, reads it without,
+    and publishes the results under it again.
 
     Example:
         >>> catalog = Catalog(Path("logs"))
@@ -69,6 +101,8 @@ class Catalog:
         self._lock = threading.RLock()
         self._logs: dict[str, _Log] = {}
         self._loaded: OrderedDict[str, None] = OrderedDict()
+        #: The header reads under way, by relative path (each refresh's own).
+        self._reading: dict[str, _Reading] = {}
         self._scanned = False
         #: Called with (changed relative paths, catalog version, journals whose live text
         #: changed) after any refresh that found changes, from whichever thread refreshed
@@ -78,8 +112,15 @@ class Catalog:
     # -- scanning ----------------------------------------------------------------------
 
     def refresh(self) -> set[str]:
-        """Re-list the directory and re-read what changed; the relative paths that changed."""
+        """Re-list the directory and re-read what changed; the relative paths that changed.
+
+        A log another refresh is already reading (in the same state of its file) is
+        left to it: this one waits for that read before returning, so what was
+        listed is read when it returns, and the other reports it to `listeners`.
+        """
         files = {f.relative: f for f in log_files(self.root)}
+        mine: list[_Reading] = []
+        theirs: list[_Reading] = []
         with self._lock:
             changed = {rel for rel in self._logs if rel not in files}
             for rel in changed:
@@ -89,78 +130,113 @@ class Catalog:
                 state = self._logs.get(rel)
                 if state is not None and state.file.stamp == file.stamp:
                     continue
-                if state is None or state.file.stamp[:2] != file.stamp[:2]:
-                    self._unload(rel)
-                    state = self._logs[rel] = _Log(file)
-                state.file = file
-                self._read(state)
-                changed.add(rel)
-            if changed:
-                self.version = self._versions()
-            self._scanned = True
-            version = self.version
-            live = self._live_changes()
+                pending = self._reading.get(rel)
+                if pending is not None and pending.file.stamp == file.stamp:
+                    theirs.append(pending)
+                    continue
+                reading = self._reading[rel] = _Reading(file, state)
+                mine.append(reading)
+        try:
+            for reading in mine:
+                self._read(reading)
+            with self._lock:
+                for reading in mine:
+                    if self._publish(reading):
+                        changed.add(reading.file.relative)
+                if changed:
+                    self.version = self._versions()
+                self._scanned = True
+                version = self.version
+        finally:
+            with self._lock:
+                for reading in mine:
+                    if self._reading.get(reading.file.relative) is reading:
+                        del self._reading[reading.file.relative]
+                    reading.done.set()
+        for reading in theirs:
+            reading.done.wait()
+        live = self._live_changes()
         if changed or live:
             for listener in self.listeners:
                 listener(changed, version, live)
         return changed
 
+    def _publish(self, reading: _Reading) -> bool:
+        """Put a finished read in place (lock held); False if it was overtaken meanwhile."""
+        rel = reading.file.relative
+        state = self._logs.get(rel)
+        if state is not reading.base or (
+            state is not None and state.file.stamp != reading.base_stamp
+        ):
+            return False
+        if state is None or not reading.same_file:
+            self._unload(rel)
+            state = self._logs[rel] = _Log(reading.file)
+        state.file = reading.file
+        if reading.file.path.suffix != JOURNAL_SUFFIX:
+            self._unload(rel)  # a `.json` / `.eval` log changed: its samples are read again
+        elif reading.tail is not None:
+            state.tail = reading.tail
+        if reading.header is not None:
+            state.header = reading.header
+        state.entry, state.error, state.not_a_log = reading.entry, reading.error, reading.not_a_log
+        return True
+
     def _live_changes(self) -> set[str]:
         """The journals whose live-text sidecar appeared, changed or went away."""
+        with self._lock:
+            journals = [(rel, st) for rel, st in self._logs.items() if st.tail is not None]
+        stamps = [(rel, st, file_stamp(live_path(st.file.path))) for rel, st in journals]
         live = set()
-        for rel, state in self._logs.items():
-            if state.tail is None:
-                continue
-            stamp = file_stamp(live_path(state.file.path))
-            if stamp != state.live_stamp:
-                state.live_stamp = stamp
-                live.add(rel)
+        with self._lock:
+            for rel, state, stamp in stamps:
+                if stamp != state.live_stamp and self._logs.get(rel) is state:
+                    state.live_stamp = stamp
+                    live.add(rel)
         return live
 
-    def _read(self, state: _Log) -> None:
-        """(Re-)read a log's header and entry after its file changed."""
-        state.error, state.not_a_log = None, False
-        path, rel = state.file.path, state.file.relative
+    def _read(self, reading: _Reading) -> None:
+        """Read a log's header and entry after its file changed (without the lock)."""
+        path, rel = reading.file.path, reading.file.relative
         try:
             if path.suffix == JOURNAL_SUFFIX:
-                self._read_journal(state)
+                self._read_journal(reading)
             else:
-                self._read_log(state)
+                self._read_log(reading)
         except NotALogError:
-            state.not_a_log, state.entry = True, None
+            reading.not_a_log = True
         except LogFormatError as exc:
-            state.error, state.entry = str(exc), None
+            reading.error = str(exc)
         except OSError as exc:
-            state.error, state.entry = f"{rel}: cannot read the log: {exc}.", None
+            reading.error = f"{rel}: cannot read the log: {exc}."
 
-    def _read_journal(self, state: _Log) -> None:
-        path, rel = state.file.path, state.file.relative
-        if state.tail is None:
-            state.tail = JournalTail(path, self._versions)
-        state.tail.update()
-        header = state.tail.running_header()
+    def _read_journal(self, reading: _Reading) -> None:
+        path, rel = reading.file.path, reading.file.relative
+        base = reading.base.tail if reading.base is not None and reading.same_file else None
+        tail = reading.tail = base.fork() if base is not None else JournalTail(path, self._versions)
+        tail.update()
+        header = tail.running_header()
         if header is None:
             raise LogFormatError(f"{rel}: the journal has no start record yet.")
-        state.header = header
-        final = state.tail.final
+        reading.header = header
+        final = tail.final
         if final is not None and "/" in rel:
             final = f"{rel.rsplit('/', 1)[0]}/{final}"
-        state.entry = log_entry(
+        reading.entry = log_entry(
             rel,
             path,
             header,
-            samples=len(state.tail.rows),
-            version=state.tail.version(),
+            samples=len(tail.rows),
+            version=tail.version(),
             final=final,
         )
 
-    def _read_log(self, state: _Log) -> None:
-        path = state.file.path
-        self._unload(state.file.relative)
+    def _read_log(self, reading: _Reading) -> None:
+        path = reading.file.path
         header = read_log(path, header_only=True).header
-        state.header = header
-        state.entry = log_entry(
-            state.file.relative,
+        reading.header = header
+        reading.entry = log_entry(
+            reading.file.relative,
             path,
             header,
             samples=count_samples(path),
@@ -207,7 +283,7 @@ class Catalog:
         """
         with self._lock:
             state = self._logs.get(rel)
-            stale = state is None or file_stamp(state.file.path) != state.file.stamp
+        stale = state is None or file_stamp(state.file.path) != state.file.stamp
         if stale or not self._scanned:
             self.refresh()
             with self._lock:
@@ -255,9 +331,8 @@ class Catalog:
             if state is None:
                 return None
             contents = state.tail if state.tail is not None else self._load(state)
-            try:
-                with self._lock:
-                    return contents.sample_json(id, epoch)
+            try:  # without the lock: contents never change (a journal's tail is replaced)
+                return contents.sample_json(id, epoch)
             except FileNotFoundError:
                 continue
         return None

@@ -18,6 +18,7 @@ client that has seen version V asks for the rows changed after V.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 import re
@@ -201,6 +202,19 @@ class JournalTail(Contents):
         self.model_usage: dict[str, s.ModelUsage] = {}
         self.role_usage: dict[str, s.ModelUsage] = {}
         self._lines: dict[SampleId, tuple[int, int]] = {}
+
+    def fork(self) -> JournalTail:
+        """A copy to `update()` while readers keep using this one, which it then replaces.
+
+        Copies the row and line tables and the usage totals (`update()` changes them in
+        place); rows themselves and headers are never changed, so they are shared.
+        """
+        twin = copy.copy(self)
+        twin.rows = dict(self.rows)
+        twin._lines = dict(self._lines)
+        twin.model_usage = {name: copy.copy(u) for name, u in self.model_usage.items()}
+        twin.role_usage = {name: copy.copy(u) for name, u in self.role_usage.items()}
+        return twin
 
     def update(self) -> bool:
         """Parse what was appended since the last call; True if anything changed.
