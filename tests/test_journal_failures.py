@@ -43,6 +43,18 @@ async def until(condition: Any, limit: float = 30.0) -> Any:
             await anyio.sleep(0.005)
 
 
+def held_at(last: int, gate: anyio.Event) -> Any:
+    """A solver answering with the mock model that holds sample `last` until `gate` is set."""
+    chat = ve.chat_mock()
+
+    async def solver(input: str, sample: ve.Sample) -> str:
+        if sample.id == last:
+            await gate.wait()
+        return await chat.clone().chat_async(input)
+
+    return solver
+
+
 def sums(n: int) -> list[dict[str, str]]:
     return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
 
@@ -167,14 +179,7 @@ async def test_a_failed_fsync_cuts_back_to_the_last_synced_record(
 
     monkeypatch.setattr(writer_module, "sync_file", fsync_fails_once)
     monkeypatch.setattr(writer_module, "SYNC_EVERY", 0.0)
-    never = anyio.Event()
-    chat = ve.chat_mock()
-
-    async def solver(input: str, sample: ve.Sample) -> str:
-        if sample.id == 20:
-            await never.wait()
-        return await chat.clone().chat_async(input)
-
+    solver = held_at(20, anyio.Event())  # never set
     task = ve.Task(sums(20), solver=solver, scorer=ve.detect_includes(), dir=tmp_path)
     with pytest.raises(ve.LogWriteError, match="fsync failed"):
         await task.eval_async()  # sample 20 waits until the failure stops the run
@@ -235,13 +240,7 @@ async def test_a_journal_another_run_writes_cannot_be_resumed(tmp_path: Path) ->
     with JournalInUseError naming the process; the running run is untouched and ends
     with every sample."""
     gate = anyio.Event()
-    chat = ve.chat_mock()
-
-    async def solver(input: str, sample: ve.Sample) -> str:
-        if sample.id == 5:
-            await gate.wait()
-        return await chat.clone().chat_async(input)
-
+    solver = held_at(5, gate)
     running = ve.Task(sums(5), solver=solver, scorer=ve.detect_includes(), dir=tmp_path)
     other = ve.Task(sums(5), solver=solver, scorer=ve.detect_includes(), dir=tmp_path)
     async with anyio.create_task_group() as tg:

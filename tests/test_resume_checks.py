@@ -51,17 +51,16 @@ class Asked:
         return answer
 
 
+def task_of(data: list[dict[str, Any]], solver: Any, directory: Path, **options: Any) -> ve.Task:
+    options.setdefault("scorer", ve.detect_includes())
+    return ve.Task(data, solver=solver, dir=directory, name="t", **options)
+
+
 async def test_changed_rows_run_again_and_ids_gone_leave_the_log(tmp_path: Path) -> None:
     """Same ids, new data: a changed input or target is solved again, an id no longer in
     the dataset is left out of the final log, unchanged rows are not asked again."""
     first = Asked()
-    done = ve.Task(
-        sums(range(1, 7)),
-        solver=first.solver(),
-        scorer=ve.detect_includes(),
-        dir=tmp_path,
-        name="t",
-    )
+    done = task_of(sums(range(1, 7)), first.solver(), tmp_path)
     await done.eval_async()
     await killed_journal(done, keep=6)
 
@@ -70,7 +69,7 @@ async def test_changed_rows_run_again_and_ids_gone_leave_the_log(tmp_path: Path)
     data[3]["target"] = "44"
     data[4]["target"] = "ten"  # id 5: a new target
     again = Asked()
-    task = ve.Task(data, solver=again.solver(), scorer=ve.detect_includes(), dir=tmp_path, name="t")
+    task = task_of(data, again.solver(), tmp_path)
     await task.eval_async(resume=True)
     assert sorted(again.inputs) == ["What's 40+4?", "What's 5+5?", "What's 7+7?"]
     final = ve.read_log(task.log_path)
@@ -85,23 +84,10 @@ async def test_changed_rows_run_again_and_ids_gone_leave_the_log(tmp_path: Path)
 async def test_fewer_epochs_leave_the_later_epochs_out(tmp_path: Path) -> None:
     """A run resumed with fewer epochs keeps only the epochs it runs."""
     asked = Asked()
-    done = ve.Task(
-        sums(range(1, 3)),
-        solver=asked.solver(),
-        scorer=ve.detect_includes(),
-        dir=tmp_path,
-        name="t",
-        epochs=2,
-    )
+    done = task_of(sums(range(1, 3)), asked.solver(), tmp_path, epochs=2)
     await done.eval_async()
     await killed_journal(done, keep=3)
-    task = ve.Task(
-        sums(range(1, 3)),
-        solver=asked.solver(),
-        scorer=ve.detect_includes(),
-        dir=tmp_path,
-        name="t",
-    )
+    task = task_of(sums(range(1, 3)), asked.solver(), tmp_path)
     await task.eval_async(resume=True, epochs=1)
     final = ve.read_log(task.log_path)
     assert sorted((s.id, s.epoch) for s in final.samples) == [(1, 1), (2, 1)]
@@ -111,23 +97,11 @@ async def test_another_model_is_refused_unless_resumed_anyway(tmp_path: Path) ->
     """A run resumed on another model is a ConfigError that says how to go on; with
     resume_anyway=True every sample of the old model is solved again on the new one."""
     asked = Asked()
-    done = ve.Task(
-        sums(range(1, 5)),
-        solver=asked.solver(),
-        scorer=ve.detect_includes(),
-        dir=tmp_path,
-        name="t",
-    )
+    done = task_of(sums(range(1, 5)), asked.solver(), tmp_path)
     await done.eval_async(solver_chat=ve.chat_mock(model="old-model"))
     await killed_journal(done, keep=3)
 
-    task = ve.Task(
-        sums(range(1, 5)),
-        solver=asked.solver(),
-        scorer=ve.detect_includes(),
-        dir=tmp_path,
-        name="t",
-    )
+    task = task_of(sums(range(1, 5)), asked.solver(), tmp_path)
     new_model = ve.chat_mock(model="new-model")
     with pytest.raises(ve.ConfigError, match=r"mock/old-model.*resume_anyway=True"):
         await task.eval_async(resume=True, solver_chat=new_model)
@@ -141,28 +115,18 @@ async def test_another_model_is_refused_unless_resumed_anyway(tmp_path: Path) ->
 async def test_another_scorer_or_solver_is_refused(tmp_path: Path) -> None:
     """The scorer and the solver of a resumed run are those it was run with."""
     asked = Asked()
-    done = ve.Task(
-        sums(range(1, 4)),
-        solver=asked.solver(),
-        scorer=ve.detect_includes(),
-        dir=tmp_path,
-        name="t",
-    )
+    done = task_of(sums(range(1, 4)), asked.solver(), tmp_path)
     await done.eval_async()
     journal = await killed_journal(done, keep=2)
 
-    scorer = ve.Task(
-        sums(range(1, 4)), solver=asked.solver(), scorer=ve.detect_exact(), dir=tmp_path, name="t"
-    )
+    scorer = task_of(sums(range(1, 4)), asked.solver(), tmp_path, scorer=ve.detect_exact())
     with pytest.raises(ve.ConfigError, match="the scorer 'detect_includes"):
         await scorer.eval_async(resume=journal)
 
     async def other(input: str) -> str:
         return input
 
-    solver = ve.Task(
-        sums(range(1, 4)), solver=other, scorer=ve.detect_includes(), dir=tmp_path, name="t"
-    )
+    solver = task_of(sums(range(1, 4)), other, tmp_path)
     with pytest.raises(ve.ConfigError, match="the solver 'answer'"):
         await solver.eval_async(resume=journal)
     assert journal.exists()  # a refused resume touches nothing

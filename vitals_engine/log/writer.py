@@ -435,7 +435,8 @@ class LogWriter:
     # -- opening -----------------------------------------------------------------------
 
     def _open(self) -> None:
-        self.lock.acquire()
+        with writing(self.journal):
+            self.lock.acquire()
         try:
             with writing(self.journal):
                 self._open_journal()
@@ -464,7 +465,8 @@ class LogWriter:
 
     def _reopen(self) -> None:
         """Take the journal again after `release()`, to finish it."""
-        self.lock.acquire()
+        with writing(self.journal):
+            self.lock.acquire()
         try:
             with writing(self.journal):
                 self._fd = os.open(self.journal, os.O_RDWR | os.O_APPEND | _BINARY)

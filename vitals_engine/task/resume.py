@@ -17,6 +17,7 @@ final log.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -256,17 +257,6 @@ def reconcile(
             changed=changed,
             gone_from_dataset=gone,
         )
-    return Resumed(
-        source=resumed.source,
-        log_name=resumed.log_name,
-        eval_id=resumed.eval_id,
-        created=resumed.created,
-        epochs=resumed.epochs,
-        finished=finished,
-        ledger=ledger,
-        logged=logged,
-        solver=resumed.solver,
-        model=resumed.model,
-        keys=resumed.keys,
-        stale=stale,
+    return dataclasses.replace(
+        resumed, finished=finished, ledger=ledger, logged=logged, stale=stale
     )
