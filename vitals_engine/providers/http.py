@@ -246,18 +246,10 @@ class HttpProvider(Provider):
             raise ConfigError(f"{self.name} needs a model name: pass model=...")
         url, basic_auth, user = _split_credentials((base_url or self.default_base_url).rstrip("/"))
         super().__init__(model, url, params)
-        names = [self.env_key, *self.fallback_env_keys] if self.env_key else []
-        key = api_key
-        if key is None:
-            key = next((os.environ[n] for n in names if os.environ.get(n)), None)
-        if not key and self.key_required:
-            where = f"set {self.key_variables} or " if names else ""
-            raise AuthenticationError(
-                f"No API key for {self.name}: {where}pass api_key=...",
-                provider=self.name,
-                model=model,
-            )
-        self._api_key = key or ""
+        #: The key given, else found in the environment; a missing one is an error only
+        #: when a request is sent (`check_key()`), so a chat can be built without it.
+        self._given_key = api_key
+        self._api_key = self._find_key() or ""
         self.client = client
         self.timeouts = timeouts or Timeouts()
         #: True: stream every reply; False: never; None: when `auto_stream()` says so.
@@ -275,6 +267,30 @@ class HttpProvider(Provider):
             )
         self._all_headers: dict[str, str] | None = None
         self._secret_values: tuple[str, ...] | None = None
+
+    def _find_key(self) -> str | None:
+        if self._given_key is not None:
+            return self._given_key
+        names = [self.env_key, *self.fallback_env_keys] if self.env_key else []
+        return next((os.environ[n] for n in names if os.environ.get(n)), None)
+
+    def check_key(self) -> None:
+        """Raise `AuthenticationError` when this model needs a key and has none. The
+        environment is read again while no key was found (a variable set after the chat
+        was built counts)."""
+        if self._api_key or not self.key_required:
+            return
+        key = self._find_key()
+        if key:
+            self._api_key = key
+            self._all_headers = self._secret_values = None  # made with no key
+            return
+        where = f"set {self.key_variables} or " if self.env_key else ""
+        raise AuthenticationError(
+            f"No API key for {self.name}: {where}pass api_key=... to the chat",
+            provider=self.name,
+            model=self.model,
+        )
 
     @property
     def key_variables(self) -> str:
@@ -404,6 +420,7 @@ class HttpProvider(Provider):
         exc.args = (exc.message,)
 
     async def _send(self, pool: TransportPool, request: ChatRequest) -> Turn:
+        self.check_key()
         payload = self.body(request)
         streaming = self.streams(payload)
         if streaming:

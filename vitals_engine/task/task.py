@@ -19,6 +19,7 @@ import polars as pl
 from .. import config
 from .._errors import ConfigError, TaskStateError
 from .._sync import run_sync
+from ..chats.chat import Chat
 from ..dataset import dataset_name, load_dataset
 from ..engine.calls import describe, route_kwargs
 from ..frames import dataset_frame, records_frame
@@ -331,6 +332,8 @@ class Task:
         if setup.scorer_spec is None:
             raise TaskStateError("This task has no scorer: pass scorer= or call set_scorer().")
         solver_kw, scorer_kw = route_kwargs(kwargs, setup.solver_spec, setup.scorer_spec)
+        _check_keys(setup.solver, solver_kw, "solver_chat")
+        _check_keys(setup.scorer, scorer_kw, "scorer_chat")
         await run_task(
             setup,
             self._state,
@@ -379,6 +382,7 @@ class Task:
             progress=progress,
         )
         solver_kw, _ = route_kwargs(kwargs, self._setup.solver_spec, None)
+        _check_keys(self._setup.solver, solver_kw, "solver_chat")
         await run_task(
             self._setup, self._state, options, solve=True, score=False, solver_kwargs=solver_kw
         )
@@ -412,6 +416,7 @@ class Task:
             max_concurrency=max_concurrency, limits=limits, retry=retry, progress=progress
         )
         _, scorer_kw = route_kwargs(kwargs, None, self._setup.scorer_spec)
+        _check_keys(self._setup.scorer, scorer_kw, "scorer_chat")
         await run_task(
             self._setup, self._state, options, solve=False, score=True, scorer_kwargs=scorer_kw
         )
@@ -474,6 +479,21 @@ class Task:
             + (f", {metrics}" if metrics else "")
             + ">"
         )
+
+
+def _check_keys(fn: Any, routed: dict[str, Any], slot: str) -> None:
+    """Before a run starts: an `AuthenticationError` naming the variable to set for a chat
+    the run will use that has no API key. Those chats are the ones passed to this run
+    (`eval(solver_chat=...)`, as `vitals eval --model` does) and, unless replaced, the one
+    a built-in solver or judge holds (`generate(chat)`, `model_graded_qa(scorer_chat=)`).
+    A chat hidden inside a function of the user's is checked at its first request."""
+    chats = [v for v in routed.values() if isinstance(v, Chat)]
+    if slot not in routed:
+        own = getattr(fn, slot, None)
+        if isinstance(own, Chat):
+            chats.append(own)
+    for chat in chats:
+        chat.provider.check_key()
 
 
 def _copy_ledger(ledger: UsageLedger) -> UsageLedger:
