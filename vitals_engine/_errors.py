@@ -12,7 +12,8 @@ VitalsError
  ├── ProviderError          a model provider failed a request
  │    ├── RateLimitError        429: carries `retry_after` seconds
  │    ├── AuthenticationError   401/403: missing or wrong API key
- │    ├── ProviderUnavailable   5xx, 529, 408, 409, dropped connections (may carry `retry_after`)
+ │    ├── ProviderUnavailable   5xx, 529, 408, 409, dropped connections (may carry `retry_after`),
+ │    │                         refused ones (`refused`; not retried where nothing ever answered)
  │    ├── ProviderTimeout       connect or read timeout
  │    └── MalformedResponse     a body that is not the JSON the provider promised
  ├── ExtractionError        a structured reply that does not validate against its type
@@ -89,6 +90,8 @@ class ProviderError(VitalsError):
     """
 
     retryable: bool = False
+    #: The connection was refused: nothing listens at the address (set by the transports).
+    refused: bool = False
 
     def __init__(
         self,
@@ -131,7 +134,12 @@ class AuthenticationError(ProviderError):
 
 
 class ProviderUnavailable(ProviderError):
-    """A server-side or transient failure (5xx, 529, 408, 409, a dropped connection)."""
+    """A server-side or transient failure (5xx, 529, 408, 409, a dropped connection).
+
+    A refused connection (`refused` is True) is retried only at an address that answered
+    before in this process; where nothing ever answered (a typo in `base_url`, a local
+    server not started) it fails at once (`retryable` False), saying nothing listens there.
+    """
 
     retryable = True
 

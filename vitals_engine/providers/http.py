@@ -182,6 +182,11 @@ def retry_after_seconds(headers: Mapping[str, str], *, resets: bool = True) -> f
     return max(known) if known else None
 
 
+#: Base URLs that answered in this process (any HTTP answer, an error status too): a
+#: refused connection there is transient and retried; anywhere else it fails at once.
+_ANSWERED: set[str] = set()
+
+
 class StreamErrorEvent(Exception):
     """Raised by a `StreamReader` for an error event in the stream: the HTTP status it
     stands for, and the event's data (the provider's error body)."""
@@ -229,6 +234,10 @@ class HttpProvider(Provider):
     #: Whether a request without a key makes sense (local servers).
     key_required: ClassVar[bool] = True
     default_base_url: ClassVar[str] = ""
+    #: What to check when nothing listens at `base_url`.
+    start_hint: ClassVar[str] = (
+        "check base_url for a typo in the host or port, and that the server there is running"
+    )
 
     def __init__(
         self,
@@ -437,13 +446,16 @@ class HttpProvider(Provider):
         try:
             if streaming:
                 async with transport.stream(url, headers, body, self.timeouts) as streamed:
+                    _ANSWERED.add(self.base_url)
                     turn = await self._read_streamed(url, streamed)
             else:
-                turn = self._read_whole(
-                    url, await transport.post(url, headers, body, self.timeouts)
-                )
+                response = await transport.post(url, headers, body, self.timeouts)
+                _ANSWERED.add(self.base_url)
+                turn = self._read_whole(url, response)
         except ProviderError as exc:
             exc.provider, exc.model = self.name, self.model
+            if exc.refused and self.base_url not in _ANSWERED:
+                self._nothing_listening(exc)
             self._redact(exc)
             raise
         return msgspec.structs.replace(
@@ -452,6 +464,16 @@ class HttpProvider(Provider):
             started_at=started,
             duration=time.time() - started,
         )
+
+    def _nothing_listening(self, exc: ProviderError) -> None:
+        """A refused connection where nothing ever answered in this process: a typo in
+        base_url, or a local server not started. Waiting will not fix it: not retried."""
+        exc.retryable = False
+        exc.message = (
+            f"nothing is listening at {self.base_url} (connection refused): {self.start_hint}. "
+            "Not retried: nothing has answered at this address yet"
+        )
+        exc.args = (exc.message,)
 
     def _read_whole(self, url: str, response: HttpResponse) -> Turn:
         if response.status >= 400:
