@@ -151,3 +151,74 @@ def test_retries_show_on_stderr_when_the_application_set_up_no_logging():
     assert done.stderr.count("are being retried") == 1
     assert "openai/gpt-flaky" in done.stderr
     assert "HTTP 503" in done.stderr
+
+
+# -- unknown keywords: "did you mean", and params= for request parameters -------------------------
+
+
+def test_a_misspelt_eval_option_gets_a_did_you_mean(tmp_path):
+    """eval(max_concurency=5) names the option meant; a misspelt solver parameter too."""
+    task = ve.Task(SUMS, solver=ve.generate(ve.chat_mock()), scorer=ve.detect_includes())
+    with pytest.raises(ve.ConfigError, match="Did you mean `max_concurrency`"):
+        task.eval(max_concurency=5)
+    with pytest.raises(ve.ConfigError, match="Did you mean `solver_chat`"):
+        task.eval(solver_chta=ve.chat_mock())
+    with pytest.raises(ve.ConfigError, match="Did you mean `epochs`"):
+        task.solve(epoch=2)
+    assert task.log_path is None
+
+
+def test_a_request_parameter_is_sent_to_params_on_the_chat():
+    """temperature= on a chat constructor, or on eval(), says to use params= on the chat."""
+    with pytest.raises(ve.ConfigError, match=r'params=\{"temperature": \.\.\.\}'):
+        ve.chat_openai(temperature=0.2, api_key="k")  # type: ignore[call-arg]
+    task = ve.Task(SUMS, solver=ve.generate(ve.chat_mock()), scorer=ve.detect_includes())
+    with pytest.raises(ve.ConfigError, match=r"`temperature` is a request parameter.*params="):
+        task.eval(temperature=0)
+
+
+# -- factories and chats where a solver or scorer goes -------------------------------------------
+
+
+def test_an_uncalled_solver_factory_says_what_to_write():
+    with pytest.raises(ve.ConfigError, match=r"solver=ve\.generate\(ve\.chat_mock\(\)\)"):
+        ve.Task(SUMS, solver=ve.generate, scorer=ve.detect_includes())
+
+
+def test_a_chat_as_the_solver_says_to_wrap_it_in_generate():
+    with pytest.raises(ve.ConfigError, match=r"solver=ve\.generate\(chat\)"):
+        ve.Task(SUMS, solver=ve.chat_mock(), scorer=ve.detect_includes())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("scorer", "fix"),
+    [
+        (ve.model_graded_qa, r"scorer=ve\.model_graded_qa\(\)"),
+        (ve.detect_includes, r"scorer=ve\.detect_includes\(\)"),
+    ],
+)
+def test_an_uncalled_scorer_factory_says_what_to_write(scorer, fix):
+    task = ve.Task(SUMS, solver=ve.generate(ve.chat_mock()))
+    with pytest.raises(ve.ConfigError, match=fix):
+        ve.Task(SUMS, solver=ve.generate(ve.chat_mock()), scorer=scorer)
+    with pytest.raises(ve.ConfigError, match=fix):
+        task.set_scorer(scorer)
+
+
+def test_a_chat_as_the_scorer_says_to_make_it_a_judge():
+    with pytest.raises(ve.ConfigError, match=r"scorer=ve\.model_graded_qa\(scorer_chat=chat\)"):
+        ve.Task(SUMS, solver=ve.generate(ve.chat_mock()), scorer=ve.chat_mock())  # type: ignore[arg-type]
+
+
+# -- what a solver returns: a number is taken as its text, and the message says so ---------------
+
+
+async def test_the_solver_error_says_a_number_is_taken_as_text(tmp_path):
+    """A number is kept as its text; a wrong shape's SolverError lists numbers as allowed."""
+    task = ve.Task(SUMS, solver=lambda input: 2, scorer=ve.detect_includes(), dir=tmp_path)
+    await task.eval_async(fail_on_error=False)
+    assert task.get_samples()["result"].to_list() == ["2", "2"]
+
+    wrong = ve.Task(SUMS, solver=lambda input: [2], scorer=ve.detect_includes(), dir=tmp_path)
+    with pytest.raises(ve.SolverError, match=r"a number is taken as its text, str\(value\)"):
+        await wrong.eval_async()

@@ -37,6 +37,14 @@ from .streaming import SampleStream, Sink
 
 __all__ = ["Task"]
 
+#: The run options of score(), solve() and eval(): a misspelt one gets a "did you mean".
+_SCORE_OPTIONS = ("max_concurrency", "limits", "retry", "progress")
+_SOLVE_OPTIONS = ("epochs", *_SCORE_OPTIONS)
+_EVAL_OPTIONS = (
+    *_SOLVE_OPTIONS,
+    *("view", "fail_on_error", "log_format", "resume", "resume_anyway"),
+)
+
 
 class Task:
     """An evaluation: a dataset, a solver and a scorer.
@@ -46,7 +54,8 @@ class Task:
             .jsonl/.json/.csv/.parquet file, with `input` and `target` columns
             (and optionally `id`; other columns are per-sample metadata).
         solver: a function of a sample's input, sync or async, returning the
-            result string (or a `Solution` with the chat it used). See `generate()`.
+            result string (a number is taken as its text), or a `Solution` with the
+            chat it used. See `generate()`.
         scorer: a function of a `SolvedSample` returning a grade, a number, a
             bool or a `Score`. See `detect_includes()` and friends.
         metrics: a dict of name -> function(scores) -> number; default accuracy.
@@ -331,7 +340,9 @@ class Task:
         setup = self._setup
         if setup.scorer_spec is None:
             raise TaskStateError("This task has no scorer: pass scorer= or call set_scorer().")
-        solver_kw, scorer_kw = route_kwargs(kwargs, setup.solver_spec, setup.scorer_spec)
+        solver_kw, scorer_kw = route_kwargs(
+            kwargs, setup.solver_spec, setup.scorer_spec, _EVAL_OPTIONS
+        )
         _check_keys(setup.solver, solver_kw, "solver_chat")
         _check_keys(setup.scorer, scorer_kw, "scorer_chat")
         await run_task(
@@ -381,7 +392,7 @@ class Task:
             retry=retry,
             progress=progress,
         )
-        solver_kw, _ = route_kwargs(kwargs, self._setup.solver_spec, None)
+        solver_kw, _ = route_kwargs(kwargs, self._setup.solver_spec, None, _SOLVE_OPTIONS)
         _check_keys(self._setup.solver, solver_kw, "solver_chat")
         await run_task(
             self._setup, self._state, options, solve=True, score=False, solver_kwargs=solver_kw
@@ -415,7 +426,7 @@ class Task:
         options = self._options(
             max_concurrency=max_concurrency, limits=limits, retry=retry, progress=progress
         )
-        _, scorer_kw = route_kwargs(kwargs, None, self._setup.scorer_spec)
+        _, scorer_kw = route_kwargs(kwargs, None, self._setup.scorer_spec, _SCORE_OPTIONS)
         _check_keys(self._setup.scorer, scorer_kw, "scorer_chat")
         await run_task(
             self._setup, self._state, options, solve=False, score=True, scorer_kwargs=scorer_kw
