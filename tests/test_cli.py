@@ -141,6 +141,43 @@ def test_eval_model_needs_a_solver_chat_parameter(tmp_path, capsys):
     assert not list(tmp_path.glob("*.json"))
 
 
+OPENAI_TASK = """
+judged = ve.Task(
+    [{"input": "What's 2+2?", "target": "4"}],
+    solver=ve.generate(ve.chat_openai(system_prompt="Answer with the result.")),
+    scorer=ve.detect_includes(),
+    name="judged",
+)
+"""
+
+
+def test_eval_model_swaps_a_chat_that_has_no_key(tmp_path, monkeypatch):
+    """A task file whose solver uses chat_openai() imports without OPENAI_API_KEY, and
+    `--model mock/mock-model` runs it on the mock model."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    path = write_task(tmp_path, OPENAI_TASK)
+    logs = tmp_path / "logs"
+    assert main(["eval", str(path), "--model", "mock/mock-model", "--log-dir", str(logs)]) == 0
+    logged = ve.read_log(only_log(logs))
+    assert logged.model == "mock/mock-model"
+    assert logged.metrics == {"accuracy": 1.0}
+
+
+def test_eval_without_the_key_fails_before_any_sample_naming_the_variable(
+    tmp_path, monkeypatch, capsys
+):
+    """Without --model, the missing OPENAI_API_KEY stops `vitals eval` before the run starts:
+    the message names the variable, and no journal or log is written."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    path = write_task(tmp_path, OPENAI_TASK)
+    logs = tmp_path / "logs"
+    assert main(["eval", str(path), "--log-dir", str(logs)]) == 1
+    err = capsys.readouterr().err
+    assert "task 'judged'" in err
+    assert "OPENAI_API_KEY" in err
+    assert not logs.exists() or not any(logs.iterdir())
+
+
 def test_eval_bad_model_string_is_a_usage_error(tmp_path, capsys):
     """A `--model` that is not provider/model exits 2 with ve.chat()'s message."""
     assert main(["eval", str(EXAMPLE), "--model", "nonsense", "--log-dir", str(tmp_path)]) == 2

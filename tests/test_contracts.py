@@ -87,7 +87,7 @@ async def test_solver_metadata_and_sample_are_available(tmp_path):
 @pytest.mark.parametrize(
     ("returned", "message"),
     [
-        (["4"], "solver solver returned a list; it must return a string, a Solution"),
+        (["4"], "solver solver returned a list; it must return a string .*, a Solution"),
         (None, "returned a NoneType"),
         ({"answer": "4"}, "a dict without 'result'"),
         (ve.Solution(["4"]), "result of type list"),

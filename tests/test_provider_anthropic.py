@@ -544,10 +544,11 @@ async def test_a_hanging_server_times_out(server):
 
 
 def test_a_missing_key_names_the_variable(monkeypatch):
-    """Without api_key= or ANTHROPIC_API_KEY the constructor says which variable to set."""
+    """Without api_key= or ANTHROPIC_API_KEY the first call says which variable to set."""
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    chat = chat_anthropic("claude-test")
     with pytest.raises(ve.AuthenticationError, match="ANTHROPIC_API_KEY"):
-        chat_anthropic("claude-test")
+        chat.chat("hi")
 
 
 def test_the_key_is_read_from_the_environment(monkeypatch):

@@ -573,11 +573,13 @@ async def test_hanging_server_times_out(server):
 
 
 def test_missing_key_names_both_variables(monkeypatch):
-    """Without api_key, GEMINI_API_KEY or GOOGLE_API_KEY, construction says where a key goes."""
+    """Without api_key, GEMINI_API_KEY or GOOGLE_API_KEY, the first call says where a key
+    goes."""
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    chat = chat_google_gemini()
     with pytest.raises(ve.AuthenticationError, match=r"GEMINI_API_KEY \(or GOOGLE_API_KEY\)"):
-        chat_google_gemini()
+        chat.chat("hi")
 
 
 def test_key_comes_from_gemini_then_google_variable(monkeypatch):

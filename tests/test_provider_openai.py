@@ -481,15 +481,30 @@ async def test_refused_connection_is_provider_unavailable():
     """Nothing listening at base_url raises ProviderUnavailable naming the URL."""
     port = free_port()
     chat = ve.chat_openai("gpt-test", base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY)
-    with pytest.raises(ve.ProviderUnavailable, match=f"cannot connect to .*:{port}"):
+    with pytest.raises(ve.ProviderUnavailable, match=f"nothing is listening at .*:{port}/v1"):
         await chat.chat_async("hi")
 
 
-def test_missing_key_fails_at_construction(server, monkeypatch):
-    """Without api_key= or OPENAI_API_KEY, chat_openai() raises AuthenticationError at once."""
+def test_missing_key_fails_at_the_first_call_not_at_construction(server, monkeypatch):
+    """Without api_key= or OPENAI_API_KEY, chat_openai() is built (a task file imports, and
+    --model can swap it); its first call raises AuthenticationError naming the variable,
+    before anything is sent."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    chat = ve.chat_openai("gpt-test", base_url=server.base_url())
     with pytest.raises(ve.AuthenticationError, match="set the OPENAI_API_KEY environment"):
-        ve.chat_openai("gpt-test", base_url=server.base_url())
+        chat.chat("hi")
+    assert server.requests == 0
+    with pytest.raises(ve.AuthenticationError, match="OPENAI_API_KEY"):
+        chat.provider.check_key()
+
+
+def test_a_key_set_after_the_chat_was_built_is_used(server, monkeypatch):
+    """A chat built without a key reads OPENAI_API_KEY again at its first call."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    chat = ve.chat_openai("gpt-test", base_url=server.base_url())
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-set-later")
+    assert chat.chat("hi") == "hi"
+    assert lower(server.log[-1].headers)["authorization"] == "Bearer sk-set-later"
 
 
 def test_key_from_the_environment(server, monkeypatch):
@@ -554,8 +569,9 @@ async def test_compatible_providers_talk_to_the_server(server, monkeypatch, make
     else:
         assert headers["authorization"] == f"Bearer key-of-{name}"
         monkeypatch.delenv(env)
+        unkeyed = make(model="m1", base_url=server.base_url())
         with pytest.raises(ve.AuthenticationError, match=env):
-            make(model="m1", base_url=server.base_url())
+            await unkeyed.chat_async("What's 2+2?")
 
 
 async def test_chat_from_a_provider_model_string(server):

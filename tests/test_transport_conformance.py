@@ -13,6 +13,7 @@ import base64
 import gzip
 import json
 import os
+import socket
 import ssl
 import threading
 import zlib
@@ -264,6 +265,23 @@ async def test_certificate_for_another_name_is_refused(kind, servers, trust_ca):
         with pytest.raises(ProviderUnavailable, match=r"cannot connect to .*CERTIFICATE_VERIFY"):
             await post(transport, route.url(on="wrong_name"))
     assert route.seen == []
+
+
+async def test_a_refused_connection_is_marked_refused(kind, servers):
+    """Connecting to a port nothing listens on is a ProviderUnavailable marked `refused`
+    (localhost too, where ::1 and 127.0.0.1 are both tried); other failures are not."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    async with opened(kind) as transport:
+        for host in ("127.0.0.1", "localhost"):
+            with pytest.raises(ProviderUnavailable, match="cannot connect to") as info:
+                await post(transport, f"http://{host}:{port}/v1/chat/completions")
+            assert info.value.refused
+        route = servers.route(answer(response()))
+        with pytest.raises(ProviderUnavailable) as info:
+            await post(transport, route.url(on="wrong_name"))
+        assert not info.value.refused
 
 
 # -- framing -----------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ VitalsError
  ├── ProviderError          a model provider failed a request
  │    ├── RateLimitError        429: carries `retry_after` seconds
  │    ├── AuthenticationError   401/403: missing or wrong API key
- │    ├── ProviderUnavailable   5xx, 529, 408, 409, dropped connections (may carry `retry_after`)
+ │    ├── ProviderUnavailable   5xx, 529, 408, 409, dropped connections (may carry `retry_after`),
+ │    │                         refused ones (`refused`; not retried where nothing ever answered)
  │    ├── ProviderTimeout       connect or read timeout
  │    └── MalformedResponse     a body that is not the JSON the provider promised
  ├── ExtractionError        a structured reply that does not validate against its type
@@ -27,7 +28,9 @@ the sample id, the request id) as attributes, and says it in its message.
 
 from __future__ import annotations
 
-from typing import Any
+import difflib
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 __all__ = [
     "AuthenticationError",
@@ -89,6 +92,8 @@ class ProviderError(VitalsError):
     """
 
     retryable: bool = False
+    #: The connection was refused: nothing listens at the address (set by the transports).
+    refused: bool = False
 
     def __init__(
         self,
@@ -131,7 +136,12 @@ class AuthenticationError(ProviderError):
 
 
 class ProviderUnavailable(ProviderError):
-    """A server-side or transient failure (5xx, 529, 408, 409, a dropped connection)."""
+    """A server-side or transient failure (5xx, 529, 408, 409, a dropped connection).
+
+    A refused connection (`refused` is True) is retried only at an address that answered
+    before in this process; where nothing ever answered (a typo in `base_url`, a local
+    server not started) it fails at once (`retryable` False), saying nothing listens there.
+    """
 
     retryable = True
 
@@ -197,3 +207,47 @@ class JournalInUseError(ConfigError):
     def __init__(self, message: str, *, path: str) -> None:
         super().__init__(message)
         self.path = path
+
+
+#: Request parameters people pass where a keyword of ours goes: they belong in `params=`.
+REQUEST_PARAMS = frozenset(
+    (
+        "temperature",
+        "max_tokens",
+        "max_completion_tokens",
+        "top_p",
+        "top_k",
+        "seed",
+        "stop",
+        "frequency_penalty",
+        "presence_penalty",
+        "reasoning_effort",
+    )
+)
+
+
+def keyword_hint(name: str, known: Iterable[str]) -> str:
+    """What to write instead of the unknown keyword `name` (with a leading space), or "":
+    a request parameter goes in the chat's `params=`; a near miss of a `known` name gets a
+    "did you mean"."""
+    if name in REQUEST_PARAMS:
+        return (
+            f" `{name}` is a request parameter of the model: give it to the chat, e.g. "
+            f've.chat_openai(..., params={{"{name}": ...}}).'
+        )
+    close = difflib.get_close_matches(name, sorted(set(known)), n=1, cutoff=0.75)
+    return f" Did you mean `{close[0]}`?" if close else ""
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def factory(kind: str, usage: str) -> Callable[[_F], _F]:
+    """Mark a function that makes a solver or scorer (`kind`), so passing it uncalled is a
+    ConfigError saying to write `usage` instead (e.g. "ve.generate(chat)")."""
+
+    def mark(fn: _F) -> _F:
+        setattr(fn, "__vitals_factory__", (kind, usage))  # noqa: B010 - functions have no slot
+        return fn
+
+    return mark

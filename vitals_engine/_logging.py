@@ -1,9 +1,12 @@
 """The library's logger: structlog on top of the stdlib logger "vitals_engine".
 
-The library never configures logging: the stdlib logger carries a
-NullHandler, so nothing is printed unless the application sets up logging
-(e.g. `logging.basicConfig(level=logging.INFO)`). Events are passed to the
-stdlib logger with their key-value pairs rendered into the message.
+The library never configures logging and adds no handler: where the
+application sets up none, Python's last-resort handler prints warnings and
+errors on stderr (that a model's calls are being retried, a damaged journal
+line skipped ...) and nothing below; once the application configures logging
+(e.g. `logging.basicConfig(level=logging.INFO)`), its settings decide. Events
+are passed to the stdlib logger with their key-value pairs rendered into the
+message.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import structlog
 __all__ = ["log"]
 
 _stdlib = logging.getLogger("vitals_engine")
-_stdlib.addHandler(logging.NullHandler())
 
 log: structlog.stdlib.BoundLogger = structlog.wrap_logger(
     _stdlib,

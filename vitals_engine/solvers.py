@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from ._errors import ConfigError, SolverError
+from ._errors import ConfigError, SolverError, factory
 from .chats.chat import Chat
 from .samples import Solution
 from .vocab.structured import schema_for
@@ -70,6 +70,7 @@ class Generate:
         return f"<{self.__vitals_label__}>"
 
 
+@factory("solver", "ve.generate(ve.chat_mock()), or solver=ve.generate(chat)")
 def generate(solver_chat: ChatSource | None = None) -> Generate:
     """A solver that sends each input to a fresh copy of `solver_chat`.
 
@@ -112,6 +113,7 @@ class GenerateStructured(Generate):
         return Solution(text, chat=chat, metadata=msgspec.to_builtins(value))
 
 
+@factory("solver", "ve.generate_structured(chat, type=Answer)")
 def generate_structured(
     solver_chat: ChatSource | None = None, type: Any = None
 ) -> GenerateStructured:

@@ -37,6 +37,8 @@ __all__ = ["call_model", "estimate_tokens"]
 
 DEFAULT_RETRY = Retry()
 _SYSTEM_CLOCK = SystemClock()
+#: Endpoints whose retries were announced, for calls outside any run (a run keeps its own).
+_ANNOUNCED: set[tuple[str, str, str]] = set()
 
 
 def estimate_tokens(request: ChatRequest) -> int:
@@ -183,6 +185,7 @@ async def _call_with_retries(
                 reason=note.reason,
                 wait=round(wait, 3),
             )
+            _announce(provider, limiter, note)
             if scope is not None and scope.on_retry is not None:
                 scope.on_retry(note)
             if seat is not None:
@@ -190,3 +193,22 @@ async def _call_with_retries(
             else:
                 await clock.sleep(wait)
     return turn, notes, started
+
+
+def _announce(provider: Provider, limiter: EndpointLimiter | None, note: RetryNote) -> None:
+    """Say on the library's logger, as a warning (on stderr unless the application set up
+    logging), that an endpoint's calls are being retried: once per endpoint per run (once
+    per process for calls outside a run), never once per request."""
+    if limiter is not None:
+        if limiter.retries_announced:
+            return
+        limiter.retries_announced = True
+    else:
+        if provider.endpoint in _ANNOUNCED:
+            return
+        _ANNOUNCED.add(provider.endpoint)
+    log.warning(
+        f"vitals-engine: calls to {provider.model_id} at {provider.base_url} are being retried "
+        f"(first: {note.reason}). Said once per endpoint; every retry is counted on the "
+        "progress line and recorded in the log."
+    )

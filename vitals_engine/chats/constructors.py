@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict, Unpack
 
-from .._errors import ConfigError
+from .._errors import ConfigError, keyword_hint
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
 from ..providers.anthropic import AnthropicProvider
@@ -133,11 +133,12 @@ def chat_mock(
 
 
 def _http_chat(cls: type[HttpProvider], model: str, options: ChatOptions) -> Chat:
-    unknown = set(options) - set(ChatOptions.__annotations__)
+    unknown = sorted(set(options) - set(ChatOptions.__annotations__))
     if unknown:
+        hints = "".join(keyword_hint(name, ChatOptions.__annotations__) for name in unknown)
         raise ConfigError(
-            f"Unknown option(s) {', '.join(sorted(unknown))} for a {cls.name} chat; "
-            f"known: {', '.join(ChatOptions.__annotations__)}."
+            f"Unknown option(s) {', '.join(unknown)} for a {cls.name} chat; "
+            f"known: {', '.join(ChatOptions.__annotations__)}.{hints}"
         )
     provider = cls(
         model,

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import anyio
 import anyio.to_thread
 
-from .._errors import ConfigError, ScorerError, SolverError
+from .._errors import ConfigError, ScorerError, SolverError, keyword_hint
 from ..chats.chat import Chat
 from ..samples import Sample, Score, Solution, SolvedSample
 from ..vocab.text import writable_text
@@ -105,6 +105,20 @@ def _name_of(fn: Any) -> str:
 
 def describe(fn: Any, role: Role) -> FunctionSpec:
     """Read a solver's or scorer's signature."""
+    if isinstance(fn, Chat):
+        fix = "ve.generate(chat)" if role == "solver" else "ve.model_graded_qa(scorer_chat=chat)"
+        raise ConfigError(
+            f"The {role} is a Chat ({fn.provider.model_id}), not a {role}: a {role} is a "
+            f"function. To {'answer' if role == 'solver' else 'grade'} with this chat, write "
+            f"{role}={fix}."
+        )
+    made = getattr(fn, "__vitals_factory__", None)
+    if made is not None:
+        kind, usage = made
+        raise ConfigError(
+            f"{role}=ve.{_name_of(fn)} passes the function that makes a {kind}, not a {kind}: "
+            f"call it, e.g. {role}={usage}."
+        )
     if not callable(fn):
         raise ConfigError(f"The {role} must be a function, not {type(fn).__name__}.")
     is_batch = isinstance(fn, BatchFunction)
@@ -151,12 +165,18 @@ def describe(fn: Any, role: Role) -> FunctionSpec:
 
 
 def route_kwargs(
-    kwargs: Mapping[str, Any], solver: FunctionSpec | None, scorer: FunctionSpec | None
+    kwargs: Mapping[str, Any],
+    solver: FunctionSpec | None,
+    scorer: FunctionSpec | None,
+    options: tuple[str, ...] = (),
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split keyword arguments between solver and scorer by their signatures.
 
     A name one of them declares goes to it (to both if both declare it); any
-    other name goes to whichever takes `**kwargs`; otherwise it is an error.
+    other name goes to whichever takes `**kwargs`; otherwise it is an error,
+    which suggests the nearest of their parameters and of the caller's own
+    `options` (`max_concurency` -> `max_concurrency`), or `params=` on the chat
+    for a request parameter such as `temperature`.
     """
     to_solver: dict[str, Any] = {}
     to_scorer: dict[str, Any] = {}
@@ -168,9 +188,13 @@ def route_kwargs(
             in_scorer = scorer is not None and scorer.takes_var_kwargs
         if not (in_solver or in_scorer):
             names = " or ".join(f"{s.role} {s.name}" for s in (solver, scorer) if s is not None)
+            known = [*options, *(n for s in (solver, scorer) if s is not None for n in s.params)]
             raise ConfigError(
-                f"Argument `{key}` does not match any parameter of the {names}. "
-                "Check its spelling, or give the function a parameter of that name."
+                f"Argument `{key}` does not match any parameter of the {names}."
+                + (
+                    keyword_hint(key, known)
+                    or " Check its spelling, or give the function a parameter of that name."
+                )
             )
         if in_solver:
             to_solver[key] = value
@@ -221,15 +245,16 @@ def normalise_solution(value: Any, spec: FunctionSpec) -> Solution:
             else f"a {type(value).__name__}"
         )
         raise SolverError(
-            f"The {who} returned {shown}; it must return a string, a Solution(result, chat, "
-            "metadata), or a dict with 'result' and optionally 'solver_chat' and 'solver_metadata'."
+            f"The {who} returned {shown}; it must return a string (a number is taken as its "
+            "text, str(value)), a Solution(result, chat, metadata), or a dict with 'result' and "
+            "optionally 'solver_chat' and 'solver_metadata'."
         )
     if isinstance(solution.result, int | float) and not isinstance(solution.result, bool):
         solution.result = str(solution.result)
     if not isinstance(solution.result, str):
         raise SolverError(
             f"The {who} returned a result of type {type(solution.result).__name__}; "
-            "the result must be a string."
+            "the result must be a string (or a number, taken as its text)."
         )
     _expect_chat(solution.chat, who, "solver_chat", SolverError)
     solution.result = writable_text(solution.result)

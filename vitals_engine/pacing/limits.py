@@ -230,6 +230,8 @@ class EndpointLimiter:
         self._recent: deque[bool] = deque(maxlen=WINDOW)  # True: a 429
         self._next_decrease = -math.inf
         self.paused_until = -math.inf
+        #: Whether a warning said this run's calls to the endpoint are being retried.
+        self.retries_announced = False
         self._gate = anyio.Lock()
         #: Concurrency changes: (unix time, old limit, new limit, reason), reasons as
         #: Inspect's logs name them ("rate_limit", "steady_state_up").

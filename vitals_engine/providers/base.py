@@ -45,6 +45,13 @@ class Provider(ABC):
         """`provider/model` as Inspect's logs name models."""
         return f"{self.id_prefix or self.name.lower()}/{self.model}"
 
+    def check_key(self) -> None:
+        """Raise `AuthenticationError` naming what to set when this model needs an API key
+        and has none. Called at the first request and before a run starts; building a chat
+        never needs the key (so a task file imports, and `--model` can swap it). Default:
+        a provider that needs no key."""
+        return
+
     @abstractmethod
     async def generate(self, request: ChatRequest) -> Turn:
         """Send one request and return the assistant's turn, with tokens filled in."""

@@ -182,6 +182,11 @@ def retry_after_seconds(headers: Mapping[str, str], *, resets: bool = True) -> f
     return max(known) if known else None
 
 
+#: Base URLs that answered in this process (any HTTP answer, an error status too): a
+#: refused connection there is transient and retried; anywhere else it fails at once.
+_ANSWERED: set[str] = set()
+
+
 class StreamErrorEvent(Exception):
     """Raised by a `StreamReader` for an error event in the stream: the HTTP status it
     stands for, and the event's data (the provider's error body)."""
@@ -229,6 +234,10 @@ class HttpProvider(Provider):
     #: Whether a request without a key makes sense (local servers).
     key_required: ClassVar[bool] = True
     default_base_url: ClassVar[str] = ""
+    #: What to check when nothing listens at `base_url`.
+    start_hint: ClassVar[str] = (
+        "check base_url for a typo in the host or port, and that the server there is running"
+    )
 
     def __init__(
         self,
@@ -246,18 +255,10 @@ class HttpProvider(Provider):
             raise ConfigError(f"{self.name} needs a model name: pass model=...")
         url, basic_auth, user = _split_credentials((base_url or self.default_base_url).rstrip("/"))
         super().__init__(model, url, params)
-        names = [self.env_key, *self.fallback_env_keys] if self.env_key else []
-        key = api_key
-        if key is None:
-            key = next((os.environ[n] for n in names if os.environ.get(n)), None)
-        if not key and self.key_required:
-            where = f"set {self.key_variables} or " if names else ""
-            raise AuthenticationError(
-                f"No API key for {self.name}: {where}pass api_key=...",
-                provider=self.name,
-                model=model,
-            )
-        self._api_key = key or ""
+        #: The key given, else found in the environment; a missing one is an error only
+        #: when a request is sent (`check_key()`), so a chat can be built without it.
+        self._given_key = api_key
+        self._api_key = self._find_key() or ""
         self.client = client
         self.timeouts = timeouts or Timeouts()
         #: True: stream every reply; False: never; None: when `auto_stream()` says so.
@@ -275,6 +276,30 @@ class HttpProvider(Provider):
             )
         self._all_headers: dict[str, str] | None = None
         self._secret_values: tuple[str, ...] | None = None
+
+    def _find_key(self) -> str | None:
+        if self._given_key is not None:
+            return self._given_key
+        names = [self.env_key, *self.fallback_env_keys] if self.env_key else []
+        return next((os.environ[n] for n in names if os.environ.get(n)), None)
+
+    def check_key(self) -> None:
+        """Raise `AuthenticationError` when this model needs a key and has none. The
+        environment is read again while no key was found (a variable set after the chat
+        was built counts)."""
+        if self._api_key or not self.key_required:
+            return
+        key = self._find_key()
+        if key:
+            self._api_key = key
+            self._all_headers = self._secret_values = None  # made with no key
+            return
+        where = f"set {self.key_variables} or " if self.env_key else ""
+        raise AuthenticationError(
+            f"No API key for {self.name}: {where}pass api_key=... to the chat",
+            provider=self.name,
+            model=self.model,
+        )
 
     @property
     def key_variables(self) -> str:
@@ -404,6 +429,7 @@ class HttpProvider(Provider):
         exc.args = (exc.message,)
 
     async def _send(self, pool: TransportPool, request: ChatRequest) -> Turn:
+        self.check_key()
         payload = self.body(request)
         streaming = self.streams(payload)
         if streaming:
@@ -420,13 +446,16 @@ class HttpProvider(Provider):
         try:
             if streaming:
                 async with transport.stream(url, headers, body, self.timeouts) as streamed:
+                    _ANSWERED.add(self.base_url)
                     turn = await self._read_streamed(url, streamed)
             else:
-                turn = self._read_whole(
-                    url, await transport.post(url, headers, body, self.timeouts)
-                )
+                response = await transport.post(url, headers, body, self.timeouts)
+                _ANSWERED.add(self.base_url)
+                turn = self._read_whole(url, response)
         except ProviderError as exc:
             exc.provider, exc.model = self.name, self.model
+            if exc.refused and self.base_url not in _ANSWERED:
+                self._nothing_listening(exc)
             self._redact(exc)
             raise
         return msgspec.structs.replace(
@@ -435,6 +464,16 @@ class HttpProvider(Provider):
             started_at=started,
             duration=time.time() - started,
         )
+
+    def _nothing_listening(self, exc: ProviderError) -> None:
+        """A refused connection where nothing ever answered in this process: a typo in
+        base_url, or a local server not started. Waiting will not fix it: not retried."""
+        exc.retryable = False
+        exc.message = (
+            f"nothing is listening at {self.base_url} (connection refused): {self.start_hint}. "
+            "Not retried: nothing has answered at this address yet"
+        )
+        exc.args = (exc.message,)
 
     def _read_whole(self, url: str, response: HttpResponse) -> Turn:
         if response.status >= 400:

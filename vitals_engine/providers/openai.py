@@ -326,6 +326,7 @@ class OllamaProvider(OpenAIProvider):
     env_key = None
     key_required = False
     default_base_url = "http://localhost:11434/v1"
+    start_hint = "is Ollama running? Start it (`ollama serve`), or check base_url"
 
 
 class VLLMProvider(OpenAIProvider):
@@ -336,6 +337,7 @@ class VLLMProvider(OpenAIProvider):
     env_key = "VLLM_API_KEY"
     key_required = False
     default_base_url = "http://localhost:8000/v1"
+    start_hint = "is the vLLM server running (`vllm serve MODEL`)? Or check base_url"
 
 
 class OpenRouterProvider(OpenAIProvider):

@@ -14,7 +14,7 @@ import string
 from collections.abc import Callable
 from typing import Literal
 
-from .._errors import ConfigError
+from .._errors import ConfigError, factory
 from ..samples import Score, SolvedSample
 
 __all__ = ["detect_answer", "detect_exact", "detect_includes", "detect_match", "detect_pattern"]
@@ -34,6 +34,7 @@ def _grade(ok: bool) -> str:
     return "C" if ok else "I"
 
 
+@factory("scorer", "ve.detect_includes()")
 def detect_includes(case_sensitive: bool = False) -> Callable[[SolvedSample], object]:
     """Correct when the target is a substring of the result (no trimming).
 
@@ -64,6 +65,7 @@ _LOCATIONS = {
 }
 
 
+@factory("scorer", "ve.detect_match()")
 def detect_match(
     location: Literal["end", "begin", "any", "exact"] = "end", case_sensitive: bool = False
 ) -> Callable[[SolvedSample], object]:
@@ -100,6 +102,7 @@ def detect_match(
     return detect_match_scorer
 
 
+@factory("scorer", "ve.detect_pattern(pattern)")
 def detect_pattern(
     pattern: str, case_sensitive: bool = False, all: bool = False
 ) -> Callable[[SolvedSample], object]:
@@ -142,6 +145,7 @@ def detect_pattern(
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 
+@factory("scorer", "ve.detect_exact()")
 def detect_exact(case_sensitive: bool = False) -> Callable[[SolvedSample], object]:
     """Correct when the result equals the target after removing punctuation and trimming.
 
@@ -176,6 +180,7 @@ _ANSWER_PATTERNS = {
 }
 
 
+@factory("scorer", "ve.detect_answer()")
 def detect_answer(
     format: Literal["line", "word", "letter"] = "line",
 ) -> Callable[[SolvedSample], object]:

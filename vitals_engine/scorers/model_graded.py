@@ -14,7 +14,7 @@ import copy
 import re
 from typing import Any
 
-from .._errors import ConfigError, ScorerError
+from .._errors import ConfigError, ScorerError, factory
 from .._logging import log
 from ..chats.chat import Chat
 from ..samples import Score, SolvedSample
@@ -218,6 +218,7 @@ def _check_template(template: str | None, default: str) -> str:
     return template
 
 
+@factory("scorer", "ve.model_graded_qa(), or scorer=ve.model_graded_qa(scorer_chat=judge)")
 def model_graded_qa(
     template: str | None = None,
     instructions: str | None = None,
@@ -246,6 +247,7 @@ def model_graded_qa(
     return ModelGraded("model_graded_qa", template, *args)
 
 
+@factory("scorer", "ve.model_graded_fact(), or scorer=ve.model_graded_fact(scorer_chat=judge)")
 def model_graded_fact(
     template: str | None = None,
     instructions: str | None = None,

@@ -19,6 +19,7 @@ import polars as pl
 from .. import config
 from .._errors import ConfigError, TaskStateError
 from .._sync import run_sync
+from ..chats.chat import Chat
 from ..dataset import dataset_name, load_dataset
 from ..engine.calls import describe, route_kwargs
 from ..frames import dataset_frame, records_frame
@@ -36,6 +37,14 @@ from .streaming import SampleStream, Sink
 
 __all__ = ["Task"]
 
+#: The run options of score(), solve() and eval(): a misspelt one gets a "did you mean".
+_SCORE_OPTIONS = ("max_concurrency", "limits", "retry", "progress")
+_SOLVE_OPTIONS = ("epochs", *_SCORE_OPTIONS)
+_EVAL_OPTIONS = (
+    *_SOLVE_OPTIONS,
+    *("view", "fail_on_error", "log_format", "resume", "resume_anyway"),
+)
+
 
 class Task:
     """An evaluation: a dataset, a solver and a scorer.
@@ -45,7 +54,8 @@ class Task:
             .jsonl/.json/.csv/.parquet file, with `input` and `target` columns
             (and optionally `id`; other columns are per-sample metadata).
         solver: a function of a sample's input, sync or async, returning the
-            result string (or a `Solution` with the chat it used). See `generate()`.
+            result string (a number is taken as its text), or a `Solution` with the
+            chat it used. See `generate()`.
         scorer: a function of a `SolvedSample` returning a grade, a number, a
             bool or a `Score`. See `detect_includes()` and friends.
         metrics: a dict of name -> function(scores) -> number; default accuracy.
@@ -330,7 +340,11 @@ class Task:
         setup = self._setup
         if setup.scorer_spec is None:
             raise TaskStateError("This task has no scorer: pass scorer= or call set_scorer().")
-        solver_kw, scorer_kw = route_kwargs(kwargs, setup.solver_spec, setup.scorer_spec)
+        solver_kw, scorer_kw = route_kwargs(
+            kwargs, setup.solver_spec, setup.scorer_spec, _EVAL_OPTIONS
+        )
+        _check_keys(setup.solver, solver_kw, "solver_chat")
+        _check_keys(setup.scorer, scorer_kw, "scorer_chat")
         await run_task(
             setup,
             self._state,
@@ -378,7 +392,8 @@ class Task:
             retry=retry,
             progress=progress,
         )
-        solver_kw, _ = route_kwargs(kwargs, self._setup.solver_spec, None)
+        solver_kw, _ = route_kwargs(kwargs, self._setup.solver_spec, None, _SOLVE_OPTIONS)
+        _check_keys(self._setup.solver, solver_kw, "solver_chat")
         await run_task(
             self._setup, self._state, options, solve=True, score=False, solver_kwargs=solver_kw
         )
@@ -411,7 +426,8 @@ class Task:
         options = self._options(
             max_concurrency=max_concurrency, limits=limits, retry=retry, progress=progress
         )
-        _, scorer_kw = route_kwargs(kwargs, None, self._setup.scorer_spec)
+        _, scorer_kw = route_kwargs(kwargs, None, self._setup.scorer_spec, _SCORE_OPTIONS)
+        _check_keys(self._setup.scorer, scorer_kw, "scorer_chat")
         await run_task(
             self._setup, self._state, options, solve=False, score=True, scorer_kwargs=scorer_kw
         )
@@ -474,6 +490,21 @@ class Task:
             + (f", {metrics}" if metrics else "")
             + ">"
         )
+
+
+def _check_keys(fn: Any, routed: dict[str, Any], slot: str) -> None:
+    """Before a run starts: an `AuthenticationError` naming the variable to set for a chat
+    the run will use that has no API key. Those chats are the ones passed to this run
+    (`eval(solver_chat=...)`, as `vitals eval --model` does) and, unless replaced, the one
+    a built-in solver or judge holds (`generate(chat)`, `model_graded_qa(scorer_chat=)`).
+    A chat hidden inside a function of the user's is checked at its first request."""
+    chats = [v for v in routed.values() if isinstance(v, Chat)]
+    if slot not in routed:
+        own = getattr(fn, slot, None)
+        if isinstance(own, Chat):
+            chats.append(own)
+    for chat in chats:
+        chat.provider.check_key()
 
 
 def _copy_ledger(ledger: UsageLedger) -> UsageLedger:

@@ -44,7 +44,7 @@ import aiohttp
 
 from .._errors import ProviderError, ProviderUnavailable
 from .adapter import Adapter, Exchange
-from .base import Timeouts, lower_headers, timed_out
+from .base import Timeouts, lower_headers, refusal, timed_out
 from .decoding import MAX_BODY_BYTES
 from .proxies import Proxy, proxy_refused
 
@@ -180,7 +180,8 @@ def _failure(url: str, exc: Exception, timeouts: Timeouts, proxy: Proxy | None) 
             f"cannot connect to {url} through the proxy {proxy.url}: {exc.os_error}"
         )
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return ProviderUnavailable(f"cannot connect to {url}: {exc.os_error}")
+        error = ProviderUnavailable(f"cannot connect to {url}: {exc.os_error}")
+        return error if isinstance(exc, aiohttp.ClientProxyConnectionError) else refusal(error, exc)
     if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
         return ProviderUnavailable(
             f"connection to {url} failed: the server closed the connection before the "

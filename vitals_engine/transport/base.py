@@ -39,7 +39,7 @@ from urllib.parse import urljoin, urlsplit
 
 import anyio
 
-from .._errors import ConfigError, ProviderTimeout
+from .._errors import ConfigError, ProviderTimeout, ProviderUnavailable
 
 __all__ = [
     "MAX_REDIRECTS",
@@ -51,6 +51,7 @@ __all__ = [
     "deadline",
     "describe",
     "lower_headers",
+    "refusal",
     "same_origin_redirect",
     "timed_out",
 ]
@@ -219,6 +220,34 @@ def describe(exc: BaseException, depth: int = 0) -> str:
         if not said or said not in text:  # not when the wrapper repeats its cause
             text += f" ({describe(cause, depth + 1)})"
     return text
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a ConnectionRefusedError lies under `exc` (its causes, the context it was
+    raised in, an `os_error`, the members of an exception group)."""
+    seen: set[int] = set()
+    stack = [exc]
+    while stack:
+        error = stack.pop()
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        if isinstance(error, ConnectionRefusedError):
+            return True
+        if isinstance(error, BaseExceptionGroup):
+            stack.extend(error.exceptions)
+        for under in (error.__cause__, error.__context__, getattr(error, "os_error", None)):
+            if isinstance(under, BaseException):
+                stack.append(under)
+    return False
+
+
+def refusal(error: ProviderUnavailable, exc: BaseException) -> ProviderUnavailable:
+    """`error` (a failure to connect straight to the server), marked `refused` when `exc`,
+    what the connect raised, was a refusal: nothing listens at that address."""
+    if _refused(exc):
+        error.refused = True
+    return error
 
 
 @asynccontextmanager

@@ -100,6 +100,7 @@ from .base import (
     Timeouts,
     Transport,
     describe,
+    refusal,
     same_origin_redirect,
     timed_out,
 )
@@ -851,7 +852,8 @@ class Http11Transport(Transport):
             if stream is not None:
                 await anyio.aclose_forcefully(stream)
             if isinstance(exc, (OSError, anyio.BrokenResourceError, anyio.EndOfStream)):
-                raise ProviderUnavailable(f"cannot connect to {url}{via}: {describe(exc)}") from exc
+                error = ProviderUnavailable(f"cannot connect to {url}{via}: {describe(exc)}")
+                raise (error if proxy else refusal(error, exc)) from exc
             if isinstance(exc, _ProtocolError):
                 raise ProviderUnavailable(f"cannot connect to {url}{via}: {exc}") from None
             raise

@@ -48,7 +48,7 @@ import anyio.lowlevel
 
 from .._errors import ProviderError, ProviderUnavailable
 from .adapter import Adapter, Exchange
-from .base import Timeouts, describe, lower_headers, timed_out
+from .base import Timeouts, describe, lower_headers, refusal, timed_out
 from .decoding import MAX_BODY_BYTES
 from .proxies import Proxy, proxy_refused
 
@@ -202,7 +202,8 @@ class HttpxTransport(Adapter):
             )
         if isinstance(exc, httpx.ConnectError):
             via = f" through the proxy {proxy.url}" if proxy is not None else ""
-            return ProviderUnavailable(f"cannot connect to {url}{via}: {describe(exc)}")
+            error = ProviderUnavailable(f"cannot connect to {url}{via}: {describe(exc)}")
+            return error if proxy is not None else refusal(error, exc)
         if isinstance(exc, httpx.TransportError):
             return ProviderUnavailable(f"connection to {url} failed: {describe(exc)}")
         raise exc
