@@ -229,6 +229,8 @@ class HttpProvider(Provider):
     #: Whether a request without a key makes sense (local servers).
     key_required: ClassVar[bool] = True
     default_base_url: ClassVar[str] = ""
+    #: Environment variable that, when set, replaces `default_base_url` (None: none).
+    env_base_url: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -244,6 +246,8 @@ class HttpProvider(Provider):
     ) -> None:
         if not model:
             raise ConfigError(f"{self.name} needs a model name: pass model=...")
+        if not base_url and self.env_base_url:
+            base_url = os.environ.get(self.env_base_url)
         url, basic_auth, user = _split_credentials((base_url or self.default_base_url).rstrip("/"))
         super().__init__(model, url, params)
         names = [self.env_key, *self.fallback_env_keys] if self.env_key else []

@@ -250,6 +250,8 @@ class OpenAIProvider(HttpProvider):
     id_prefix = "openai"
     env_key: ClassVar[str | None] = "OPENAI_API_KEY"
     default_base_url = "https://api.openai.com/v1"
+    #: As the OpenAI SDK reads it: a gateway, proxy or compatible server for every chat.
+    env_base_url: ClassVar[str | None] = "OPENAI_BASE_URL"
 
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
@@ -326,6 +328,7 @@ class OllamaProvider(OpenAIProvider):
     env_key = None
     key_required = False
     default_base_url = "http://localhost:11434/v1"
+    env_base_url = None
 
 
 class VLLMProvider(OpenAIProvider):
@@ -336,6 +339,7 @@ class VLLMProvider(OpenAIProvider):
     env_key = "VLLM_API_KEY"
     key_required = False
     default_base_url = "http://localhost:8000/v1"
+    env_base_url = None
 
 
 class OpenRouterProvider(OpenAIProvider):
@@ -343,6 +347,7 @@ class OpenRouterProvider(OpenAIProvider):
     id_prefix = "openrouter"
     env_key = "OPENROUTER_API_KEY"
     default_base_url = "https://openrouter.ai/api/v1"
+    env_base_url = None
 
 
 class GroqProvider(OpenAIProvider):
@@ -350,6 +355,7 @@ class GroqProvider(OpenAIProvider):
     id_prefix = "groq"
     env_key = "GROQ_API_KEY"
     default_base_url = "https://api.groq.com/openai/v1"
+    env_base_url = None
 
 
 class DeepSeekProvider(OpenAIProvider):
@@ -357,3 +363,4 @@ class DeepSeekProvider(OpenAIProvider):
     id_prefix = "deepseek"
     env_key = "DEEPSEEK_API_KEY"
     default_base_url = "https://api.deepseek.com"
+    env_base_url = None
