@@ -209,3 +209,93 @@ def test_stream_takes_true_or_a_pause():
     for bad in (-1, "fast"):
         with pytest.raises(ve.ConfigError, match="stream="):
             ve.chat_mock(stream=bad)
+
+
+# -- tools: chat_mock calls them as the mock server's model does -----------------------
+
+
+def _tool_chat(chat: ve.Chat) -> tuple[ve.Chat, list[tuple[int, int]]]:
+    """`chat` with an `add` tool that records its calls, and those calls."""
+    calls: list[tuple[int, int]] = []
+
+    def add(a: int, b: int) -> int:
+        """Add two integers.
+
+        Args:
+            a: The first number.
+            b: The second number.
+        """
+        calls.append((a, b))
+        return a + b
+
+    def divide(a: int, b: int) -> float:
+        """Divide a by b."""
+        return a / b
+
+    chat.register_tool(add)
+    chat.register_tool(divide)
+    return chat, calls
+
+
+def _shape(chat: ve.Chat) -> list[tuple[str, list[str]]]:
+    """Each turn's role and the kinds of its contents."""
+    return [(t.role, [type(c).__name__ for c in t.contents]) for t in chat.turns]
+
+
+async def test_chat_mock_calls_the_tool_the_prompt_names_and_uses_its_result():
+    """Asked to use a registered tool, chat_mock calls it with the prompt's numbers, the
+    chat runs it, and the mock answers with what it returned."""
+    chat, calls = _tool_chat(ve.chat_mock())
+    assert await chat.chat_async("Use add to compute 3 and 4") == "The tool returned 7."
+    assert calls == [(3, 4)]
+    assert _shape(chat) == [
+        ("user", ["ContentText"]),
+        ("assistant", ["ContentToolRequest"]),
+        ("user", ["ContentToolResult"]),
+        ("assistant", ["ContentText"]),
+    ]
+    (request,) = chat.turns[1].tool_requests
+    assert (request.name, request.arguments) == ("add", {"a": 3, "b": 4})
+    assert chat.turns[1].finish_reason == "tool_calls"
+    assert chat.turns[3].finish_reason == "stop"
+
+
+async def test_chat_mock_without_a_named_tool_answers_as_before():
+    """Tools the prompt does not name are not called; a prompt naming no tool gets the
+    usual answer."""
+    chat, calls = _tool_chat(ve.chat_mock())
+    assert await chat.chat_async("What's 2+2?") == "2 + 2 = 4"
+    assert calls == []
+    assert len(chat.turns) == 2
+
+
+async def test_chat_mock_says_back_a_tool_error():
+    """A tool that raises is reported back as the tool's error."""
+    chat, _ = _tool_chat(ve.chat_mock())
+    reply = await chat.chat_async("Use divide on 1 and 0")
+    assert reply.startswith("The tool failed with Error: ")
+    assert "division by zero" in reply
+
+
+async def test_scripted_chat_mock_is_not_overridden_by_tools():
+    """With replies= the script decides, tools or not."""
+    chat, calls = _tool_chat(ve.chat_mock(["scripted"]))
+    assert await chat.chat_async("Use add to compute 3 and 4") == "scripted"
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    "prompt", ["Use add to compute 3 and 4", "Use divide on 1 and 0", "Use add and divide on 6 3"]
+)
+async def test_chat_mock_uses_tools_as_the_mock_server_does(server, prompt):
+    """chat_mock in process and the mock server over HTTP (OpenAI's format) call the same
+    tools with the same arguments and answer the same."""
+    local, local_calls = _tool_chat(ve.chat_mock())
+    remote, remote_calls = _tool_chat(
+        ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="k")
+    )
+    assert await local.chat_async(prompt) == await remote.chat_async(prompt)
+    assert local_calls == remote_calls
+    assert _shape(local) == _shape(remote)
+    assert local.turns[1].tool_requests == remote.turns[1].tool_requests
+    assert [t.tokens for t in local.turns] == [t.tokens for t in remote.turns]

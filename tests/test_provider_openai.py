@@ -101,6 +101,23 @@ async def test_plain_chat_answers_and_records_turns(server):
     assert lower(record.headers)["authorization"] == f"Bearer {KEY}"
 
 
+async def test_openai_base_url_from_the_environment(server, monkeypatch):
+    """OPENAI_BASE_URL (as the OpenAI SDK reads it) replaces the default server of
+    chat_openai(); base_url= still wins; the other OpenAI-compatible providers keep
+    their own default."""
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url() + "/")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    chat = ve.chat_openai("gpt-test")
+    assert chat.provider.base_url == server.base_url()
+    assert await chat.chat_async("What's 2+2?") == "2 + 2 = 4"
+    assert server.requests == 1
+    explicit = ve.chat_openai("gpt-test", base_url="http://127.0.0.1:9/v1")
+    assert explicit.provider.base_url == "http://127.0.0.1:9/v1"
+    assert ve.chat_ollama("llama3.2").provider.base_url == "http://localhost:11434/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", "")
+    assert ve.chat_openai("gpt-test").provider.base_url == "https://api.openai.com/v1"
+
+
 async def test_system_prompt_is_the_first_message(server):
     """The system prompt goes first in the messages, with role "system"."""
     chat = openai(server, system_prompt="Be brief.")

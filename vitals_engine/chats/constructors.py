@@ -92,8 +92,11 @@ def chat_mock(
 ) -> Chat:
     """A deterministic offline chat: the embedded default for examples and tests.
 
-    It answers "What's A+B?" with the sum, grades model-graded prompts, and
-    echoes anything else. `replies` scripts it: a function of the prompt text
+    It answers "What's A+B?" with the sum, grades model-graded prompts, fills
+    structured-output requests, and echoes anything else. Given tools
+    (`register_tool`), it calls those the prompt names, their number parameters
+    filled with the prompt's numbers, then says what they returned, as the mock
+    server's model does. `replies` scripts it: a function of the prompt text
     returning the reply (a string or a `Turn`), or a list of replies taken in
     call order. `latency` (seconds) simulates a slow model.
 

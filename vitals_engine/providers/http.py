@@ -238,6 +238,8 @@ class HttpProvider(Provider):
     start_hint: ClassVar[str] = (
         "check base_url for a typo in the host or port, and that the server there is running"
     )
+    #: Environment variable that, when set, replaces `default_base_url` (None: none).
+    env_base_url: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -253,6 +255,8 @@ class HttpProvider(Provider):
     ) -> None:
         if not model:
             raise ConfigError(f"{self.name} needs a model name: pass model=...")
+        if not base_url and self.env_base_url:
+            base_url = os.environ.get(self.env_base_url)
         url, basic_auth, user = _split_credentials((base_url or self.default_base_url).rstrip("/"))
         super().__init__(model, url, params)
         #: The key given, else found in the environment; a missing one is an error only

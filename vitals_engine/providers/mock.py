@@ -3,7 +3,10 @@
 It answers "What's A+B?" with the sum, grades model-graded prompts by
 checking whether the criterion appears in the submission, fills structured
 output requests with a value of the right shape, and echoes anything else.
-Replies can be scripted with a function or a list.
+Offered tools, it calls the ones the prompt names (as the mock server's model
+does: both decide with `tool_calls()` and `tool_results_reply()` here), then
+answers with what they returned. Replies can be scripted with a function or a
+list.
 
 It can stream, as a streaming provider does: each reply's text goes to the
 running sample's text sink (`pacing.scope.text_sink()`) in pieces, about a
@@ -19,7 +22,8 @@ import itertools
 import re
 import threading
 import time
-from collections.abc import AsyncIterable, Callable, Sequence
+from collections.abc import AsyncIterable, Callable, Iterable, Sequence
+from typing import Any
 
 import anyio
 import msgspec
@@ -28,10 +32,24 @@ from .._errors import ConfigError
 from ..pacing.scope import TextSink, text_sink
 from ..vocab.calls import ChatRequest
 from ..vocab.structured import example_value
-from ..vocab.turns import ContentText, TokenUsage, Turn
+from ..vocab.turns import (
+    Content,
+    ContentText,
+    ContentToolRequest,
+    ContentToolResult,
+    TokenUsage,
+    Turn,
+)
 from .base import Provider
 
-__all__ = ["STREAM_PAUSE", "MockProvider", "mock_reply", "stream_pieces"]
+__all__ = [
+    "STREAM_PAUSE",
+    "MockProvider",
+    "mock_reply",
+    "stream_pieces",
+    "tool_calls",
+    "tool_results_reply",
+]
 
 #: A reply, or the pieces of its text as a streaming model sends them.
 Reply = str | Turn | AsyncIterable[str]
@@ -84,6 +102,53 @@ def mock_reply(prompt: str) -> str:
     return prompt
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def tool_calls(
+    prompt: str, tools: Iterable[tuple[str, dict[str, Any]]]
+) -> list[tuple[str, dict[str, Any]]]:
+    """The calls the mock makes: each offered tool (name, JSON-schema parameters) the
+    prompt names as a word, with its arguments.
+
+    Number parameters take the prompt's numbers in order; any other parameter
+    (or a number one when the numbers run out) an example value of its schema.
+
+    Example:
+        >>> add = ("add", {"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}})
+        >>> tool_calls("Use add to compute 3 and 4", [add])
+        [('add', {'a': 3, 'b': 4})]
+    """
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for name, parameters in tools:
+        if not re.search(rf"\b{re.escape(name)}\b", prompt):
+            continue
+        numbers = [float(x) for x in _NUMBER.findall(prompt)]
+        arguments: dict[str, Any] = {}
+        for param, schema in ((parameters or {}).get("properties") or {}).items():
+            kind = schema.get("type") if isinstance(schema, dict) else None
+            if kind in ("integer", "number") and numbers:
+                value = numbers.pop(0)
+                arguments[param] = int(value) if kind == "integer" or value.is_integer() else value
+            else:
+                arguments[param] = example_value(schema) if isinstance(schema, dict) else "mock"
+        calls.append((name, arguments))
+    return calls
+
+
+def tool_results_reply(results: Iterable[tuple[str, bool]]) -> str:
+    """The mock's answer once its tools have answered: each result's text (and whether
+    it is an error), said back.
+
+    Example:
+        >>> tool_results_reply([("7", False)])
+        'The tool returned 7.'
+    """
+    return " ".join(
+        f"The tool {'failed with' if error else 'returned'} {text}." for text, error in results
+    )
+
+
 #: The pause between streamed pieces (seconds) of `chat_mock(stream=True)`.
 STREAM_PAUSE = 0.01
 _PIECE = re.compile(r"\S+\s*|\s+")
@@ -102,6 +167,29 @@ def stream_pieces(text: str) -> list[str]:
 def count_tokens(text: str) -> int:
     """A deterministic stand-in for a tokenizer: whitespace-separated words."""
     return len(text.split())
+
+
+def _default_reply(request: ChatRequest, prompt: str) -> Reply:
+    """The unscripted mock's reply: as the mock server's model decides it.
+
+    After tool results, what they returned; offered tools the prompt names, calls
+    to them; asked for structured output, a value of the schema's shape; else
+    `mock_reply()`.
+    """
+    last = request.turns[-1] if request.turns else None
+    results = [c for c in last.contents if isinstance(c, ContentToolResult)] if last else []
+    if results:
+        return tool_results_reply((r.text, r.error is not None) for r in results)
+    calls = tool_calls(prompt, ((t.name, t.parameters) for t in request.tools))
+    if calls:
+        contents: list[Content] = [
+            ContentToolRequest(f"call_{i}_{name}", name, arguments)
+            for i, (name, arguments) in enumerate(calls)
+        ]
+        return Turn("assistant", contents)
+    if request.output_schema is not None:
+        return msgspec.json.encode(example_value(request.output_schema)).decode()
+    return mock_reply(prompt)
 
 
 class MockProvider(Provider):
@@ -155,8 +243,9 @@ class MockProvider(Provider):
         if self.latency:
             await anyio.sleep(self.latency)
         prompt = request.turns[-1].text if request.turns else ""
-        if request.output_schema is not None and self._script is mock_reply:
-            reply: Reply = msgspec.json.encode(example_value(request.output_schema)).decode()
+        reply: Reply
+        if self._script is mock_reply:
+            reply = _default_reply(request, prompt)
         else:
             reply = self._script(prompt)
         sink = text_sink() if self.stream is not None else None
@@ -165,9 +254,21 @@ class MockProvider(Provider):
         elif self.stream is not None:
             await self._send_pieces(reply.text if isinstance(reply, Turn) else str(reply), sink)
         turn = reply if isinstance(reply, Turn) else Turn("assistant", [ContentText(str(reply))])
-        seen = " ".join([request.system_prompt or ""] + [t.text for t in request.turns])
+        seen = " ".join(
+            [request.system_prompt or ""]
+            + [t.text for t in request.turns]
+            + [
+                c.text
+                for t in request.turns
+                for c in t.contents
+                if isinstance(c, ContentToolResult)
+            ]
+        )
+        spoken = turn.text + " ".join(
+            msgspec.json.encode(c.arguments).decode() for c in turn.tool_requests
+        )
         tokens = turn.tokens or TokenUsage(
-            input=max(1, count_tokens(seen)), output=max(1, count_tokens(turn.text))
+            input=max(1, count_tokens(seen)), output=max(1, count_tokens(spoken))
         )
         finish = turn.finish_reason or ("tool_calls" if turn.tool_requests else "stop")
         return Turn(

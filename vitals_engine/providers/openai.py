@@ -250,6 +250,8 @@ class OpenAIProvider(HttpProvider):
     id_prefix = "openai"
     env_key: ClassVar[str | None] = "OPENAI_API_KEY"
     default_base_url = "https://api.openai.com/v1"
+    #: As the OpenAI SDK reads it: a gateway, proxy or compatible server for every chat.
+    env_base_url: ClassVar[str | None] = "OPENAI_BASE_URL"
 
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
@@ -327,6 +329,7 @@ class OllamaProvider(OpenAIProvider):
     key_required = False
     default_base_url = "http://localhost:11434/v1"
     start_hint = "is Ollama running? Start it (`ollama serve`), or check base_url"
+    env_base_url = None
 
 
 class VLLMProvider(OpenAIProvider):
@@ -338,6 +341,7 @@ class VLLMProvider(OpenAIProvider):
     key_required = False
     default_base_url = "http://localhost:8000/v1"
     start_hint = "is the vLLM server running (`vllm serve MODEL`)? Or check base_url"
+    env_base_url = None
 
 
 class OpenRouterProvider(OpenAIProvider):
@@ -345,6 +349,7 @@ class OpenRouterProvider(OpenAIProvider):
     id_prefix = "openrouter"
     env_key = "OPENROUTER_API_KEY"
     default_base_url = "https://openrouter.ai/api/v1"
+    env_base_url = None
 
 
 class GroqProvider(OpenAIProvider):
@@ -352,6 +357,7 @@ class GroqProvider(OpenAIProvider):
     id_prefix = "groq"
     env_key = "GROQ_API_KEY"
     default_base_url = "https://api.groq.com/openai/v1"
+    env_base_url = None
 
 
 class DeepSeekProvider(OpenAIProvider):
@@ -359,3 +365,4 @@ class DeepSeekProvider(OpenAIProvider):
     id_prefix = "deepseek"
     env_key = "DEEPSEEK_API_KEY"
     default_base_url = "https://api.deepseek.com"
+    env_base_url = None

@@ -15,19 +15,16 @@ Token counts are whitespace words, so tests can predict them exactly.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from ..providers.mock import count_tokens, mock_reply
+from ..providers.mock import count_tokens, mock_reply, tool_calls, tool_results_reply
 from ..vocab.structured import example_value
 
 __all__ = ["MockMessage", "MockReply", "MockRequest", "MockToolCall", "Script", "answer"]
-
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 @dataclass(slots=True)
@@ -95,20 +92,6 @@ class MockReply:
 Script = Callable[[MockRequest], "str | MockReply | None"]
 
 
-def _tool_call(request: MockRequest, tool: dict[str, Any], n: int) -> MockToolCall:
-    numbers = [float(x) for x in _NUMBER.findall(request.prompt)]
-    params = tool.get("parameters") or {}
-    arguments: dict[str, Any] = {}
-    for name, schema in (params.get("properties") or {}).items():
-        kind = schema.get("type") if isinstance(schema, dict) else None
-        if kind in ("integer", "number") and numbers:
-            value = numbers.pop(0)
-            arguments[name] = int(value) if kind == "integer" or value.is_integer() else value
-        else:
-            arguments[name] = example_value(schema) if isinstance(schema, dict) else "mock"
-    return MockToolCall(id=f"call_{n}_{tool['name']}", name=tool["name"], arguments=arguments)
-
-
 def _default(request: MockRequest) -> MockReply:
     last = request.messages[-1] if request.messages else MockMessage("user")
     if last.role == "tool":
@@ -117,14 +100,14 @@ def _default(request: MockRequest) -> MockReply:
             if message.role != "tool":
                 break
             trailing.insert(0, message)
-        texts = [
-            f"The tool {'failed with' if m.tool_error else 'returned'} {m.text}." for m in trailing
-        ]
-        return MockReply(text=" ".join(texts))
+        return MockReply(text=tool_results_reply((m.text, m.tool_error) for m in trailing))
     prompt = request.prompt
-    named = [t for t in request.tools if re.search(rf"\b{re.escape(t['name'])}\b", prompt)]
+    named = tool_calls(prompt, ((t["name"], t.get("parameters") or {}) for t in request.tools))
     if named:
-        calls = [_tool_call(request, tool, i) for i, tool in enumerate(named)]
+        calls = [
+            MockToolCall(id=f"call_{i}_{name}", name=name, arguments=arguments)
+            for i, (name, arguments) in enumerate(named)
+        ]
         return MockReply(tool_calls=calls, finish="tool_calls")
     if request.schema is not None:
         return MockReply(text=msgspec.json.encode(example_value(request.schema)).decode())
