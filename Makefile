@@ -1,6 +1,6 @@
 # Two commands on a fresh machine with python3 (3.11+) and make:
-#   make demo   set up, then run the quickstart eval offline
-#   make test   set up, then run the whole test suite
+#   make demo   set up the runtime dependencies alone, then run the quickstart eval offline
+#   make test   set up everything (dev tools, extras, a browser if it can), then run the suite
 PYTHON ?= python3
 TOOLS := .tools
 UV := $(TOOLS)/bin/uv
@@ -8,41 +8,53 @@ VENV := .venv
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 # The viewer's browser tests drive Debian's chromium (Playwright never downloads its own).
 CHROMIUM := /usr/bin/chromium
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_CHROMIUM := env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench browser clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/python -m pip install --quiet "uv>=0.5"
 
-$(VENV)/.synced: $(UV) pyproject.toml uv.lock
+# Two stamps, one per kind of environment. The runtime sync is --inexact: after
+# `make test` it keeps the dev tools (nothing to remove), and `make test` after
+# `make demo` finds no dev stamp and adds them.
+$(VENV)/.synced-runtime: $(UV) pyproject.toml uv.lock
+	$(UV) sync --locked --no-dev --inexact --quiet
+	@touch $@
+
+$(VENV)/.synced-dev: $(UV) pyproject.toml uv.lock
 	$(UV) sync --locked --all-extras --quiet
 	@touch $@
 
-$(CHROMIUM):
-	@if command -v apt-get >/dev/null; then \
-		$(SUDO) apt-get update -qq && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
+# Best effort, never an error: the browser tests skip without chromium.
+browser:
+	@if [ -x $(CHROMIUM) ]; then :; \
+	elif ! command -v apt-get >/dev/null; then \
+		echo "No apt-get: install chromium at $(CHROMIUM) to run the viewer's browser tests (they skip without it)."; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		{ apt-get update -qq && $(APT_CHROMIUM); } || echo "Could not install chromium: the viewer's browser tests skip."; \
+	elif sudo -n true 2>/dev/null; then \
+		{ sudo -n apt-get update -qq && sudo -n $(APT_CHROMIUM); } || echo "Could not install chromium: the viewer's browser tests skip."; \
 	else \
-		echo "No apt-get: install chromium at $(CHROMIUM) for the viewer's browser tests (they skip without it)."; \
+		echo "chromium is missing and installing it needs root: the viewer's browser tests skip (sudo apt-get install chromium)."; \
 	fi
 
-setup: $(VENV)/.synced $(CHROMIUM)
+setup: $(VENV)/.synced-dev browser
 
-demo: setup
+demo: $(VENV)/.synced-runtime
 	$(VENV)/bin/python examples/quickstart.py
 
 test: setup
 	$(VENV)/bin/python -m pytest -q
 
-lint: setup
+lint: $(VENV)/.synced-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/pyright
 	$(VENV)/bin/lint-imports --no-cache --no-logo
 
-bench: setup
+bench: $(VENV)/.synced-dev
 	$(VENV)/bin/python bench/throughput.py
 
 clean:

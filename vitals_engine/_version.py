@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 from functools import cache
 
 __all__ = ["version"]
@@ -16,6 +15,8 @@ def version() -> str:
         >>> version()
         '0.1.0'
     """
+    import importlib.metadata  # with its email parser: only when a version is asked for
+
     try:
         return importlib.metadata.version("vitals-engine")
     except importlib.metadata.PackageNotFoundError:

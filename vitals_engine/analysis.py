@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import polars as pl
 
 from ._errors import ConfigError, LogFormatError
 from ._logging import log
@@ -29,6 +28,9 @@ from .log.logged_sample import first_score, normalize_model, sample_result, scor
 from .log.reader import read_log
 from .metrics import score_series
 from .task.task import Task
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = ["bind", "read_logs"]
 
@@ -122,6 +124,8 @@ class _Rows:
             del column[height:]
 
     def frame(self) -> pl.DataFrame:
+        import polars as pl
+
         cols = self.columns
         ids = cols["id"]
         targets = cols["target"]
@@ -273,6 +277,8 @@ _KEYS = ("id", "epoch", "score")
 
 def _plain_columns(frame: pl.DataFrame) -> pl.DataFrame:
     """`get_samples()` without Python-object columns (chats, solver/scorer metadata)."""
+    import polars as pl
+
     frame = frame.select([c for c, t in frame.schema.items() if t != pl.Object])
     missing = {"epoch": pl.Int64, "score": pl.Null}
     return frame.with_columns(
@@ -282,6 +288,8 @@ def _plain_columns(frame: pl.DataFrame) -> pl.DataFrame:
 
 def _unify(frames: list[pl.DataFrame], column: str) -> list[pl.DataFrame]:
     """Cast `column` to String in every frame if the frames disagree on its type."""
+    import polars as pl
+
     dtypes = {f.schema[column] for f in frames if f.schema[column] != pl.Null}
     if len(dtypes) <= 1:
         return frames
@@ -302,6 +310,8 @@ def bind(*tasks: Task | LoggedEval, **named_tasks: Task | LoggedEval) -> pl.Data
         >>> both = bind(old=task_old, new=task_new)
         >>> both.pivot(on="task", index=["id", "epoch"], values="score")
     """
+    import polars as pl
+
     items = [(f"task_{i}", t) for i, t in enumerate(tasks, 1)] + list(named_tasks.items())
     if not items:
         raise ConfigError("bind() needs tasks: bind(task_a, task_b) or bind(old=a, new=b).")

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
-import polars as pl
 
 from ._errors import DatasetError
 from .samples import Sample
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["DatasetRow", "dataset_name", "load_dataset"]
 
@@ -47,6 +50,8 @@ def _is_missing(value: Any) -> bool:
 
 
 def _read_file(path: Path) -> list[Any]:
+    import polars as pl
+
     if not path.exists():
         raise DatasetError(f"Dataset file '{path}' does not exist.")
     suffix = path.suffix.lower()
@@ -89,11 +94,13 @@ def _read_file(path: Path) -> list[Any]:
 
 
 def _records(data: Any) -> Sequence[Mapping[str, Any]]:
+    # A polars frame exists only once polars is imported: a list of dicts needs no polars.
+    pl = sys.modules.get("polars")
     if isinstance(data, str | os.PathLike):
         return _check_rows(_read_file(Path(data)), f"Dataset file '{data}'")
-    if isinstance(data, pl.DataFrame):
+    if pl is not None and isinstance(data, pl.DataFrame):
         return data.to_dicts()
-    if isinstance(data, pl.LazyFrame):
+    if pl is not None and isinstance(data, pl.LazyFrame):
         return data.collect().to_dicts()
     if _is_pandas(data):
         return list(data.to_dict(orient="records"))

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from .dataset import DatasetRow
 from .metrics import score_series
 from .samples import SampleRecord
 from .vocab.text import writable
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = ["dataset_frame", "records_frame"]
 
@@ -19,6 +20,8 @@ def _series(name: str, values: list[Any], **options: Any) -> pl.Series:
     """`pl.Series(name, values, ...)`; polars holds UTF-8 only, so text with a lone
     surrogate (a dataset read with `errors="surrogateescape"`) has it escaped, as the
     log has it (`vocab.text.writable`)."""
+    import polars as pl
+
     try:
         return pl.Series(name, values, **options)
     except UnicodeEncodeError:
@@ -26,6 +29,8 @@ def _series(name: str, values: list[Any], **options: Any) -> pl.Series:
 
 
 def _id_series(ids: list[int | str]) -> pl.Series:
+    import polars as pl
+
     if all(isinstance(i, int) for i in ids):
         return pl.Series("id", ids, dtype=pl.Int64)
     return _series("id", [str(i) for i in ids], dtype=pl.String)
@@ -33,6 +38,8 @@ def _id_series(ids: list[int | str]) -> pl.Series:
 
 def _column(name: str, values: list[Any]) -> pl.Series:
     """A column typed by polars when it can be, kept as Python objects when not."""
+    import polars as pl
+
     kinds = {type(v) for v in values if v is not None}
     if kinds <= {str}:
         return _series(name, values, dtype=pl.String)
@@ -46,6 +53,8 @@ def _column(name: str, values: list[Any]) -> pl.Series:
 
 
 def _target_series(targets: list[Any]) -> pl.Series:
+    import polars as pl
+
     if all(isinstance(t, str) for t in targets):
         return _series("target", targets, dtype=pl.String)
     if all(isinstance(t, list) for t in targets):
@@ -56,6 +65,8 @@ def _target_series(targets: list[Any]) -> pl.Series:
 
 
 def _object_column(name: str, values: list[Any]) -> pl.Series | None:
+    import polars as pl
+
     if all(v is None for v in values):
         return None
     return pl.Series(name, values, dtype=pl.Object)
@@ -73,6 +84,8 @@ def _metadata_columns(metadata: list[dict[str, Any]], taken: set[str]) -> list[p
 
 def dataset_frame(rows: Sequence[DatasetRow]) -> pl.DataFrame:
     """The dataset as given: id, input, target and metadata columns."""
+    import polars as pl
+
     columns = [
         _id_series([r.id for r in rows]),
         _column("input", [r.input for r in rows]),
@@ -102,6 +115,8 @@ def records_frame(
     records: Sequence[SampleRecord], scorer: str | None, *, scored: bool
 ) -> pl.DataFrame:
     """One row per (sample, epoch), in run order, with results and scores."""
+    import polars as pl
+
     samples = [r.sample for r in records]
     columns: list[pl.Series | None] = [
         _id_series([s.id for s in samples]),

@@ -3,33 +3,51 @@
 The score column's type follows the values: the grades I < P < C become an
 ordered polars Enum, numbers a Float64, booleans a Boolean, anything else
 (a custom grade scheme) a String.
+
+polars is imported when a column is built, not with this module: `import
+vitals_engine` stays cheap, and `GRADE_DTYPE` is made on first access.
 """
 
 from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
-
-import polars as pl
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from ._errors import ConfigError, MetricError
 from .samples import GRADES
 
+if TYPE_CHECKING:
+    import polars as pl
+
 __all__ = [
-    "GRADE_DTYPE",
     "Metric",
     "accuracy",
     "check_metrics",
     "compute_metrics",
+    "grade_dtype",
     "numeric_value",
     "score_series",
 ]
 
-GRADE_DTYPE = pl.Enum(list(GRADES))
 _GRADE_VALUE = {"I": 0.0, "P": 0.5, "C": 1.0}
 
-Metric = Callable[[pl.Series], Any]
+Metric = Callable[["pl.Series"], Any]
+
+
+@cache
+def grade_dtype() -> pl.Enum:
+    """The ordered grades I < P < C as a polars Enum (also `GRADE_DTYPE`)."""
+    import polars as pl
+
+    return pl.Enum(list(GRADES))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "GRADE_DTYPE":
+        return grade_dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def score_series(values: Sequence[Any], name: str = "score") -> pl.Series:
@@ -39,9 +57,11 @@ def score_series(values: Sequence[Any], name: str = "score") -> pl.Series:
         >>> score_series(["C", "I"]).dtype
         Enum(categories=['I', 'P', 'C'])
     """
+    import polars as pl
+
     present = [v for v in values if v is not None]
     if present and all(isinstance(v, str) and v in _GRADE_VALUE for v in present):
-        return pl.Series(name, values, dtype=GRADE_DTYPE)
+        return pl.Series(name, values, dtype=grade_dtype())
     if present and all(isinstance(v, bool) for v in present):
         return pl.Series(name, values, dtype=pl.Boolean)
     if present and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in present):
@@ -68,10 +88,12 @@ def accuracy(scores: pl.Series) -> float | None:
         >>> accuracy(score_series(["P", "I"]))
         0.25
     """
+    import polars as pl
+
     present = scores.drop_nulls()
     if present.len() == 0:
         return None
-    if present.dtype == GRADE_DTYPE:
+    if present.dtype == grade_dtype():
         numeric = present.cast(pl.String).replace_strict(_GRADE_VALUE, return_dtype=pl.Float64)
         return float(numeric.mean())  # type: ignore[arg-type]
     if present.dtype in (pl.Boolean, pl.Float64, pl.Int64):
@@ -100,6 +122,8 @@ def compute_metrics(scores: pl.Series, metrics: Mapping[str, Metric] | None) -> 
     if metrics is None:
         value = accuracy(scores)
         return {} if value is None else {"accuracy": value}
+    import polars as pl
+
     results: dict[str, float] = {}
     for name, fn in metrics.items():
         value = fn(scores)

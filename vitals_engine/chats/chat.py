@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
-import polars as pl
 
 from .._errors import ConfigError
 from .._sync import carry, raise_carried, run_sync
@@ -25,6 +24,9 @@ from ..vocab.structured import parse_structured, schema_for
 from ..vocab.turns import Content, ContentText, ContentToolRequest, ContentToolResult, Turn
 from .calls import call_model
 from .tools import Tool, tool_from_function
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = ["Chat"]
 
@@ -214,6 +216,8 @@ class Chat:
 
     def get_tokens(self) -> pl.DataFrame:
         """Tokens per assistant turn: input, output, cached input, and cost."""
+        import polars as pl
+
         rows = [t for t in self._turns if t.role == "assistant" and t.tokens is not None]
         return pl.DataFrame(
             {

@@ -7,14 +7,11 @@ import argparse
 import contextlib
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import NoReturn
 
 from .._errors import ConfigError, DatasetError
 from .._version import version
-from .bundle import run_bundle
-from .eval import run_eval
-from .ls import run_ls
 from .shared import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -25,7 +22,6 @@ from .shared import (
     report,
     say,
 )
-from .view import run_view
 
 __all__ = ["build_parser", "main"]
 
@@ -209,7 +205,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--log-format", choices=["json", "eval"], help="the log's format")
     run.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
     _add_debug(run)
-    run.set_defaults(handler=run_eval)
 
     ls = commands.add_parser(
         "ls",
@@ -220,7 +215,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ls.add_argument("dir", nargs="?", metavar="DIR", help="default: VITALS_LOG_DIR, else ./logs")
     _add_debug(ls)
-    ls.set_defaults(handler=run_ls)
 
     view = commands.add_parser(
         "view",
@@ -237,7 +231,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     view.add_argument("--port", type=_port, metavar="N", help="default: a free port")
     _add_debug(view)
-    view.set_defaults(handler=run_view)
 
     bundle = commands.add_parser(
         "bundle",
@@ -256,7 +249,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace the output directory if it is an earlier bundle",
     )
     _add_debug(bundle)
-    bundle.set_defaults(handler=run_bundle)
     return parser
 
 
@@ -268,6 +260,25 @@ def _port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"must be a port number between 0 and 65535, not {text!r}")
     return value
+
+
+def _run(command: str, args: argparse.Namespace) -> int:
+    """Run `command`, importing its module only now: `vitals --help` needs none of them."""
+    if command == "eval":
+        from .eval import run_eval
+
+        return run_eval(args)
+    if command == "ls":
+        from .ls import run_ls
+
+        return run_ls(args)
+    if command == "view":
+        from .view import run_view
+
+        return run_view(args)
+    from .bundle import run_bundle
+
+    return run_bundle(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -285,9 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     debug = bool(getattr(args, "debug", False))
-    handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        return handler(args)
+        return _run(args.command, args)
     except KeyboardInterrupt:
         say("interrupted.")
         return EXIT_INTERRUPTED

@@ -8,23 +8,36 @@ The questions were written for this eval (`source` is None for all of them).
 
 from __future__ import annotations
 
-import importlib.resources
-import json
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
-__all__ = ["APE_SCHEMA", "ape"]
 
-#: The columns of `ape()` and their types.
-APE_SCHEMA: dict[str, pl.DataType] = {
-    "id": pl.String(),
-    "input": pl.String(),
-    "target": pl.String(),
-    "domain": pl.String(),
-    "task": pl.String(),
-    "source": pl.String(),
-    "knowledge": pl.List(pl.String()),
-}
+__all__ = ["ape", "ape_schema"]
+
+
+def ape_schema() -> dict[str, pl.DataType]:
+    """The columns of `ape()` and their types (also `APE_SCHEMA`)."""
+    import polars as pl
+
+    return {
+        "id": pl.String(),
+        "input": pl.String(),
+        "target": pl.String(),
+        "domain": pl.String(),
+        "task": pl.String(),
+        "source": pl.String(),
+        "knowledge": pl.List(pl.String()),
+    }
+
+
+def __getattr__(name: str) -> Any:
+    # `APE_SCHEMA` is built on access: polars is not imported with the package.
+    if name == "APE_SCHEMA":
+        return ape_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _DATA_FILE = "data/ape.jsonl"
 
@@ -64,6 +77,11 @@ def ape() -> pl.DataFrame:
         >>> task.eval().metrics
         {'accuracy': ...}
     """
+    import importlib.resources
+    import json
+
+    import polars as pl
+
     text = importlib.resources.files("vitals_engine").joinpath(_DATA_FILE).read_text("utf-8")
     rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-    return pl.DataFrame(rows, schema=APE_SCHEMA)
+    return pl.DataFrame(rows, schema=ape_schema())

@@ -24,10 +24,9 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterable, Sequence, Sized
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import polars as pl
 
 from .._errors import ConfigError, ScorerError, SolverError, TaskStateError
 from ..pacing.clock import Clock, SystemClock
@@ -49,6 +48,9 @@ from .calls import (
 )
 from .gc_tuning import relaxed_gc
 from .supervisor import Supervisor
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = ["TEXT_LIMIT", "LiveText", "LiveTexts", "Run"]
 

@@ -8,18 +8,20 @@ header-only read, what needs the samples reads the whole log first.
 from __future__ import annotations
 
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from ..frames import records_frame
 from ..providers.replay import provider_display_name, split_model_id
 from ..samples import SampleRecord
-from ..vocab.usage import COST_SCHEMA
+from ..vocab.usage import cost_schema
 from . import schema as s
 from .formats import read_parts
 from .journal_format import JournalDamage, bulk_objects
 from .logged_sample import first_score, normalize_model, sample_record
 from .logged_turns import usage_tokens
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = ["LoggedEval"]
 
@@ -154,6 +156,8 @@ class LoggedEval:
         per-model usage (as role "solver"). `requests` counts the rebuilt
         chats' replies (None after a header-only read).
         """
+        import polars as pl
+
         stats = self.header.stats
         order = {"solver": 0, "scorer": 1}
         rows: list[tuple[str, str | None, s.ModelUsage, int | None]] = []
@@ -183,7 +187,7 @@ class LoggedEval:
                 "reasoning_tokens": [r[2].reasoning_tokens or 0 for r in rows],
                 "cost": [r[2].total_cost for r in rows],
             },
-            schema=COST_SCHEMA,
+            schema=cost_schema(),
         )
 
     def __repr__(self) -> str:

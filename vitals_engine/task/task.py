@@ -12,9 +12,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from .. import config
 from .._errors import ConfigError, TaskStateError
@@ -34,6 +32,9 @@ from .resume import Resumed
 from .running import raise_if_failed, resumable, run_task
 from .state import RunState, TaskSetup
 from .streaming import SampleStream, Sink
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = ["Task"]
 

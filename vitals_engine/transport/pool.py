@@ -23,10 +23,7 @@ from typing import Any
 
 import anyio
 
-from .aiohttp_client import AiohttpTransport
 from .base import Transport
-from .http11 import Http11Transport
-from .httpx_client import HttpxTransport
 
 __all__ = ["TransportPool", "current_pool", "transport_scope"]
 
@@ -54,13 +51,23 @@ class TransportPool:
         key = (base_url, id(client) if client is not None else 0)
         transport = self._transports.get(key)
         if transport is None:
+            # Each transport is imported when first chosen: aiohttp alone costs more to
+            # import than the rest of the package, and a run on the mock model needs none.
             if client is not None:
+                from .httpx_client import HttpxTransport
+
                 transport = HttpxTransport(client=client)
             elif self.prefer == "aiohttp" and _on_asyncio():
+                from .aiohttp_client import AiohttpTransport
+
                 transport = AiohttpTransport(self.pool_size)
             elif self.prefer == "httpx":
+                from .httpx_client import HttpxTransport
+
                 transport = HttpxTransport(self.pool_size)
             else:
+                from .http11 import Http11Transport
+
                 transport = Http11Transport(self.pool_size)
             self._transports[key] = transport
         return transport

@@ -11,6 +11,8 @@ api/logs.json, api/logs/<file>/summaries.json, api/logs/<file>/samples/<key>/<ep
 
 The `api/` documents are the live server's (see `api.py`), written once, so
 the same page reads them from any static host (no live updates there).
+The catalog and the API are imported when a bundle is written, not with the
+package.
 """
 
 from __future__ import annotations
@@ -19,15 +21,13 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-
-import msgspec
+from typing import TYPE_CHECKING
 
 from .._errors import ConfigError
 from ..config import DEFAULT_LOG_DIR, log_dir
-from ..log.listing import LISTING, overview
-from . import api
-from .catalog import Catalog
-from .site import ASSETS, ROBOTS, STATIC_DIR
+
+if TYPE_CHECKING:
+    from .catalog import Catalog
 
 __all__ = ["bundle"]
 
@@ -38,6 +38,12 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def _build(catalog: Catalog, out: Path) -> None:
+    import msgspec
+
+    from ..log.listing import LISTING, overview
+    from . import api
+    from .site import ASSETS, ROBOTS, STATIC_DIR
+
     shutil.copyfile(STATIC_DIR / "index.html", out / "index.html")
     (out / "assets").mkdir()
     for name in ASSETS:
@@ -106,6 +112,8 @@ def bundle(
     source = Path(log_dir if log_dir is not None else (_default_log_dir()))
     if not source.is_dir():
         raise ConfigError(f"`log_dir` '{source}' doesn't exist.")
+    from .catalog import Catalog
+
     catalog = Catalog(source)
     catalog.refresh()
     if not catalog.headers():

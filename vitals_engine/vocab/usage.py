@@ -10,25 +10,31 @@ own) nothing is recorded globally: the chat's own turns carry their tokens.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from .turns import TokenUsage
 
-__all__ = ["COST_SCHEMA", "UsageLedger", "UsageRow"]
+if TYPE_CHECKING:
+    import polars as pl
 
-#: The columns of a cost table (`Task.get_cost()`, `LoggedEval.get_cost()`).
-COST_SCHEMA = {
-    "role": pl.String,
-    "provider": pl.String,
-    "model": pl.String,
-    "requests": pl.Int64,
-    "input_tokens": pl.Int64,
-    "cached_input_tokens": pl.Int64,
-    "output_tokens": pl.Int64,
-    "reasoning_tokens": pl.Int64,
-    "cost": pl.Float64,
-}
+__all__ = ["UsageLedger", "UsageRow", "cost_schema"]
+
+
+def cost_schema() -> dict[str, type[pl.DataType]]:
+    """The columns of a cost table (`Task.get_cost()`, `LoggedEval.get_cost()`)."""
+    import polars as pl
+
+    return {
+        "role": pl.String,
+        "provider": pl.String,
+        "model": pl.String,
+        "requests": pl.Int64,
+        "input_tokens": pl.Int64,
+        "cached_input_tokens": pl.Int64,
+        "output_tokens": pl.Int64,
+        "reasoning_tokens": pl.Int64,
+        "cost": pl.Float64,
+    }
 
 
 @dataclass(slots=True)
@@ -100,6 +106,8 @@ class UsageLedger:
 
     def to_frame(self) -> pl.DataFrame:
         """One row per role and model, solver rows first."""
+        import polars as pl
+
         order = {"solver": 0, "scorer": 1}
         keys = sorted(self.rows, key=lambda k: (order.get(k[0], 2), k))
         return pl.DataFrame(
@@ -114,5 +122,5 @@ class UsageLedger:
                 "reasoning_tokens": [self.rows[k].tokens.reasoning for k in keys],
                 "cost": [self.rows[k].cost for k in keys],
             },
-            schema=COST_SCHEMA,
+            schema=cost_schema(),
         )
