@@ -118,7 +118,8 @@ async def test_a_failing_scorer_is_recorded_per_sample(tmp_path):
 
 async def test_contract_errors_are_raised_unwrapped_and_keep_finished_samples(tmp_path):
     """A contract error ends the run with that error (no exception group); finished samples
-    are kept and logged with status error."""
+    (solved and scored: one solved but still being scored had not finished) are kept and
+    logged with status error, the task and the log holding the same ones."""
 
     async def solver(input, sample):
         if sample.id == 3:
@@ -129,11 +130,15 @@ async def test_contract_errors_are_raised_unwrapped_and_keep_finished_samples(tm
     with pytest.raises(ve.SolverError, match="returned a list"):
         await task.eval_async(max_concurrency=1)
     frame = task.get_samples()
-    assert frame["result"].to_list()[:2] == ["x", "x"]
     full = assert_inspect_reads(task.log_path)
     assert full.status == "error"
     assert "returned a list" in full.error.message
-    assert len(full.samples) >= 2
+    ids = [s.id for s in full.samples]
+    assert ids == list(range(1, len(ids) + 1))
+    assert len(ids) <= 2
+    assert all(s.scores for s in full.samples)
+    assert frame["id"].to_list() == ids
+    assert frame["result"].to_list() == ["x"] * len(ids)
 
 
 async def test_cancelling_the_run_writes_a_cancelled_log(tmp_path):

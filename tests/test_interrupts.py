@@ -92,8 +92,9 @@ def test_interrupt_in_user_code_writes_the_log_and_exits(
     interrupt, solver, backend, server, tmp_path
 ):
     """Sample 4 raises: the process exits as the exception says (SIGINT for
-    KeyboardInterrupt, 3 for SystemExit(3)), and the log holds samples 1-3 with the
-    status "cancelled" (KeyboardInterrupt) or "error" (SystemExit)."""
+    KeyboardInterrupt, 3 for SystemExit(3)), and the log holds the samples of 1-3 that
+    had finished (solved and scored; one solved but still being scored had not) with the
+    status "cancelled" (KeyboardInterrupt) or "error" (SystemExit), and counts them."""
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
     logs = tmp_path / "logs"
@@ -117,5 +118,8 @@ def test_interrupt_in_user_code_writes_the_log_and_exits(
         assert log.status == "error"
         assert log.header.error is not None
         assert log.header.error.message == "SystemExit: 3"
-    assert [s.id for s in log.samples] == [1, 2, 3]
-    assert all(s.error is None and s.output.completion for s in log.samples)
+    ids = [s.id for s in log.samples]
+    assert ids == list(range(1, len(ids) + 1))
+    assert len(ids) <= 3
+    assert all(s.error is None and s.output.completion and s.scores for s in log.samples)
+    assert log.header.results.total_samples == len(ids)

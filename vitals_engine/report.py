@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ._errors import VitalsError
+from .log.reader import read_log
 
 if TYPE_CHECKING:
     import polars as pl
@@ -82,6 +86,18 @@ def ungraded_note(frame: pl.DataFrame) -> str | None:
     )
 
 
+def _stopped_run_metrics(path: Path) -> tuple[dict[str, float | int | None] | None, str | None]:
+    """The metrics the log of a run that stopped before the end holds, and its status
+    (the task keeps none in `metrics`); (None, None) for any other log."""
+    try:
+        logged = read_log(path, header_only=True)
+    except VitalsError:
+        return None, None
+    if logged.status not in ("cancelled", "error"):
+        return None, None
+    return logged.metrics, logged.status
+
+
 def summary(task: Task) -> str:
     """Metrics, ungraded samples, sample counts, time, cost table and log path of a task's last run.
 
@@ -96,8 +112,13 @@ def summary(task: Task) -> str:
     elapsed = task.elapsed
     if elapsed is not None:
         parts[0] += f", {elapsed:.2f}s"
-    metrics = ", ".join(f"{k} = {v:.4g}" for k, v in (task.metrics or {}).items())
+    values, stopped = task.metrics, None
+    if values is None and task.solved and task.log_path is not None:
+        values, stopped = _stopped_run_metrics(task.log_path)
+    metrics = ", ".join(f"{k} = {v:.4g}" for k, v in (values or {}).items() if v is not None)
     parts.append(f"Metrics: {metrics or 'none'}")
+    if metrics and stopped is not None:
+        parts[-1] += f" (of the samples scored before the run stopped: status {stopped})"
     note = ungraded_note(frame)
     if note is not None:
         parts[-1] += f"\n{note}"

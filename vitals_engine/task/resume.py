@@ -1,10 +1,12 @@
 """Continuing a run that did not finish: find its journal, keep what finished.
 
 `task.eval(resume=True)` looks in the task's log directory for the newest
-journal of a task of the same name (a run killed mid-way leaves one); with
-a path it takes that journal or an unfinished log (status "started",
-"error" or "cancelled"). The resumed run appends to the same journal and
-finishes the same log.
+run of a task of the same name and continues it when it did not finish: a
+journal (a run killed mid-way leaves one) or a log with status "started",
+"error" or "cancelled" (a run stopped by Ctrl-C or a cancellation, or one
+with failed samples), `.json` or `.eval`. When the newest run finished,
+there is nothing to resume. With a path it takes that journal or unfinished
+log. The resumed run appends to the same journal and finishes the same log.
 
 What is reused (`reconcile`): a run solved by another solver, scored by
 another scorer or run on another model is refused (`ConfigError`) unless the
@@ -26,19 +28,20 @@ from typing import Any
 
 import msgspec
 
-from .._errors import ConfigError, LogFormatError
+from .._errors import ConfigError, LogFormatError, VitalsError
 from .._logging import log
 from ..chats.chat import Chat
 from ..dataset import DatasetRow
 from ..log import schema as s
 from ..log.compose import logged_input
 from ..log.journal_format import JOURNAL_SUFFIX, JournalStart, read_journal
+from ..log.listing import LISTING
 from ..log.logged_sample import normalize_model, sample_record
 from ..log.reader import read_log
 from ..samples import SampleRecord
 from ..vocab.usage import UsageLedger
 
-__all__ = ["Resumed", "find_resumable", "load_resume", "reconcile"]
+__all__ = ["UNFINISHED", "Resumed", "find_resumable", "load_resume", "newest_run", "reconcile"]
 
 
 @dataclass(slots=True)
@@ -59,7 +62,8 @@ class Resumed:
     model: str | None = None
     #: Every (id, epoch) the source holds, finished or not.
     keys: set[tuple[Any, int]] = field(default_factory=set)
-    #: Samples of the source the final log leaves out: changed, or gone from the dataset.
+    #: Samples of the source the final log leaves out unless this run logs them anew:
+    #: failed, unscored, changed, or gone from the dataset.
     stale: set[tuple[Any, int]] = field(default_factory=set)
 
 
@@ -71,16 +75,54 @@ def _start_record(journal: Path) -> JournalStart | None:
         return None
 
 
-def find_resumable(directory: Path, task: str) -> Path | None:
-    """The newest journal in `directory` of a task named `task`, or None."""
+#: JSON files a log directory holds that are not logs (viewer manifests).
+_MANIFESTS = frozenset({LISTING, "logs.json", "eval-set.json"})
+
+#: The statuses of a run that did not finish: what `resume=True` continues.
+UNFINISHED = ("started", "error", "cancelled")
+
+
+def _modified(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return float("-inf")
+
+
+def newest_run(directory: Path, task: str) -> tuple[Path, str] | None:
+    """The newest run in `directory` of a task named `task` (its log or, when it has
+    none, its journal, in any format) and its status; None when there is none.
+
+    Files are tried newest first (by modification time) and only their headers are
+    read, until one of the task is found: cheap however many and however big the logs
+    are. Files that cannot be read as logs are passed over. A journal is a run that
+    wrote no final log, so it counts as unfinished whatever its last header says."""
     if not directory.is_dir():
         return None
-    candidates = []
-    for journal in directory.glob(f"*{JOURNAL_SUFFIX}"):
-        start = _start_record(journal)
-        if start is not None and start.header.eval.task == task:
-            candidates.append((journal.stat().st_mtime, journal))
-    return max(candidates)[1] if candidates else None
+    files = [
+        path
+        for path in directory.iterdir()
+        if path.suffix in (".json", ".eval", JOURNAL_SUFFIX)
+        and path.name not in _MANIFESTS
+        and not path.name.startswith(".")
+    ]
+    for path in sorted(files, key=_modified, reverse=True):
+        try:
+            header = read_log(path, header_only=True).header
+        except VitalsError:  # damaged, not a log, or gone since the listing
+            continue
+        if header.eval.task != task:
+            continue
+        status = header.status if path.suffix != JOURNAL_SUFFIX else "started"
+        return path, status
+    return None
+
+
+def find_resumable(directory: Path, task: str) -> Path | None:
+    """The newest run in `directory` of a task named `task` when it did not finish (a
+    journal, or a log with status started, error or cancelled), else None."""
+    found = newest_run(directory, task)
+    return found[0] if found is not None and found[1] in UNFINISHED else None
 
 
 def _created(header: s.EvalLog) -> float:
@@ -243,9 +285,10 @@ def reconcile(
             finished[key], logged[key] = record, sample
         else:
             changed += 1
-    stale = {key for key in resumed.keys if key[0] not in by_id or key[1] > epochs}
-    gone = len(stale)
-    stale |= resumed.logged.keys() - finished.keys()
+    gone = sum(1 for key in resumed.keys if key[0] not in by_id or key[1] > epochs)
+    # Every sample of the source not reused: the final log holds it only once this run
+    # logs it anew, so a resumed run that stops again logs (and counts) what it holds.
+    stale = resumed.keys - finished.keys()
     ledger = UsageLedger()
     for record in finished.values():
         ledger.merge(record.usage)

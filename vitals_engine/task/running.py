@@ -3,10 +3,13 @@ as they finish, with the task's state updated when the run ends, however it ends
 
 A run reads the task's `TaskSetup` and writes its `RunState`. Each finished sample
 goes to the run's journal before the caller's sink sees it; past `SPILL_AFTER`
-logged samples, its chats are dropped from memory. A run that stops on an error,
-a cancellation, a KeyboardInterrupt or a SystemExit (status "error") still records
-its state, logs every sample that had started, and writes the log when any record
-exists, then re-raises.
+logged samples, its chats are dropped from memory. A run that stops on an error or
+a SystemExit (status "error"), a cancellation or a KeyboardInterrupt (status
+"cancelled") still records its state and, once any sample had started, writes the
+log, then re-raises. Its log, its header's counts and the task's records hold the
+samples that finished (and those reused from a resumed run); samples in flight when
+it stopped have no result yet, so they are neither logged nor counted, and a resume
+runs them again.
 
 While samples stream their replies, the run keeps their text so far in a sidecar
 beside the journal (`log/live.py`), for the live viewer; it is removed when the
@@ -44,7 +47,7 @@ from .logfile import (
     run_header,
 )
 from .options import RunOptions, allowed_failures
-from .resume import Resumed, find_resumable, load_resume, reconcile
+from .resume import UNFINISHED, Resumed, load_resume, newest_run, reconcile
 from .spill import SPILL_AFTER, spill
 from .state import RunState, TaskSetup
 from .streaming import Sink, first_error
@@ -78,6 +81,7 @@ async def run_task(
             model=configured_solver_model(setup, solver_kwargs),
             anyway=options.resume_anyway,
         )
+    done = resume.finished if resume is not None else {}
     if solve:
         state.reset_solutions()
         state.run_id = new_id()
@@ -90,7 +94,6 @@ async def run_task(
             state.log_name = log_file_name(state.created, setup.name, state.eval_id, ext)
         state.epochs = epochs
         records: list[SampleRecord] = []
-        done = resume.finished if resume is not None else {}
         source: Any = _collecting(expand_epochs(setup.rows, epochs), records, done)
         total = len(setup.rows) * epochs - len(done)
     else:
@@ -157,14 +160,17 @@ async def run_task(
             live.remove()  # its actor has ended with the task group
     except BaseException as exc:
         error = first_error(exc)
+        started = bool(records)
+        if solve:  # samples in flight did not finish: not logged, not counted, run on resume
+            records = _in_the_log(setup, records, logged_keys, done)
         _finish_run(setup, state, run, options, solve, score, records, failed=error)
-        for record in records:  # solved when the run stopped, but not through the pipeline
-            started = record.result is not None or record.error is not None
-            if started and record.key not in logged_keys:
-                writer.add(compose_sample(record, scorer))
+        if not solve:  # solved by an earlier run: each stays in the log, scored or not
+            for record in records:
+                if record.key not in logged_keys:
+                    writer.add(compose_sample(record, scorer))
         try:
             await writer.close()
-            if records:
+            if started:
                 finalize_log(setup, state, writer)
         except LogWriteError:
             if not isinstance(error, LogWriteError):
@@ -186,13 +192,20 @@ def resumable(setup: TaskSetup, resume: bool | str | Path | None) -> Resumed | N
     if resume is None or resume is False:
         return None
     if resume is True:
-        found = find_resumable(setup.dir, setup.name)
+        found = newest_run(setup.dir, setup.name)
         if found is None:
             raise ConfigError(
-                f"Nothing to resume: no journal of task '{setup.name}' in '{setup.dir}'. "
-                "Pass the path of a journal or unfinished log, or run without resume."
+                f"Nothing to resume: no log or journal of task '{setup.name}' in "
+                f"'{setup.dir}'. Run without resume, or pass the path of a journal or "
+                "unfinished log."
             )
-        path = found
+        path, status = found
+        if status not in UNFINISHED:
+            raise ConfigError(
+                f"Nothing to resume: the newest run of task '{setup.name}' in '{setup.dir}' "
+                f"({path.name}) finished (status {status}). Run without resume for a new "
+                "run, or pass the path of an older unfinished log to resume it."
+            )
     else:
         path = Path(resume)
     return load_resume(path, setup.name, setup.live_chats())
@@ -277,6 +290,20 @@ def _live_samples(texts: LiveTexts) -> list[LiveSample]:
         )
         for entry in texts.entries.values()
     ]
+
+
+def _in_the_log(
+    setup: TaskSetup,
+    records: list[SampleRecord],
+    logged: set[tuple[Any, int]],
+    reused: dict[tuple[Any, int], SampleRecord],
+) -> list[SampleRecord]:
+    """The records of a stopped run that its log holds, in run order: those that went
+    through the pipeline, and those reused from the run it resumed (in its journal from
+    the start, even when the run stopped before reaching them)."""
+    kept = {record.key: record for record in records if record.key in logged}
+    kept.update(reused)
+    return sorted(kept.values(), key=lambda record: setup.order(record.key))
 
 
 def _collecting(
