@@ -150,6 +150,8 @@ def test_log_page_shows_metrics_chart_cost_and_samples(page, viewer: ViewServer)
     expect(page.locator("#score-chart svg rect.bar")).to_have_count(1)
     expect(page.locator("#score-chart rect.bar")).to_have_attribute("data-score", "C")
     expect(page.locator("#cost-table")).to_contain_text("solver")
+    # Requests: none in the header; the page counts them over the samples, as get_cost() does
+    expect(page.locator("#cost-table tbody tr").first.locator("td").nth(2)).to_have_text("2")
     rows = page.locator("#samples-table tbody tr.sample-row")
     expect(rows).to_have_count(2)
     expect(rows.first.locator(".score")).to_have_text("C")

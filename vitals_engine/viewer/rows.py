@@ -51,10 +51,21 @@ class _Output(msgspec.Struct):
     choices: list[_Choice] = msgspec.field(default_factory=list)
 
 
+class _Said(msgspec.Struct):
+    """A message's role only (to count a conversation's replies)."""
+
+    role: str = ""
+
+
+class _ScoreMetadata(msgspec.Struct):
+    grading: list[_Said] | None = None  # the judge's conversation (model-graded scorers)
+
+
 class _Score(msgspec.Struct):
     value: Any = None
     answer: str | None = None
     reason: str | None = None
+    metadata: _ScoreMetadata | None = None
 
 
 class _Usage(msgspec.Struct):
@@ -81,6 +92,7 @@ class LiteSample(msgspec.Struct):
     input: str | list[_Message] = ""
     target: str | list[str] | None = ""
     output: _Output = msgspec.field(default_factory=_Output)
+    messages: list[_Said] | None = None
     scores: dict[str, _Score] | None = None
     model_usage: dict[str, _Usage] | None = None
     role_usage: dict[str, _Usage] | None = None
@@ -137,6 +149,18 @@ def _tokens(sample: LiteSample) -> int:
     return sum(u.total_tokens or (u.input_tokens + u.output_tokens) for u in usage.values())
 
 
+def _requests(sample: LiteSample, score: _Score | None) -> dict[str, int]:
+    """The model requests of a sample by role (its replies), as `get_cost()` counts them."""
+    counts = {
+        "solver": sum(m.role == "assistant" for m in sample.messages or []),
+        "scorer": sum(
+            m.role == "assistant"
+            for m in (score.metadata.grading if score and score.metadata else None) or []
+        ),
+    }
+    return {role: n for role, n in counts.items() if n}
+
+
 def _error_text(error: _Error | str | None) -> str | None:
     if error is None:
         return None
@@ -175,6 +199,8 @@ def summary_row(sample: LiteSample, key: str) -> dict[str, Any]:
         "score": _score_value(score),
         "error": _error_text(sample.error),
         "tokens": _tokens(sample),
+        # Model requests by role (roles with none left out): the cost table's Requests.
+        "requests": _requests(sample, score),
         "time": sample.total_time,
         # When the sample finished (Unix seconds): the page hides live text older than this.
         "completed": _unix(sample.completed_at),

@@ -676,8 +676,15 @@
     return root;
   }
 
-  function costTable(entry) {
-    const rows = entry.cost_table || [];
+  // The cost table; its Requests, when the header has none, counted over the sample rows
+  // (`requests` by role in each), as `task.get_cost()` counts them.
+  function costTable(entry, samples) {
+    const counted = {};
+    for (const s of samples) for (const [role, n] of Object.entries(s.requests || {})) counted[role] = (counted[role] || 0) + n;
+    const table = entry.cost_table || [];
+    const once = (role) => table.filter((r) => r.role === role).length === 1;  // one model in the role
+    const rows = table.map((r) => r.requests === null || r.requests === undefined
+      ? { ...r, requests: samples.length && once(r.role) ? counted[r.role] || 0 : null } : r);
     if (!rows.length) return el("p", { class: "muted", text: "No token usage recorded." });
     const total = rows.reduce((acc, r) => {
       for (const k of ["input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens"]) acc[k] += r[k] || 0;
@@ -774,7 +781,7 @@
         card("Errors", fmtInt(data.rows.filter((r) => r.error).length)),
         card("Tokens", fmtInt(entry.tokens)),
         card("Cost", fmtCost(entry.cost)));
-      replace(costBox, costTable(entry));
+      replace(costBox, costTable(entry, data.rows));
       replace(timingBox, timing(entry, data.rows));
       replace(chartBox, chart(data.rows, (key) => {
         state.score = state.score === key ? "" : key;
