@@ -409,6 +409,43 @@ def test_ls_lists_fixture_logs_newest_first(tmp_path, capsys):
     assert "accuracy 59.62" in r_eval
 
 
+def _with_closed_stdout(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run `vitals args` with stdout a pipe whose reader is already gone (`| head -0`)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [*VITALS, *args],
+            cwd=cwd,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+    finally:
+        os.close(write)
+
+
+def test_a_closed_stdout_ends_commands_quietly(tmp_path):
+    """`vitals ls | head -1` and the like: when the reader goes, the command ends quietly with
+    141 (128 + SIGPIPE, as a shell reports other commands), not a BrokenPipeError."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for file in (FIXTURES / "vitals").iterdir():
+        shutil.copy(file, logs / file.name)
+    listed = _with_closed_stdout(["ls", str(logs)], tmp_path)
+    assert (listed.returncode, listed.stderr) == (141, "")
+    evaluated = _with_closed_stdout(["eval", str(EXAMPLE), "--log-dir", str(logs)], tmp_path)
+    assert evaluated.returncode == 141
+    assert "BrokenPipe" not in evaluated.stderr
+    assert "Exception ignored" not in evaluated.stderr
+    out = tmp_path / "site"
+    bundled = _with_closed_stdout(["bundle", str(logs), "--output-dir", str(out)], tmp_path)
+    assert (bundled.returncode, bundled.stderr) == (141, "")
+    assert (out / "index.html").exists()
+
+
 def test_ls_shows_journals_of_running_evals(tmp_path, monkeypatch, capsys):
     """A journal without a final log is listed as running; one with a final log is not."""
     assert run_flaky(tmp_path, monkeypatch, "--fail-on-error", "false", fail="s1") == 0

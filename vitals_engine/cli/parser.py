@@ -16,14 +16,17 @@ from .bundle import run_bundle
 from .eval import run_eval
 from .ls import run_ls
 from .shared import (
+    EXIT_BROKEN_PIPE,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     RunError,
     UsageError,
+    quiet_stdout,
     report,
     say,
+    stdout_closed,
 )
 from .view import run_view
 
@@ -271,7 +274,23 @@ def _port(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `vitals` with `argv` (default: the process's arguments); return the exit code."""
+    """Run `vitals` with `argv` (default: the process's arguments); return the exit code.
+
+    A reader that stops reading (`vitals ls | head -1`) ends the command quietly with
+    `EXIT_BROKEN_PIPE`, as SIGPIPE ends other commands.
+    """
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not as a traceback at exit
+    except BrokenPipeError:
+        if not stdout_closed():
+            raise
+        quiet_stdout()
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
@@ -299,6 +318,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except RunError as exc:
         report(exc, debug, prefix=f"vitals {args.command}: error: ", cause=exc.__cause__)
+        return EXIT_FAILED
+    except BrokenPipeError as exc:
+        if stdout_closed():
+            raise  # our output's reader went: `main()` ends quietly
+        report(exc, debug, prefix=f"vitals {args.command}: error: BrokenPipeError: ")
         return EXIT_FAILED
     except Exception as exc:
         report(exc, debug, prefix=f"vitals {args.command}: error: {type(exc).__name__}: ")
