@@ -542,6 +542,18 @@ def test_bundle_passes_its_arguments(tmp_path, viewer, capsys):
     assert "Bundle 'site' created." in capsys.readouterr().out
 
 
+def test_bundle_without_output_dir_writes_beside_the_user(tmp_path, monkeypatch, capsys):
+    """`vitals bundle runs` writes `./runs-bundle` (not a temporary folder) and names it."""
+    logs = tmp_path / "runs"
+    logs.mkdir()
+    for file in (FIXTURES / "vitals").iterdir():
+        shutil.copy(file, logs / file.name)
+    monkeypatch.chdir(tmp_path)
+    assert main(["bundle", "runs"]) == 0
+    assert capsys.readouterr().out.strip() == "Bundle 'runs-bundle' created."
+    assert (tmp_path / "runs-bundle" / "index.html").is_file()
+
+
 def test_bundle_errors_from_the_viewer_exit_2(tmp_path, monkeypatch, viewer, capsys):
     """A ConfigError from bundle() (e.g. the output exists) is one line and exit 2."""
 

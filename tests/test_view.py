@@ -902,16 +902,34 @@ def test_bundle_refuses_to_overwrite_the_log_directory(fixture_dir: Path) -> Non
 def test_bundle_defaults(
     fixture_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Without arguments the bundle reads `ve.log_dir()` and writes a new temporary folder."""
+    """Without arguments the bundle reads `ve.log_dir()` and writes `<its name>-bundle` in the
+    current directory; a second call replaces that bundle, never a folder of the user's."""
     monkeypatch.setenv("VITALS_LOG_DIR", str(fixture_dir))
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
-    (tmp_path / "tmp").mkdir()
-    import tempfile
-
-    monkeypatch.setattr(tempfile, "tempdir", None)
+    here = tmp_path / "work"
+    here.mkdir()
+    monkeypatch.chdir(here)
     out = bundle()
-    assert out.parent == tmp_path / "tmp"
-    assert (out / "api" / "logs.json").is_file()
+    assert out == Path("logs-bundle")
+    assert (here / "logs-bundle" / "api" / "logs.json").is_file()
+    (here / "logs-bundle" / "stale.txt").write_text("from the first bundle")
+    assert bundle() == out
+    assert not (here / "logs-bundle" / "stale.txt").exists()
+    shutil.rmtree(here / "logs-bundle")
+    (here / "logs-bundle").mkdir()
+    (here / "logs-bundle" / "notes.txt").write_text("mine")
+    with pytest.raises(ve.ConfigError, match="is not a bundle"):
+        bundle()
+    assert (here / "logs-bundle" / "notes.txt").read_text() == "mine"
+
+
+def test_bundle_made_inside_its_log_directory_goes_beside_it(
+    fixture_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From inside the log directory, the default bundle goes beside it (not among the logs)."""
+    monkeypatch.chdir(fixture_dir)
+    out = bundle(".")
+    assert out == fixture_dir.resolve().parent / "logs-bundle"
+    assert (out / "index.html").is_file()
 
 
 def test_cost_requests_are_counted_over_the_rows_as_get_cost_counts_them(tmp_path: Path) -> None:

@@ -86,6 +86,7 @@ Writes the viewer and every log into one directory that any static web host
 (GitHub Pages, S3, Netlify ...) can serve.
 
 Examples:
+  vitals bundle                    # ./logs-bundle (the log directory's name, -bundle)
   vitals bundle --output-dir site
   vitals bundle runs/today --output-dir public/evals --overwrite
 """
@@ -252,7 +253,11 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.add_argument(
         "log_dir", nargs="?", metavar="LOG_DIR", help="default: VITALS_LOG_DIR, else ./logs"
     )
-    bundle.add_argument("--output-dir", metavar="DIR", help="where to write the site")
+    bundle.add_argument(
+        "--output-dir",
+        metavar="DIR",
+        help="where to write the site (default: ./<LOG_DIR name>-bundle)",
+    )
     bundle.add_argument(
         "--overwrite",
         action="store_true",
