@@ -289,6 +289,7 @@ def test_scripts_in_logs_never_run(page, tmp_path: Path) -> None:
         expect(page.locator("#logs-table")).to_contain_text("<script>")
         page.locator("#logs-table .task-link").click()
         expect(page.locator("#samples-table tbody tr.sample-row")).to_have_count(1)
+        expect(page.locator("#sample-count")).to_have_text("1 sample")
         expect(page.locator("#samples-table")).to_contain_text("<img src=x onerror=")
         page.locator("#samples-table tbody tr.sample-row").click()
         conversation = page.locator("#conversation")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._words import plural
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -89,7 +91,7 @@ def summary(task: Task) -> str:
         >>> print(summary(task.eval()))
     """
     frame = task.get_samples()
-    parts = [f"Task {task.name}: {frame.height} samples"]
+    parts = [f"Task {task.name}: {plural(frame.height, 'sample')}"]
     if task.solved:
         failed = frame["error"].is_not_null().sum() if "error" in frame.columns else 0
         parts[0] += f", {failed} failed"
