@@ -956,3 +956,31 @@ def test_cost_requests_are_counted_over_the_rows_as_get_cost_counts_them(tmp_pat
         for role, n in row["requests"].items():
             counted[role] = counted.get(role, 0) + n
     assert counted == expected
+
+
+def test_requests_of_odd_shaped_samples_are_counted_leniently(tmp_path: Path) -> None:
+    """A score's metadata of any shape (a scorer's own `grading` key, a list) lists the log
+    as before: a judge's conversation is counted only where there is one."""
+    sample = synthetic_sample(1)
+    sample.scores = {
+        "mine": s.LogScore(value="C", metadata={"grading": "strict"}),
+    }
+    other = synthetic_sample(2)
+    other.scores = {
+        "judge": s.LogScore(
+            value="C",
+            metadata={"grading": [{"role": "user", "content": "?"}, {"role": "assistant"}]},
+        )
+    }
+    header = synthetic_header("odd", 2)
+    log = s.EvalLog(version=2, status="success", eval=header.eval, samples=[sample, other])
+    path = write_json_log(tmp_path / "2026-01-01T00-00-00+00-00_odd_x.json", log)
+    catalog = Catalog(tmp_path)
+    catalog.refresh()
+    assert catalog.errors() == []
+    document = catalog.summaries(path.name)
+    assert document is not None
+    assert [row["requests"] for row in document["rows"]] == [
+        {"solver": 1},
+        {"solver": 1, "scorer": 1},
+    ]
