@@ -204,6 +204,7 @@ async def test_bind_two_tasks(tmp_path):
     both = bind(a, b)
     assert both.columns == ["task", "id", "epoch", "score", "metadata"]
     assert both.height == 2 * 3
+    assert a.name == b.name == "task"  # the same name: numbered
     assert both["task"].to_list() == ["task_1"] * 3 + ["task_2"] * 3
     assert both["score"].dtype == a.get_samples()["score"].dtype
     fields = [f.name for f in both.schema["metadata"].fields]  # type: ignore[union-attr]
@@ -211,6 +212,23 @@ async def test_bind_two_tasks(tmp_path):
     assert "result" in fields
     assert "solver_chat" not in fields
     assert both["metadata"].struct.field("result").to_list()[3:] == ["4", "4", "4"]
+
+
+@pytest.mark.anyio
+async def test_bind_labels_tasks_by_their_names(tmp_path):
+    """Positional tasks are labelled by their names (a log by its task's), numbered only where
+    names clash, with each other or with a keyword."""
+    plain = await make_task(tmp_path, name="addition").eval_async()
+    hard = await make_task(tmp_path, name="addition-hard").eval_async()
+    labels = bind(plain, hard)["task"].unique(maintain_order=True).to_list()
+    assert labels == ["addition", "addition-hard"]
+    logged = read_log(plain.log_path)
+    labels = bind(plain, logged, hard)["task"].unique(maintain_order=True).to_list()
+    assert labels == ["addition_1", "addition_2", "addition-hard"]
+    labels = bind(hard, addition=plain)["task"].unique(maintain_order=True).to_list()
+    assert labels == ["addition-hard", "addition"]
+    labels = bind(plain, hard, addition=logged)["task"].unique(maintain_order=True).to_list()
+    assert labels == ["addition_1", "addition-hard", "addition"]
 
 
 @pytest.mark.anyio

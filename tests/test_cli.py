@@ -446,6 +446,43 @@ def test_ls_lists_fixture_logs_newest_first(tmp_path, capsys):
     assert "accuracy 59.62" in r_eval
 
 
+def _with_closed_stdout(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run `vitals args` with stdout a pipe whose reader is already gone (`| head -0`)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [*VITALS, *args],
+            cwd=cwd,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+    finally:
+        os.close(write)
+
+
+def test_a_closed_stdout_ends_commands_quietly(tmp_path):
+    """`vitals ls | head -1` and the like: when the reader goes, the command ends quietly with
+    141 (128 + SIGPIPE, as a shell reports other commands), not a BrokenPipeError."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for file in (FIXTURES / "vitals").iterdir():
+        shutil.copy(file, logs / file.name)
+    listed = _with_closed_stdout(["ls", str(logs)], tmp_path)
+    assert (listed.returncode, listed.stderr) == (141, "")
+    evaluated = _with_closed_stdout(["eval", str(EXAMPLE), "--log-dir", str(logs)], tmp_path)
+    assert evaluated.returncode == 141
+    assert "BrokenPipe" not in evaluated.stderr
+    assert "Exception ignored" not in evaluated.stderr
+    out = tmp_path / "site"
+    bundled = _with_closed_stdout(["bundle", str(logs), "--output-dir", str(out)], tmp_path)
+    assert (bundled.returncode, bundled.stderr) == (141, "")
+    assert (out / "index.html").exists()
+
+
 def test_ls_shows_journals_of_running_evals(tmp_path, monkeypatch, capsys):
     """A journal without a final log is listed as running; one with a final log is not."""
     assert run_flaky(tmp_path, monkeypatch, "--fail-on-error", "false", fail="s1") == 0
@@ -540,6 +577,18 @@ def test_bundle_passes_its_arguments(tmp_path, viewer, capsys):
     assert main(["bundle", str(tmp_path), "--output-dir", "site", "--overwrite"]) == 0
     assert viewer == [("bundle", (str(tmp_path), "site", True), {})]
     assert "Bundle 'site' created." in capsys.readouterr().out
+
+
+def test_bundle_without_output_dir_writes_beside_the_user(tmp_path, monkeypatch, capsys):
+    """`vitals bundle runs` writes `./runs-bundle` (not a temporary folder) and names it."""
+    logs = tmp_path / "runs"
+    logs.mkdir()
+    for file in (FIXTURES / "vitals").iterdir():
+        shutil.copy(file, logs / file.name)
+    monkeypatch.chdir(tmp_path)
+    assert main(["bundle", "runs"]) == 0
+    assert capsys.readouterr().out.strip() == "Bundle 'runs-bundle' created."
+    assert (tmp_path / "runs-bundle" / "index.html").is_file()
 
 
 def test_bundle_errors_from_the_viewer_exit_2(tmp_path, monkeypatch, viewer, capsys):

@@ -261,7 +261,7 @@ async def test_batch_output_of_the_wrong_length_is_an_error(tmp_path):
     def solver(inputs):
         return {"result": ["only one"]}
 
-    with pytest.raises(ve.SolverError, match="returned 1 values for 'result'; expected 2"):
+    with pytest.raises(ve.SolverError, match="returned 1 value for 'result'; expected 2"):
         await task_with(tmp_path, solver).eval_async()
 
 

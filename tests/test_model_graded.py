@@ -398,3 +398,20 @@ async def test_http_default_judge_is_a_fresh_chat_on_the_solver_model(server, tm
     judges = task.get_samples()["scorer_chat"].to_list()
     assert all(j.tools == [] and j.system_prompt is None for j in judges)
     assert chat.provider.params == {"temperature": 0.3}
+
+
+async def test_the_log_names_the_scorer_with_its_arguments(tmp_path):
+    """`model_graded_qa(partial_credit=True, ...)` is logged with the arguments given (not as a
+    bare `model_graded_qa`), and the judge's model, in the header and the samples' scores."""
+    judge = ve.chat_mock(lambda p: "Fine.\nGRADE: P", model="judge-model")
+    scorer = ve.model_graded_qa(partial_credit=True, instructions="Be kind.", scorer_chat=judge)
+    task = await judged_task(tmp_path, scorer).eval_async()
+    label = "model_graded_qa(instructions='Be kind.', partial_credit=True) (mock/judge-model)"
+    log = ve.read_log(task.log_path)
+    header = log.header
+    assert [scorer.name for scorer in header.eval.scorers] == [label]
+    assert [score.name for score in header.results.scores] == [label]
+    assert log.scorer == label
+    assert task.get_samples()["scorer"].to_list() == [label, label]
+    plain = ve.model_graded_fact(scorer_chat=judge)
+    assert plain.__vitals_label__ == "model_graded_fact() (mock/judge-model)"

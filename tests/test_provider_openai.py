@@ -257,6 +257,9 @@ async def test_too_many_tool_rounds_is_a_config_error(server):
     with pytest.raises(ve.ConfigError, match="kept calling tools for 2 rounds"):
         await chat.chat_async("go")
     assert server.requests == 3
+    chat.max_tool_rounds = 1
+    with pytest.raises(ve.ConfigError, match="kept calling tools for 1 round without"):
+        await chat.chat_async("go")
 
 
 # -- structured output ---------------------------------------------------------------------

@@ -3,8 +3,10 @@ timeouts, whose retry policy applies, logging and cancellation."""
 
 from __future__ import annotations
 
+import json
 import logging
 from contextlib import nullcontext
+from pathlib import Path
 
 import anyio
 import pytest
@@ -204,6 +206,29 @@ async def test_retries_are_logged_and_logging_is_left_alone(server, tmp_path, ca
     own = logging.getLogger("vitals_engine").handlers
     assert all(type(h) is logging.NullHandler for h in own)
     assert (root.level, list(root.handlers)) == root_before
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _text(path: Path) -> str:
+    return path.read_text()
+
+
+async def test_the_readme_shows_a_retry_reason_as_logs_hold_it(server, tmp_path):
+    """The README's example of a logged retry's reason is what a 429 of the mock server with
+    Retry-After 0.05 s leaves in the log's model event (`metadata.retries`)."""
+    server.fail("429", retry_after=0.05)
+    task = ve.Task(
+        sums(1), solver=ve.generate(openai(server)), scorer=ve.detect_includes(), dir=tmp_path
+    )
+    await task.eval_async()
+    log = json.loads(_text(task.log_path))
+    (event,) = [e for e in log["samples"][0]["events"] if e["event"] == "model" and e["retries"]]
+    (note,) = event["metadata"]["retries"]
+    assert sorted(note) == ["at", "attempt", "reason", "wait"]
+    readme = " ".join(_text(README).split())
+    assert f'`"{note["reason"]}"`' in readme
 
 
 async def test_a_run_cancelled_while_calls_wait_to_retry_logs_what_finished(server, tmp_path):

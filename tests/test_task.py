@@ -381,3 +381,21 @@ async def test_concurrent_evals_of_clones_do_not_interfere(tmp_path):
     assert b.metrics == {"accuracy": 0.0}
     assert a.get_cost()["model"].to_list() == ["mock-model"]
     assert b.get_cost()["model"].to_list() == ["m2"]
+
+
+def test_one_sample_is_one_sample_in_messages(tmp_path) -> None:
+    """Counts in the summary, the repr and a failed run's error agree with their number:
+    "1 sample", not "1 samples"."""
+    dataset = [{"input": "What's 1+1?", "target": "2"}]
+    task = ve.Task(dataset, solver=lambda x: "2", scorer=ve.detect_includes(), dir=tmp_path)
+    assert repr(task).startswith("<Task task: 1 sample, not run")
+    task.eval()
+    assert ve.summary(task).startswith("Task task: 1 sample, 0 failed")
+    assert "1 sample, " in repr(ve.read_log(task.log_path))
+
+    def broken(x: str) -> str:
+        raise ValueError("no")
+
+    failing = ve.Task(dataset, solver=broken, scorer=ve.detect_includes(), dir=tmp_path)
+    with pytest.raises(ve.EvalFailedError, match=r"^1 of 1 sample failed "):
+        failing.eval()

@@ -21,12 +21,13 @@ from vitals_engine.log import schema as s
 from vitals_engine.log.journal_format import encode_header, encode_sample, encode_start
 from vitals_engine.log.live import LiveDocument, LiveSample, live_path
 from vitals_engine.log.writer import write_json_log
+from vitals_engine.viewer import catalog as catalog_module
 from vitals_engine.viewer.api import LogRoute, parse_log_route
 from vitals_engine.viewer.bundle import bundle
 from vitals_engine.viewer.catalog import Catalog
 from vitals_engine.viewer.contents import JournalTail, counter
 from vitals_engine.viewer.launch import view
-from vitals_engine.viewer.paths import parse_sample_key, resolve_inside, sample_key
+from vitals_engine.viewer.paths import LogFile, parse_sample_key, resolve_inside, sample_key
 from vitals_engine.viewer.server import ViewServer
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -607,6 +608,95 @@ def test_a_sample_read_as_its_journal_goes_comes_from_the_final_log(
     assert sample["input"] == "Question 1: what is 1+1?"
 
 
+def test_an_older_listing_never_undoes_a_newer_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refresh that listed the directory while the run was on, and is overtaken by one that
+    listed it after the run ended, lists again: the final log stays, the journal does not come
+    back (a page asking for the journal then got a 404)."""
+    journal = tmp_path / "2026-01-01T00-00-00+00-00_journaled_x.journal"
+    header = _start_journal(journal, 1)
+    with journal.open("ab") as fh:
+        fh.write(encode_sample(synthetic_sample(1)))
+    catalog = Catalog(tmp_path)
+    catalog.refresh()
+    listed, go = threading.Event(), threading.Event()
+    real = catalog_module.log_files
+    held: list[bool] = []
+
+    def the_first_listing_is_held(root: Path) -> Iterator[LogFile]:
+        files = list(real(root))
+        if not held:
+            held.append(True)
+            listed.set()
+            assert go.wait(timeout=30)
+        return iter(files)
+
+    monkeypatch.setattr(catalog_module, "log_files", the_first_listing_is_held)
+    older = threading.Thread(target=catalog.refresh)
+    older.start()
+    try:
+        assert listed.wait(timeout=30)  # it listed the journal, still running
+        samples = [synthetic_sample(1)]
+        log = s.EvalLog(version=2, status="success", eval=header.eval, samples=samples)
+        final = write_json_log(journal.with_suffix(".json"), log)
+        journal.unlink()
+        catalog.refresh()  # the newer listing: the final log, no journal
+    finally:
+        go.set()
+        older.join(timeout=30)
+    assert [e["file"] for e in catalog.entries()] == [final.name]
+    assert catalog.errors() == []
+    assert catalog.final_of(journal.name) == final.name
+    document = catalog.summaries(journal.name)
+    assert document is not None
+    assert document["complete"] is True
+
+
+def test_a_finished_runs_journal_urls_answer_from_its_final_log(tmp_path: Path) -> None:
+    """A page that followed a run asks for its journal's documents right after the run ended:
+    they come from the final log, with every sample."""
+    gate, seen = threading.Event(), threading.Event()
+
+    def solver(input: str) -> str:
+        if input == "last":
+            seen.set()
+            assert gate.wait(timeout=30)
+        return f"answer to {input}"
+
+    dataset = [{"input": x, "target": "answer"} for x in ("first", "second", "last")]
+    task = ve.Task(dataset, solver=solver, scorer=ve.detect_includes(), name="ending", dir=tmp_path)
+    runner = threading.Thread(target=task.eval)
+    with ViewServer(tmp_path).start() as running, httpx.Client(base_url=running.url) as http:
+        runner.start()
+        try:
+            assert seen.wait(timeout=30)
+            [entry] = http.get("/api/logs.json").json()["logs"]
+            assert entry["running"] is True
+            journal = entry["file"]
+            assert journal.endswith(".journal")
+            http.get(api_path(journal, "summaries.json")).raise_for_status()
+        finally:
+            gate.set()
+            runner.join(timeout=60)
+        assert task.log_path is not None
+        assert not task.log_path.with_suffix(".journal").exists()
+        document = http.get(api_path(journal, "summaries.json"))
+        assert document.status_code == 200
+        rows = document.json()["rows"]
+        assert sorted(r["input"] for r in rows) == ["first", "last", "second"]
+        assert document.json()["complete"] is True
+        last = next(r for r in rows if r["input"] == "last")
+        sample = http.get(api_path(journal, "samples", last["key"], "1.json"))
+        assert sample.status_code == 200
+        assert sample.json()["output"]["completion"] == "answer to last"
+        live = http.get(api_path(journal, "live.json"))
+        assert live.status_code == 200
+        assert live.json()["running"] is False
+        [entry] = http.get("/api/logs.json").json()["logs"]
+        assert entry["file"] == task.log_path.name
+
+
 # -- the live text of in-flight samples -----------------------------------------------------------
 
 
@@ -812,13 +902,85 @@ def test_bundle_refuses_to_overwrite_the_log_directory(fixture_dir: Path) -> Non
 def test_bundle_defaults(
     fixture_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Without arguments the bundle reads `ve.log_dir()` and writes a new temporary folder."""
+    """Without arguments the bundle reads `ve.log_dir()` and writes `<its name>-bundle` in the
+    current directory; a second call replaces that bundle, never a folder of the user's."""
     monkeypatch.setenv("VITALS_LOG_DIR", str(fixture_dir))
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
-    (tmp_path / "tmp").mkdir()
-    import tempfile
-
-    monkeypatch.setattr(tempfile, "tempdir", None)
+    here = tmp_path / "work"
+    here.mkdir()
+    monkeypatch.chdir(here)
     out = bundle()
-    assert out.parent == tmp_path / "tmp"
-    assert (out / "api" / "logs.json").is_file()
+    assert out == Path("logs-bundle")
+    assert (here / "logs-bundle" / "api" / "logs.json").is_file()
+    (here / "logs-bundle" / "stale.txt").write_text("from the first bundle")
+    assert bundle() == out
+    assert not (here / "logs-bundle" / "stale.txt").exists()
+    shutil.rmtree(here / "logs-bundle")
+    (here / "logs-bundle").mkdir()
+    (here / "logs-bundle" / "notes.txt").write_text("mine")
+    with pytest.raises(ve.ConfigError, match="is not a bundle"):
+        bundle()
+    assert (here / "logs-bundle" / "notes.txt").read_text() == "mine"
+
+
+def test_bundle_made_inside_its_log_directory_goes_beside_it(
+    fixture_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From inside the log directory, the default bundle goes beside it (not among the logs)."""
+    monkeypatch.chdir(fixture_dir)
+    out = bundle(".")
+    assert out == fixture_dir.resolve().parent / "logs-bundle"
+    assert (out / "index.html").is_file()
+
+
+def test_cost_requests_are_counted_over_the_rows_as_get_cost_counts_them(tmp_path: Path) -> None:
+    """The header has no request counts (the cost table says None); the rows have each
+    sample's requests by role, which add up to `task.get_cost()`'s (the page sums them)."""
+    dataset = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(1, 26)]
+    judge = ve.chat_mock(lambda prompt: "Fine.\nGRADE: C")
+    task = ve.Task(
+        dataset,
+        solver=ve.generate(ve.chat_mock()),
+        scorer=ve.model_graded_qa(scorer_chat=judge),
+        dir=tmp_path,
+    )
+    task.eval()
+    expected = {r["role"]: r["requests"] for r in task.get_cost().iter_rows(named=True)}
+    assert expected == {"solver": 25, "scorer": 25}
+    catalog = Catalog(tmp_path)
+    [entry] = catalog.entries()
+    assert [r["requests"] for r in entry["cost_table"]] == [None, None]
+    document = catalog.summaries(entry["file"])
+    assert document is not None
+    counted: dict[str, int] = {}
+    for row in document["rows"]:
+        for role, n in row["requests"].items():
+            counted[role] = counted.get(role, 0) + n
+    assert counted == expected
+
+
+def test_requests_of_odd_shaped_samples_are_counted_leniently(tmp_path: Path) -> None:
+    """A score's metadata of any shape (a scorer's own `grading` key, a list) lists the log
+    as before: a judge's conversation is counted only where there is one."""
+    sample = synthetic_sample(1)
+    sample.scores = {
+        "mine": s.LogScore(value="C", metadata={"grading": "strict"}),
+    }
+    other = synthetic_sample(2)
+    other.scores = {
+        "judge": s.LogScore(
+            value="C",
+            metadata={"grading": [{"role": "user", "content": "?"}, {"role": "assistant"}]},
+        )
+    }
+    header = synthetic_header("odd", 2)
+    log = s.EvalLog(version=2, status="success", eval=header.eval, samples=[sample, other])
+    path = write_json_log(tmp_path / "2026-01-01T00-00-00+00-00_odd_x.json", log)
+    catalog = Catalog(tmp_path)
+    catalog.refresh()
+    assert catalog.errors() == []
+    document = catalog.summaries(path.name)
+    assert document is not None
+    assert [row["requests"] for row in document["rows"]] == [
+        {"solver": 1},
+        {"solver": 1, "scorer": 1},
+    ]

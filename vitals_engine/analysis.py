@@ -296,11 +296,30 @@ def _unify(frames: list[pl.DataFrame], column: str) -> list[pl.DataFrame]:
     return [f.with_columns(pl.col(column).cast(pl.String)) for f in frames]
 
 
+def _labels(tasks: tuple[Task | LoggedEval, ...], named: dict[str, Any]) -> list[str]:
+    """The labels of positional tasks: their names, numbered `_1`, `_2`... where they clash
+    (with each other or with a keyword), skipping labels already taken."""
+    names = [t.name if isinstance(t, Task) else t.task for t in tasks]
+    clashing = {n for n in names if names.count(n) > 1 or n in named}
+    taken = set(named) | {n for n in names if n not in clashing}
+    labels = []
+    numbers: dict[str, int] = {}
+    for name in names:
+        label = name
+        while name in clashing and label in taken | {name}:
+            numbers[name] = numbers.get(name, 0) + 1
+            label = f"{name}_{numbers[name]}"
+        taken.add(label)
+        labels.append(label)
+    return labels
+
+
 def bind(*tasks: Task | LoggedEval, **named_tasks: Task | LoggedEval) -> pl.DataFrame:
     """The samples of several tasks in one frame: `task, id, epoch, score, metadata`.
 
-    Positional tasks are named `task_1`, `task_2`, ...; keyword ones by their
-    keyword. `metadata` is a struct of every other (non-object) column of
+    Positional tasks are labelled with their names (a log's task name), suffixed
+    `_1`, `_2`, ... where names clash (with each other or a keyword); keyword
+    ones by their keyword. `metadata` is a struct of every other (non-object) column of
     each task's `get_samples()`: input, target, result, scorer, explanation,
     dataset columns; chats are left out. Scores of different types across
     tasks (grades and numbers) become strings. Logs read back with
@@ -309,18 +328,22 @@ def bind(*tasks: Task | LoggedEval, **named_tasks: Task | LoggedEval) -> pl.Data
     Example:
         >>> both = bind(old=task_old, new=task_new)
         >>> both.pivot(on="task", index=["id", "epoch"], values="score")
+        >>> bind(addition, addition_hard)["task"].unique().to_list()
+        ['addition', 'addition-hard']
     """
     import polars as pl
 
-    items = [(f"task_{i}", t) for i, t in enumerate(tasks, 1)] + list(named_tasks.items())
-    if not items:
+    checked = [(f"task_{i}", t) for i, t in enumerate(tasks, 1)] + list(named_tasks.items())
+    if not checked:
         raise ConfigError("bind() needs tasks: bind(task_a, task_b) or bind(old=a, new=b).")
-    for name, task in items:
+    for name, task in checked:
         if not isinstance(task, Task | LoggedEval):
             raise ConfigError(
                 f"`{name}` must be a Task (or a log read with read_log()), "
                 f"not {type(task).__name__}."
             )
+    items = list(zip(_labels(tasks, named_tasks), tasks, strict=True))
+    items += list(named_tasks.items())
     frames = [_plain_columns(task.get_samples()) for _, task in items]
     for column in _KEYS:
         frames = _unify(frames, column)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._errors import VitalsError
+from ._words import plural
 from .log.reader import read_log
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def summary(task: Task) -> str:
         >>> print(summary(task.eval()))
     """
     frame = task.get_samples()
-    parts = [f"Task {task.name}: {frame.height} samples"]
+    parts = [f"Task {task.name}: {plural(frame.height, 'sample')}"]
     if task.solved:
         failed = frame["error"].is_not_null().sum() if "error" in frame.columns else 0
         parts[0] += f", {failed} failed"

@@ -18,6 +18,7 @@ import anyio
 
 from .._errors import ConfigError
 from .._sync import carry, raise_carried, run_sync
+from .._words import plural
 from ..providers.base import Provider
 from ..vocab.calls import ChatRequest
 from ..vocab.structured import parse_structured, schema_for
@@ -187,8 +188,8 @@ class Chat:
                 return reply
             self._turns.append(Turn("user", list(await self._run_tools(requests))))
         raise ConfigError(
-            f"The model kept calling tools for {self.max_tool_rounds} rounds without answering; "
-            "raise Chat(max_tool_rounds=...) if that is expected."
+            f"The model kept calling tools for {plural(self.max_tool_rounds, 'round')} "
+            "without answering; raise Chat(max_tool_rounds=...) if that is expected."
         )
 
     async def _run_tools(self, requests: list[ContentToolRequest]) -> list[ContentToolResult]:

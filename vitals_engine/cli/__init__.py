@@ -7,7 +7,9 @@
 
 Exit codes: 0 success; 1 when samples failed beyond `--fail-on-error` or a
 run failed; 2 for usage errors (bad arguments, a missing file, no Task in the
-file, a `ConfigError` or `DatasetError` while building the task). Errors are
+file, a `ConfigError` or `DatasetError` while building the task); 130 when
+interrupted; 141 (quietly) when the reader of stdout went away (`vitals ls | head
+-1`), as SIGPIPE ends other commands. Errors are
 one line on stderr; `--debug` adds the traceback.
 
 `main(argv)` returns the exit code, so it can be called in-process; the

@@ -13,14 +13,17 @@ from typing import NoReturn
 from .._errors import ConfigError, DatasetError
 from .._version import version
 from .shared import (
+    EXIT_BROKEN_PIPE,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     RunError,
     UsageError,
+    quiet_stdout,
     report,
     say,
+    stdout_closed,
 )
 
 __all__ = ["build_parser", "main"]
@@ -79,6 +82,7 @@ Writes the viewer and every log into one directory that any static web host
 (GitHub Pages, S3, Netlify ...) can serve.
 
 Examples:
+  vitals bundle                    # ./logs-bundle (the log directory's name, -bundle)
   vitals bundle --output-dir site
   vitals bundle runs/today --output-dir public/evals --overwrite
 """
@@ -242,7 +246,11 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.add_argument(
         "log_dir", nargs="?", metavar="LOG_DIR", help="default: VITALS_LOG_DIR, else ./logs"
     )
-    bundle.add_argument("--output-dir", metavar="DIR", help="where to write the site")
+    bundle.add_argument(
+        "--output-dir",
+        metavar="DIR",
+        help="where to write the site (default: ./<LOG_DIR name>-bundle)",
+    )
     bundle.add_argument(
         "--overwrite",
         action="store_true",
@@ -282,7 +290,23 @@ def _run(command: str, args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `vitals` with `argv` (default: the process's arguments); return the exit code."""
+    """Run `vitals` with `argv` (default: the process's arguments); return the exit code.
+
+    A reader that stops reading (`vitals ls | head -1`) ends the command quietly with
+    `EXIT_BROKEN_PIPE`, as SIGPIPE ends other commands.
+    """
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not as a traceback at exit
+    except BrokenPipeError:
+        if not stdout_closed():
+            raise
+        quiet_stdout()
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
@@ -309,6 +333,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except RunError as exc:
         report(exc, debug, prefix=f"vitals {args.command}: error: ", cause=exc.__cause__)
+        return EXIT_FAILED
+    except BrokenPipeError as exc:
+        if stdout_closed():
+            raise  # our output's reader went: `main()` ends quietly
+        report(exc, debug, prefix=f"vitals {args.command}: error: BrokenPipeError: ")
         return EXIT_FAILED
     except Exception as exc:
         report(exc, debug, prefix=f"vitals {args.command}: error: {type(exc).__name__}: ")

@@ -4,6 +4,8 @@ stderr, the default log directory and the lazily imported viewer."""
 from __future__ import annotations
 
 import importlib
+import os
+import select
 import sys
 import traceback
 from pathlib import Path
@@ -12,6 +14,7 @@ from typing import Any
 from .. import config
 
 __all__ = [
+    "EXIT_BROKEN_PIPE",
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
@@ -20,14 +23,17 @@ __all__ = [
     "UsageError",
     "default_dir",
     "import_viewer",
+    "quiet_stdout",
     "report",
     "say",
+    "stdout_closed",
 ]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a command its pipe ended
 
 
 class UsageError(Exception):
@@ -51,6 +57,29 @@ def report(
         shown = cause or exc
         traceback.print_exception(type(shown), shown, shown.__traceback__, file=sys.stderr)
     say(prefix + str(exc))
+
+
+def stdout_closed() -> bool:
+    """Whether stdout is a pipe or socket whose reader went away (so a BrokenPipeError came
+    from our output, not from a connection of the code we ran)."""
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+    except (AttributeError, ValueError, OSError):  # no poll() (Windows): assume it was
+        return True
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def quiet_stdout() -> None:
+    """Point stdout at the null device: its reader went, and what is still buffered must not
+    raise again when Python flushes it at exit (the recipe of Python's `signal` docs)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, ValueError, OSError):
+        pass
 
 
 def default_dir(given: str | None) -> Path:

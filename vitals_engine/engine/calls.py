@@ -19,6 +19,7 @@ import anyio
 import anyio.to_thread
 
 from .._errors import ConfigError, ScorerError, SolverError, keyword_hint
+from .._words import plural
 from ..chats.chat import Chat
 from ..samples import Sample, Score, Solution, SolvedSample
 from ..vocab.text import writable_text
@@ -336,6 +337,7 @@ def batch_column(
     items = list(value)
     if len(items) != n:
         raise error(
-            f"The {who} returned {len(items)} values for '{key}'; expected {n}, one per sample."
+            f"The {who} returned {plural(len(items), 'value')} for '{key}'; "
+            f"expected {n}, one per sample."
         )
     return items

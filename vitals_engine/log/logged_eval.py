@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._words import plural
 from ..frames import records_frame
 from ..providers.replay import provider_display_name, split_model_id
 from ..samples import SampleRecord
@@ -194,7 +195,7 @@ class LoggedEval:
         metrics = ", ".join(
             f"{k}={v:.3g}" for k, v in (self.metrics or {}).items() if isinstance(v, int | float)
         )
-        count = "header only" if self.header_only else f"{len(self.samples)} samples"
+        count = "header only" if self.header_only else plural(len(self.samples), "sample")
         return (
             f"<LoggedEval {self.task} ({self.model}): {self.status}, {count}"
             + (f", {metrics}" if metrics else "")

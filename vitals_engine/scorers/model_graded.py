@@ -143,8 +143,11 @@ class ModelGraded:
         grade_pattern: str,
         partial_credit: bool,
         scorer_chat: Any,
+        given: dict[str, Any] | None = None,
     ) -> None:
         self.__name__ = name
+        #: The arguments given other than their defaults (and the judge), for the label.
+        self.given = given or {}
         self.template = template
         self.instructions = instructions
         self.partial_credit = partial_credit
@@ -161,9 +164,12 @@ class ModelGraded:
 
     @property
     def __vitals_label__(self) -> str:
+        """The scorer as logged: its name and the arguments given, then the judge's model
+        when one was given (as R vitals labels it)."""
+        shown = ", ".join(f"{k}={_shown(v)}" for k, v in self.given.items())
         chat = self.scorer_chat
-        model = f"{chat.provider.model_id}" if isinstance(chat, Chat) else ""
-        return f"{self.__name__}({model})"
+        model = f" ({chat.provider.model_id})" if isinstance(chat, Chat) else ""
+        return f"{self.__name__}({shown}){model}"
 
     def prompt(self, sample: SolvedSample) -> str:
         instructions = self.instructions or default_instructions(self.partial_credit)
@@ -210,6 +216,25 @@ class ModelGraded:
         return f"<{self.__vitals_label__}>"
 
 
+def _shown(value: Any, limit: int = 40) -> str:
+    """An argument's value in a label: its repr, a long text cut short."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 2] + "…" + text[-1]
+
+
+def _given(
+    template: str | None, instructions: str | None, grade_pattern: str, partial_credit: bool
+) -> dict[str, Any]:
+    """The arguments of a model-graded scorer given other than their defaults."""
+    optional = {"template": template, "instructions": instructions}
+    given: dict[str, Any] = {k: v for k, v in optional.items() if v is not None}
+    if grade_pattern != DEFAULT_PATTERN:
+        given["grade_pattern"] = grade_pattern
+    if partial_credit:
+        given["partial_credit"] = partial_credit
+    return given
+
+
 def _check_template(template: str | None, default: str) -> str:
     if template is None:
         return default
@@ -242,8 +267,9 @@ def model_graded_qa(
     Example:
         >>> Task(dataset, generate(chat), scorer=model_graded_qa(partial_credit=True))
     """
+    given = _given(template, instructions, grade_pattern, partial_credit)
     template = _check_template(template, QA_TEMPLATE)
-    args = (instructions, grade_pattern, partial_credit, scorer_chat)
+    args = (instructions, grade_pattern, partial_credit, scorer_chat, given)
     return ModelGraded("model_graded_qa", template, *args)
 
 
@@ -263,6 +289,7 @@ def model_graded_fact(
     Example:
         >>> Task(dataset, generate(chat), scorer=model_graded_fact(scorer_chat=judge))
     """
+    given = _given(template, instructions, grade_pattern, partial_credit)
     template = _check_template(template, FACT_TEMPLATE)
-    args = (instructions, grade_pattern, partial_credit, scorer_chat)
+    args = (instructions, grade_pattern, partial_credit, scorer_chat, given)
     return ModelGraded("model_graded_fact", template, *args)

@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 
 from .._errors import ConfigError, EvalFailedError, LogWriteError, VitalsError
+from .._words import plural
 from ..dataset import expand_epochs
 from ..engine.run import LiveTexts, Run
 from ..frames import records_frame
@@ -268,7 +269,8 @@ def raise_if_failed(state: RunState, options: RunOptions) -> None:
     common = "; ".join(f"{why} ({n}x)" for why, n in reasons.most_common(3))
     allowance = "none" if allowed == 0 else f"at most {allowed:g}"
     raise EvalFailedError(
-        f"{len(failed)} of {len(records)} samples failed (fail_on_error allows {allowance}). "
+        f"{len(failed)} of {plural(len(records), 'sample')} failed "
+        f"(fail_on_error allows {allowance}). "
         f"Most common: {common}. The log with every finished sample: {state.log_path}",
         failed=len(failed),
         total=len(records),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .. import config
 from .._errors import ConfigError, TaskStateError
 from .._sync import run_sync
+from .._words import plural
 from ..chats.chat import Chat
 from ..dataset import dataset_name, load_dataset
 from ..engine.calls import describe, route_kwargs
@@ -487,7 +488,7 @@ class Task:
         state = "scored" if self._state.scored else "solved" if self.solved else "not run"
         metrics = ", ".join(f"{k}={v:.3g}" for k, v in (self.metrics or {}).items())
         return (
-            f"<Task {self.name}: {len(self._setup.rows)} samples, {state}"
+            f"<Task {self.name}: {plural(len(self._setup.rows), 'sample')}, {state}"
             + (f", {metrics}" if metrics else "")
             + ">"
         )

@@ -92,10 +92,12 @@ def bundle(
 ) -> Path:
     """Write the viewer and the logs of `log_dir` as a static site into `output_dir`.
 
-    `log_dir` defaults to `ve.log_dir()`, else "logs"; `output_dir` to a new
-    folder in the system's temporary directory. The site works from any
-    static web server (`python -m http.server -d <output_dir>`, GitHub
-    Pages, S3). Returns `output_dir`.
+    `log_dir` defaults to `ve.log_dir()`, else "logs"; `output_dir` to
+    `<log dir name>-bundle` in the current directory (beside the log directory
+    when the current directory is inside it), which a later call replaces if it
+    is still a bundle. The site works from any static web server
+    (`python -m http.server -d <output_dir>`, GitHub Pages, S3). Returns
+    `output_dir`.
 
     `overwrite=True` replaces only an earlier bundle (a directory holding
     `index.html`, `assets/` and `api/logs.json`) or an empty directory: any
@@ -108,6 +110,8 @@ def bundle(
     Example:
         >>> bundle("logs", "site")
         PosixPath('site')
+        >>> bundle("logs")
+        PosixPath('logs-bundle')
     """
     source = Path(log_dir if log_dir is not None else (_default_log_dir()))
     if not source.is_dir():
@@ -119,8 +123,8 @@ def bundle(
     if not catalog.headers():
         raise ConfigError(f"The log directory '{source}' doesn't contain any logs.")
     if output_dir is None:
-        out = Path(tempfile.mkdtemp(prefix="vitals-bundle-"))
-        overwrite = True
+        out = default_output(catalog.root)
+        overwrite = True  # our own folder: an earlier bundle there is replaced, nothing else
     else:
         out = Path(output_dir)
     if out.exists() and not overwrite:
@@ -149,6 +153,21 @@ def bundle(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out
+
+
+def default_output(log_root: Path) -> Path:
+    """Where a bundle of the (resolved) log directory goes by default: `<name>-bundle` in
+    the current directory, or beside the log directory when the current one is inside it.
+
+    Example:
+        >>> default_output(Path("/home/me/evals/logs"))  # in /home/me/evals
+        PosixPath('logs-bundle')
+    """
+    here = Path.cwd().resolve()
+    name = f"{log_root.name or 'vitals'}-bundle"
+    if here == log_root or log_root in here.parents:
+        return log_root.parent / name
+    return Path(name)
 
 
 def _default_log_dir() -> str:

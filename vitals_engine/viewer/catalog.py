@@ -86,6 +86,12 @@ class Catalog:
     others: `refresh()` notes under the lock what must be read, reads it without,
     and publishes the results under it again.
 
+    Listings are applied in the order they were begun: a refresh whose listing began
+    before one already applied lists again, for its older listing could undo the newer
+    one (list a journal that has since given way to its final log, and drop that log).
+    A journal that gave way to its final log (named in its start record) stands for
+    that log: a page following a run may ask for the journal's documents as it ends.
+
     Example:
         >>> catalog = Catalog(Path("logs"))
         >>> catalog.refresh()            # the relative paths that changed
@@ -104,6 +110,11 @@ class Catalog:
         #: The header reads under way, by relative path (each refresh's own).
         self._reading: dict[str, _Reading] = {}
         self._scanned = False
+        #: Refreshes number their listings as they begin them; the latest number applied.
+        self._listings = 0
+        self._applied = 0
+        #: The final log of each journal seen (relative paths, from their start records).
+        self._finals: dict[str, str] = {}
         #: Called with (changed relative paths, catalog version, journals whose live text
         #: changed) after any refresh that found changes, from whichever thread refreshed
         #: (the server turns them into events).
@@ -118,24 +129,19 @@ class Catalog:
         left to it: this one waits for that read before returning, so what was
         listed is read when it returns, and the other reports it to `listeners`.
         """
-        files = {f.relative: f for f in log_files(self.root)}
         mine: list[_Reading] = []
         theirs: list[_Reading] = []
-        with self._lock:
-            changed = {rel for rel in self._logs if rel not in files}
-            for rel in changed:
-                self._unload(rel)
-                del self._logs[rel]
-            for rel, file in files.items():
-                state = self._logs.get(rel)
-                if state is not None and state.file.stamp == file.stamp:
-                    continue
-                pending = self._reading.get(rel)
-                if pending is not None and pending.file.stamp == file.stamp:
-                    theirs.append(pending)
-                    continue
-                reading = self._reading[rel] = _Reading(file, state)
-                mine.append(reading)
+        while True:
+            with self._lock:
+                self._listings += 1
+                listing = self._listings
+            files = {f.relative: f for f in log_files(self.root)}
+            with self._lock:
+                if listing < self._applied:
+                    continue  # a listing begun later was applied meanwhile: list again
+                self._applied = listing
+                changed = self._plan(files, mine, theirs)
+                break
         try:
             for reading in mine:
                 self._read(reading)
@@ -161,6 +167,27 @@ class Catalog:
                 listener(changed, version, live)
         return changed
 
+    def _plan(
+        self, files: dict[str, LogFile], mine: list[_Reading], theirs: list[_Reading]
+    ) -> set[str]:
+        """Apply a listing (lock held): drop the logs gone (returned), note what to read in
+        `mine` and the reads of other refreshes to wait for in `theirs`."""
+        changed = {rel for rel in self._logs if rel not in files}
+        for rel in changed:
+            self._unload(rel)
+            del self._logs[rel]
+        for rel, file in files.items():
+            state = self._logs.get(rel)
+            if state is not None and state.file.stamp == file.stamp:
+                continue
+            pending = self._reading.get(rel)
+            if pending is not None and pending.file.stamp == file.stamp:
+                theirs.append(pending)
+                continue
+            reading = self._reading[rel] = _Reading(file, state)
+            mine.append(reading)
+        return changed
+
     def _publish(self, reading: _Reading) -> bool:
         """Put a finished read in place (lock held); False if it was overtaken meanwhile."""
         rel = reading.file.relative
@@ -177,6 +204,8 @@ class Catalog:
             self._unload(rel)  # a `.json` / `.eval` log changed: its samples are read again
         elif reading.tail is not None:
             state.tail = reading.tail
+            if reading.entry is not None and reading.entry.get("final"):
+                self._finals[rel] = reading.entry["final"]
         if reading.header is not None:
             state.header = reading.header
         state.entry, state.error, state.not_a_log = reading.entry, reading.error, reading.not_a_log
@@ -294,12 +323,21 @@ class Catalog:
             raise LogFormatError(state.error)
         return state
 
+    def final_of(self, rel: str) -> str | None:
+        """The final log (relative path) that the journal `rel` gave way to, if it exists."""
+        with self._lock:
+            state = self._final_of(rel)
+            return None if state is None else state.file.relative
+
     def _final_of(self, rel: str) -> _Log | None:
-        """The listed final log of the journal `rel` (the journal itself is no longer listed)."""
+        """The listed final log of the journal `rel` (the journal itself is no longer listed):
+        the one its start record named, else the one of the same stem."""
         stem = rel.removesuffix(JOURNAL_SUFFIX)
         if stem == rel:
             return None
-        return self._logs.get(stem + ".json") or self._logs.get(stem + ".eval")
+        named = self._finals.get(rel)
+        state = self._logs.get(named) if named is not None else None
+        return state or self._logs.get(stem + ".json") or self._logs.get(stem + ".eval")
 
     def summaries(self, rel: str, since: int | None = None) -> dict[str, Any] | None:
         """The document `summaries.json`: the rows changed after `since` (all by default).

@@ -51,10 +51,25 @@ class _Output(msgspec.Struct):
     choices: list[_Choice] = msgspec.field(default_factory=list)
 
 
+class _Said(msgspec.Struct):
+    """A message's role only (to count a conversation's replies)."""
+
+    role: Any = None
+
+
+class _ScoreMetadata(msgspec.Struct):
+    grading: msgspec.Raw = msgspec.Raw(b"")  # the judge's conversation (model-graded scorers)
+
+
+_said_decoder = msgspec.json.Decoder(list[_Said])
+_score_metadata_decoder = msgspec.json.Decoder(_ScoreMetadata)
+
+
 class _Score(msgspec.Struct):
     value: Any = None
     answer: str | None = None
     reason: str | None = None
+    metadata: msgspec.Raw = msgspec.Raw(b"")  # any JSON: read only to count the judge's replies
 
 
 class _Usage(msgspec.Struct):
@@ -81,6 +96,7 @@ class LiteSample(msgspec.Struct):
     input: str | list[_Message] = ""
     target: str | list[str] | None = ""
     output: _Output = msgspec.field(default_factory=_Output)
+    messages: msgspec.Raw = msgspec.Raw(b"")  # read only to count the replies
     scores: dict[str, _Score] | None = None
     model_usage: dict[str, _Usage] | None = None
     role_usage: dict[str, _Usage] | None = None
@@ -137,6 +153,32 @@ def _tokens(sample: LiteSample) -> int:
     return sum(u.total_tokens or (u.input_tokens + u.output_tokens) for u in usage.values())
 
 
+def _replies(raw: msgspec.Raw) -> int:
+    """How many assistant messages a raw JSON list of messages holds (0 if it is none)."""
+    if not raw:
+        return 0
+    try:
+        return sum(m.role == "assistant" for m in _said_decoder.decode(raw))
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return 0
+
+
+def _grading(score: _Score | None) -> msgspec.Raw:
+    """The judge's conversation in a score's metadata, raw (empty if there is none)."""
+    if score is None or not score.metadata:
+        return msgspec.Raw(b"")
+    try:
+        return _score_metadata_decoder.decode(score.metadata).grading
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return msgspec.Raw(b"")
+
+
+def _requests(sample: LiteSample, score: _Score | None) -> dict[str, int]:
+    """The model requests of a sample by role (its replies), as `get_cost()` counts them."""
+    counts = {"solver": _replies(sample.messages), "scorer": _replies(_grading(score))}
+    return {role: n for role, n in counts.items() if n}
+
+
 def _error_text(error: _Error | str | None) -> str | None:
     if error is None:
         return None
@@ -175,6 +217,8 @@ def summary_row(sample: LiteSample, key: str) -> dict[str, Any]:
         "score": _score_value(score),
         "error": _error_text(sample.error),
         "tokens": _tokens(sample),
+        # Model requests by role (roles with none left out): the cost table's Requests.
+        "requests": _requests(sample, score),
         "time": sample.total_time,
         # When the sample finished (Unix seconds): the page hides live text older than this.
         "completed": _unix(sample.completed_at),

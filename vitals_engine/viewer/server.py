@@ -188,7 +188,11 @@ class _Handlers:
         if resolve_inside(root, file) is not None:
             return True
         stem = file.removesuffix(JOURNAL_SUFFIX)
-        return stem != file and any(resolve_inside(root, stem + ext) for ext in (".json", ".eval"))
+        if stem == file:
+            return False
+        if self.catalog.final_of(file) is not None:  # the final log its start record named
+            return True
+        return any(resolve_inside(root, stem + ext) for ext in (".json", ".eval"))
 
     # Documents are built and encoded in the thread pool: 100,000 rows take a moment.
 

@@ -68,6 +68,11 @@
     return n === null || n === undefined ? "—" : nf.format(n);
   }
 
+  // "1 sample", "2 samples" (`words` for a plural not made with "s").
+  function plural(n, word, words) {
+    return fmtInt(n) + " " + (n === 1 ? word : words || word + "s");
+  }
+
   function fmtNum(x) {
     if (x === null || x === undefined || x === "") return "—";
     if (typeof x !== "number") return String(x);
@@ -527,7 +532,7 @@
         const c = compareValues(column.value(a), column.value(b));
         return c === 0 ? compareValues(a.file, b.file) : listState.dir * c;
       });
-      summary.textContent = logs.length === 1 ? "1 log" : fmtInt(logs.length) + " logs";
+      summary.textContent = plural(logs.length, "log");
       const body = el("tbody", {}, logs.map((e) => el("tr", {
         class: "clickable log-row", "data-file": e.file,
         onclick: (event) => { if (!event.target.closest("a")) location.hash = logHref(e.file); },
@@ -676,8 +681,15 @@
     return root;
   }
 
-  function costTable(entry) {
-    const rows = entry.cost_table || [];
+  // The cost table; its Requests, when the header has none, counted over the sample rows
+  // (`requests` by role in each), as `task.get_cost()` counts them.
+  function costTable(entry, samples) {
+    const counted = {};
+    for (const s of samples) for (const [role, n] of Object.entries(s.requests || {})) counted[role] = (counted[role] || 0) + n;
+    const table = entry.cost_table || [];
+    const once = (role) => table.filter((r) => r.role === role).length === 1;  // one model in the role
+    const rows = table.map((r) => r.requests === null || r.requests === undefined
+      ? { ...r, requests: samples.length && once(r.role) ? counted[r.role] || 0 : null } : r);
     if (!rows.length) return el("p", { class: "muted", text: "No token usage recorded." });
     const total = rows.reduce((acc, r) => {
       for (const k of ["input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens"]) acc[k] += r[k] || 0;
@@ -774,7 +786,7 @@
         card("Errors", fmtInt(data.rows.filter((r) => r.error).length)),
         card("Tokens", fmtInt(entry.tokens)),
         card("Cost", fmtCost(entry.cost)));
-      replace(costBox, costTable(entry));
+      replace(costBox, costTable(entry, data.rows));
       replace(timingBox, timing(entry, data.rows));
       replace(chartBox, chart(data.rows, (key) => {
         state.score = state.score === key ? "" : key;
@@ -804,8 +816,8 @@
       const slice = rows.slice(first, first + PAGE_SIZE);
       const running = runningRows();
       count.textContent = (rows.length === data.rows.length
-        ? fmtInt(rows.length) + " samples"
-        : fmtInt(rows.length) + " of " + fmtInt(data.rows.length) + " samples")
+        ? plural(rows.length, "sample")
+        : fmtInt(rows.length) + " of " + plural(data.rows.length, "sample"))
         + (running.length ? " · " + fmtInt(running.length) + " running" : "");
       const body = el("tbody", {}, running.map(liveRow), slice.map((r) => el("tr", {
         class: "clickable sample-row", "data-key": r.key, "data-epoch": r.epoch,
@@ -981,7 +993,7 @@
     if (Array.isArray(sample.events)) events = sample.events;
     const withRetries = events.filter((e) => e && e.event === "model" && e.retries);
     const items = withRetries.map((e) => el("li", {},
-      el("strong", { text: e.retries + (e.retries === 1 ? " retry" : " retries") }),
+      el("strong", { text: plural(e.retries, "retry", "retries") }),
       " on ", el("code", { text: e.model || "model" }),
       e.timestamp ? el("span", { class: "muted", text: " at " + fmtDate(e.timestamp) }) : null));
     for (const previous of sample.error_retries || []) {
@@ -1102,7 +1114,7 @@
         input.textContent = entry.input;
         role.textContent = (entry.role === "scorer" ? "the judge" : "assistant") + " · streaming";
         const hidden = (entry.chars || 0) - entry.text.length;
-        cut.textContent = hidden > 0 ? "(the first " + fmtInt(hidden) + " characters are not shown)" : "";
+        cut.textContent = hidden > 0 ? "(the first " + plural(hidden, "character") + " are not shown)" : "";
         text.textContent = entry.text;
         text.classList.toggle("streaming", data.live.has(route.key + "/" + route.epoch));
       },
