@@ -33,6 +33,9 @@ HEAVY = [
     "vitals_engine.cli.ls",
     "vitals_engine.cli.view",
     "vitals_engine.cli.bundle",
+    "vitals_engine.task.task",
+    "vitals_engine.analysis",
+    "vitals_engine.chats.chat",
 ]
 
 

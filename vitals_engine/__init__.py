@@ -11,7 +11,9 @@ Example:
     {'accuracy': 1.0}
 """
 
-from . import datasets
+import importlib as _importlib
+import typing as _typing
+
 from ._errors import (
     AuthenticationError,
     ConfigError,
@@ -32,54 +34,131 @@ from ._errors import (
     TaskStateError,
     VitalsError,
 )
-from .analysis import bind, read_logs
-from .chats.chat import Chat
-from .chats.constructors import (
-    chat,
-    chat_anthropic,
-    chat_deepseek,
-    chat_google_gemini,
-    chat_groq,
-    chat_mock,
-    chat_ollama,
-    chat_openai,
-    chat_openrouter,
-    chat_vllm,
-)
-from .config import log_dir, log_dir_set
-from .engine.calls import batch_scorer, batch_solver
-from .log.logged_eval import LoggedEval
-from .log.reader import read_log
-from .metrics import accuracy
-from .pacing.limits import Limits
-from .pacing.retry import Retry
-from .report import summary
-from .samples import Sample, SampleRecord, Score, Solution, SolvedSample
-from .scorers import (
-    detect_answer,
-    detect_exact,
-    detect_includes,
-    detect_match,
-    detect_pattern,
-    model_graded_fact,
-    model_graded_qa,
-)
-from .solvers import generate, generate_structured
-from .task.task import Task
-from .transport.base import Timeouts
-from .viewer.bundle import bundle
-from .viewer.launch import view
-from .vocab.calls import RetryNote
-from .vocab.pricing import set_price
-from .vocab.turns import (
-    ContentImage,
-    ContentText,
-    ContentThinking,
-    ContentToolRequest,
-    ContentToolResult,
-    TokenUsage,
-    Turn,
-)
+
+if _typing.TYPE_CHECKING:
+    from . import datasets
+    from .analysis import (
+        bind,
+        read_logs,
+    )
+    from .chats.chat import Chat
+    from .chats.constructors import (
+        chat,
+        chat_anthropic,
+        chat_deepseek,
+        chat_google_gemini,
+        chat_groq,
+        chat_mock,
+        chat_ollama,
+        chat_openai,
+        chat_openrouter,
+        chat_vllm,
+    )
+    from .config import (
+        log_dir,
+        log_dir_set,
+    )
+    from .engine.calls import (
+        batch_scorer,
+        batch_solver,
+    )
+    from .log.logged_eval import LoggedEval
+    from .log.reader import read_log
+    from .metrics import accuracy
+    from .pacing.limits import Limits
+    from .pacing.retry import Retry
+    from .report import summary
+    from .samples import (
+        Sample,
+        SampleRecord,
+        Score,
+        Solution,
+        SolvedSample,
+    )
+    from .scorers import (
+        detect_answer,
+        detect_exact,
+        detect_includes,
+        detect_match,
+        detect_pattern,
+        model_graded_fact,
+        model_graded_qa,
+    )
+    from .solvers import (
+        generate,
+        generate_structured,
+    )
+    from .task.task import Task
+    from .transport.base import Timeouts
+    from .viewer.bundle import bundle
+    from .viewer.launch import view
+    from .vocab.calls import RetryNote
+    from .vocab.pricing import set_price
+    from .vocab.turns import (
+        ContentImage,
+        ContentText,
+        ContentThinking,
+        ContentToolRequest,
+        ContentToolResult,
+        TokenUsage,
+        Turn,
+    )
+
+#: Where each public name lives: imported on first use (PEP 562), so `import
+#: vitals_engine` costs milliseconds and a path loads only what it touches.
+_LAZY: dict[str, str] = {
+    "datasets": ".datasets",
+    "bind": ".analysis",
+    "read_logs": ".analysis",
+    "Chat": ".chats.chat",
+    "chat": ".chats.constructors",
+    "chat_anthropic": ".chats.constructors",
+    "chat_deepseek": ".chats.constructors",
+    "chat_google_gemini": ".chats.constructors",
+    "chat_groq": ".chats.constructors",
+    "chat_mock": ".chats.constructors",
+    "chat_ollama": ".chats.constructors",
+    "chat_openai": ".chats.constructors",
+    "chat_openrouter": ".chats.constructors",
+    "chat_vllm": ".chats.constructors",
+    "log_dir": ".config",
+    "log_dir_set": ".config",
+    "batch_scorer": ".engine.calls",
+    "batch_solver": ".engine.calls",
+    "LoggedEval": ".log.logged_eval",
+    "read_log": ".log.reader",
+    "accuracy": ".metrics",
+    "Limits": ".pacing.limits",
+    "Retry": ".pacing.retry",
+    "summary": ".report",
+    "Sample": ".samples",
+    "SampleRecord": ".samples",
+    "Score": ".samples",
+    "Solution": ".samples",
+    "SolvedSample": ".samples",
+    "detect_answer": ".scorers",
+    "detect_exact": ".scorers",
+    "detect_includes": ".scorers",
+    "detect_match": ".scorers",
+    "detect_pattern": ".scorers",
+    "model_graded_fact": ".scorers",
+    "model_graded_qa": ".scorers",
+    "generate": ".solvers",
+    "generate_structured": ".solvers",
+    "Task": ".task.task",
+    "Timeouts": ".transport.base",
+    "bundle": ".viewer.bundle",
+    "view": ".viewer.launch",
+    "RetryNote": ".vocab.calls",
+    "set_price": ".vocab.pricing",
+    "ContentImage": ".vocab.turns",
+    "ContentText": ".vocab.turns",
+    "ContentThinking": ".vocab.turns",
+    "ContentToolRequest": ".vocab.turns",
+    "ContentToolResult": ".vocab.turns",
+    "TokenUsage": ".vocab.turns",
+    "Turn": ".vocab.turns",
+}
 
 __all__ = [
     "AuthenticationError",
@@ -152,3 +231,17 @@ __all__ = [
     "summary",
     "view",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vitals_engine' has no attribute {name!r}")
+    loaded = _importlib.import_module(module, __name__)
+    value = loaded if module == f".{name}" else getattr(loaded, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
