@@ -695,6 +695,10 @@ def test_a_finished_runs_journal_urls_answer_from_its_final_log(tmp_path: Path) 
         assert live.json()["running"] is False
         [entry] = http.get("/api/logs.json").json()["logs"]
         assert entry["file"] == task.log_path.name
+        raw = http.get(f"/logs/{journal}", follow_redirects=True)  # the raw file, downloaded
+        assert raw.status_code == 200
+        assert raw.url.path == f"/logs/{task.log_path.name}"
+        assert len(raw.json()["samples"]) == 3
 
 
 # -- the live text of in-flight samples -----------------------------------------------------------

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from aiohttp import web
 
@@ -210,11 +210,16 @@ class _Handlers:
 
     async def log_file(self, segments: list[str]) -> web.StreamResponse:
         relative = "/".join(segments)
-        if resolve_inside(self.catalog.root, relative) is None:
-            return _not_found()
-        path = await self._run(self.catalog.path, relative)
+        path = None
+        if resolve_inside(self.catalog.root, relative) is not None:
+            path = await self._run(self.catalog.path, relative)
         if path is None:
-            return _not_found()
+            final = await self._run(self.catalog.final_of, relative)
+            if final is None:
+                return _not_found()
+            # the journal gave way to its final log (beside it) as its run ended: a relative
+            # redirect, so a viewer served under a prefix follows it too
+            raise web.HTTPTemporaryRedirect(quote(final.rsplit("/", 1)[-1]))
         kind = "application/json" if path.suffix == ".json" else "application/octet-stream"
         return web.FileResponse(path, headers={"Content-Type": kind})
 
