@@ -47,6 +47,7 @@ from .chats.constructors import (
     chat_vllm,
 )
 from .config import log_dir, log_dir_set
+from .distributed.backend import Ray
 from .engine.calls import batch_scorer, batch_solver
 from .log.logged_eval import LoggedEval
 from .log.reader import read_log
@@ -104,6 +105,7 @@ __all__ = [
     "ProviderTimeout",
     "ProviderUnavailable",
     "RateLimitError",
+    "Ray",
     "Retry",
     "RetryNote",
     "Sample",
