@@ -58,6 +58,7 @@ if _typing.TYPE_CHECKING:
         log_dir,
         log_dir_set,
     )
+    from .distributed.backend import Ray
     from .engine.calls import (
         batch_scorer,
         batch_solver,
@@ -121,6 +122,7 @@ _LAZY: dict[str, str] = {
     "chat_openai": ".chats.constructors",
     "chat_openrouter": ".chats.constructors",
     "chat_vllm": ".chats.constructors",
+    "Ray": ".distributed.backend",
     "log_dir": ".config",
     "log_dir_set": ".config",
     "batch_scorer": ".engine.calls",
@@ -183,6 +185,7 @@ __all__ = [
     "ProviderTimeout",
     "ProviderUnavailable",
     "RateLimitError",
+    "Ray",
     "Retry",
     "RetryNote",
     "Sample",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import ConfigError
+from ..distributed.backend import Ray
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
 
@@ -71,6 +72,8 @@ class RunOptions:
     log_format: str = "json"
     #: Resume even when the solver, scorer or model changed (reusing what still matches).
     resume_anyway: bool = False
+    #: Where the samples run: None in this process, a `Ray(...)` on Ray workers.
+    backend: Ray | None = None
 
     @classmethod
     def check(
@@ -84,11 +87,17 @@ class RunOptions:
         progress: bool | None = None,
         log_format: str | None = None,
         resume_anyway: bool = False,
+        backend: Any = None,
     ) -> RunOptions:
         if limits is not None and not isinstance(limits, Limits):
             raise ConfigError(f"`limits` must be a ve.Limits(...), not {type(limits).__name__}.")
         if retry is not None and not isinstance(retry, Retry):
             raise ConfigError(f"`retry` must be a ve.Retry(...), not {type(retry).__name__}.")
+        if backend is not None and not isinstance(backend, Ray):
+            raise ConfigError(
+                f"`backend` must be None (this process) or a ve.Ray(...), not "
+                f"{type(backend).__name__}."
+            )
         if log_format not in (None, "json", "eval"):
             raise ConfigError(f"`log_format` must be 'json' or 'eval', not {log_format!r}.")
         return cls(
@@ -100,4 +109,5 @@ class RunOptions:
             progress=sys.stderr.isatty() if progress is None else bool(progress),
             log_format=log_format or "json",
             resume_anyway=bool(resume_anyway),
+            backend=backend,
         )

@@ -29,6 +29,7 @@ import anyio
 from .._errors import ConfigError, EvalFailedError, LogWriteError, VitalsError
 from .._words import plural
 from ..dataset import expand_epochs
+from ..distributed.driver import check_sendable, execute_on_ray
 from ..engine.run import LiveTexts, Run
 from ..frames import records_frame
 from ..log import schema as log_schema
@@ -119,6 +120,8 @@ async def run_task(
         on_progress=bar.update if bar is not None else None,
         live=texts,
     )
+    if options.backend is not None:  # before the run starts: nothing to log if it cannot go
+        check_sendable(run, setup.rows[0] if setup.rows else None)
     state.status = "started"
     state.error = None
     writer = open_writer(
@@ -153,7 +156,10 @@ async def run_task(
                     if resume is not None and resume.source != writer.journal:
                         for logged_sample in resume.logged.values():  # events and times kept
                             writer.add(logged_sample)
-                    await run.execute(source, logged)
+                    if options.backend is None:
+                        await run.execute(source, logged)
+                    else:
+                        await execute_on_ray(options.backend, run, source, logged)
                 finally:
                     writer.stop()
                     live.stop()

@@ -20,6 +20,7 @@ from .._sync import run_sync
 from .._words import plural
 from ..chats.chat import Chat
 from ..dataset import dataset_name, load_dataset
+from ..distributed.backend import Ray
 from ..engine.calls import describe, route_kwargs
 from ..frames import dataset_frame, records_frame
 from ..log.writer import clean_task_name
@@ -44,7 +45,7 @@ _SCORE_OPTIONS = ("max_concurrency", "limits", "retry", "progress")
 _SOLVE_OPTIONS = ("epochs", *_SCORE_OPTIONS)
 _EVAL_OPTIONS = (
     *_SOLVE_OPTIONS,
-    *("view", "fail_on_error", "log_format", "resume", "resume_anyway"),
+    *("view", "fail_on_error", "log_format", "resume", "resume_anyway", "backend"),
 )
 
 
@@ -219,6 +220,7 @@ class Task:
         log_format: str | None = None,
         resume: bool | str | Path | None = None,
         resume_anyway: bool = False,
+        backend: Ray | None = None,
         **kwargs: Any,
     ) -> Task:
         """Solve, score, measure and log, then return the task.
@@ -245,6 +247,8 @@ class Task:
                 model is refused (ConfigError), unless `resume_anyway=True`.
             resume_anyway: resume even when the solver, scorer or model changed,
                 keeping the samples that still match.
+            backend: where the samples run: None (default) in this process;
+                `ve.Ray(...)` on Ray workers (needs `vitals-engine[ray]`).
             **kwargs: routed to the solver and/or scorer by their signatures,
                 so `task.eval(solver_chat=other_chat)` re-runs on another model.
         """
@@ -261,6 +265,7 @@ class Task:
                 log_format=log_format,
                 resume=resume,
                 resume_anyway=resume_anyway,
+                backend=backend,
                 **kwargs,
             )
         )
@@ -278,6 +283,7 @@ class Task:
         log_format: str | None = None,
         resume: bool | str | Path | None = None,
         resume_anyway: bool = False,
+        backend: Ray | None = None,
         **kwargs: Any,
     ) -> Task:
         """The async form of `eval()`."""
@@ -290,6 +296,7 @@ class Task:
             progress=progress,
             log_format=log_format,
             resume_anyway=resume_anyway,
+            backend=backend,
         )
         await self._evaluate(options, kwargs, None, resumable(self._setup, resume))
         if view:
@@ -305,6 +312,7 @@ class Task:
         retry: Retry | None = None,
         fail_on_error: bool | int | float | None = None,
         progress: bool | None = False,
+        backend: Ray | None = None,
         **kwargs: Any,
     ) -> SampleStream:
         """Evaluate, handing each sample to the caller as soon as it is solved and scored.
@@ -324,6 +332,7 @@ class Task:
             retry=retry,
             fail_on_error=fail_on_error,
             progress=progress,
+            backend=backend,
         )
         return SampleStream(functools.partial(self._evaluate, options, kwargs))
 

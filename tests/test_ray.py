@@ -1,0 +1,105 @@
+"""`eval(backend=ve.Ray(...))`: a task's samples run on Ray workers, with the same samples,
+scores, metrics, token totals and log as a run in this process.
+
+One local Ray (two CPUs) is started for the whole session; it takes a few seconds.
+"""
+
+import os
+import threading
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+import vitals_engine as ve  # noqa: E402
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="session", autouse=True)
+def local_ray():
+    """One local Ray for the session: no dashboard, no usage stats, workers' output not
+    copied to ours."""
+    for name, value in {
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "disabled",
+        "RAY_DEDUP_LOGS": "0",
+    }.items():
+        os.environ.setdefault(name, value)
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def sums(n):
+    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
+
+
+def outcome(task):
+    """What a run produced, sample by sample, without its timings."""
+    return [
+        (r.sample.id, r.sample.epoch, r.result, r.score.value if r.score else None, r.error)
+        for r in task._state.records
+    ]
+
+
+def test_a_ray_run_gives_what_a_local_run_gives(tmp_path):
+    """Same samples, scores, metrics and token totals as in process; the log reads back
+    (and Inspect reads it: the conftest checks every log a test leaves)."""
+    ray_dir, local_dir = tmp_path / "ray", tmp_path / "local"
+
+    def task(directory):
+        return ve.Task(
+            sums(30),
+            solver=ve.generate(ve.chat_mock()),
+            scorer=ve.detect_includes(),
+            dir=directory,
+        )
+
+    on_ray = task(ray_dir).eval(epochs=2, backend=ve.Ray(workers=2))
+    local = task(local_dir).eval(epochs=2)
+    assert outcome(on_ray) == outcome(local)
+    assert on_ray.metrics == local.metrics == {"accuracy": 1.0}
+    assert on_ray.get_cost().equals(local.get_cost())
+    assert on_ray.get_cost()["requests"].to_list() == [60]
+    logged = ve.read_log(on_ray.log_path)
+    assert logged.status == "success"
+    assert logged.metrics == {"accuracy": 1.0}
+    assert [(r.sample.id, r.sample.epoch, r.result) for r in logged.records()] == [
+        (r.sample.id, r.sample.epoch, r.result) for r in local._state.records
+    ]
+    assert logged.get_cost()["input_tokens"].to_list() == local.get_cost()["input_tokens"].to_list()
+
+
+async def test_a_ray_run_calls_a_model_server_over_http(server, tmp_path):
+    """Workers send real HTTP requests to the mock server; every sample is journaled and
+    logged by the driver, and its tokens are counted once."""
+    chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test")
+    task = ve.Task(sums(12), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
+    seen = []
+    async with task.stream_async(backend=ve.Ray(workers=2, max_concurrency=4)) as samples:
+        async for record in samples:
+            seen.append(record.key)
+    assert len(set(seen)) == 12
+    assert server.requests == 12
+    cost = task.get_cost()
+    assert cost["requests"].to_list() == [12]
+    assert task.metrics == {"accuracy": 1.0}
+    assert len(ve.read_log(task.log_path).records()) == 12
+
+
+def test_an_unpicklable_solver_is_a_config_error_before_any_request(server, tmp_path):
+    """A solver closing over a lock cannot be sent to workers: a ConfigError naming it,
+    before any model request and before any log is written."""
+    chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test")
+    lock = threading.Lock()
+
+    async def locked_solver(input):
+        with lock:
+            return await chat.chat_async(input)
+
+    task = ve.Task(sums(3), solver=locked_solver, scorer=ve.detect_includes(), dir=tmp_path)
+    with pytest.raises(ve.ConfigError, match=r"locked_solver.*lock.*picklable"):
+        task.eval(backend=ve.Ray(workers=1))
+    assert server.requests == 0
+    assert not list(tmp_path.rglob("*.json"))

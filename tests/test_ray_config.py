@@ -1,0 +1,43 @@
+"""`ve.Ray(...)` is checked like `ve.Limits(...)`, and without Ray installed a Ray backend is a
+ConfigError saying how to install it (these need no Ray)."""
+
+import sys
+
+import pytest
+
+import vitals_engine as ve
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"workers": 0}, "workers"),
+        ({"workers": 2.5}, "workers"),
+        ({"workers": True}, "workers"),
+        ({"max_concurrency": -1}, "max_concurrency"),
+        ({"address": ""}, "address"),
+        ({"address": 5}, "address"),
+    ],
+)
+def test_ray_options_are_checked(kwargs, field):
+    with pytest.raises(ve.ConfigError, match=rf"Ray\({field}="):
+        ve.Ray(**kwargs)
+
+
+def test_backend_must_be_a_ray():
+    task = ve.Task([{"input": "a", "target": "a"}], solver=ve.generate(ve.chat_mock()))
+    with pytest.raises(ve.ConfigError, match="`backend` must be None"):
+        task.eval(backend="ray")
+
+
+def test_without_ray_a_ray_backend_says_how_to_install_it(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails
+    task = ve.Task(
+        [{"input": "a", "target": "a"}],
+        solver=ve.generate(ve.chat_mock()),
+        scorer=ve.detect_includes(),
+        dir=tmp_path,
+    )
+    with pytest.raises(ve.ConfigError, match=r"pip install 'vitals-engine\[ray\]'"):
+        task.eval(backend=ve.Ray())
+    assert not list(tmp_path.rglob("*.json"))

@@ -1,0 +1,198 @@
+"""The driver of a distributed run: the user's process hands samples to Ray workers and
+takes them back finished.
+
+Work is pulled: each worker has a few lanes, and a lane takes the next small
+batch of records from the run's lazy source only when it is free, so records
+are made as workers have room for them. A finished batch comes back at once;
+its records' results are copied onto the driver's own records (those the run
+keeps and logs), their usage is added to the run's ledger, and each is handed
+to the same sink as in a local run (journal, log, `stream_async()`, progress).
+
+Before any worker starts, the solver, the scorer, their keyword arguments and
+one sample are cloudpickled: what cannot be sent is a ConfigError naming it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib
+import itertools
+import math
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from .._errors import ConfigError, VitalsError
+from ..engine.run import Run
+from ..samples import SampleRecord
+from .backend import Ray, import_ray
+from .worker import SampleWorker, WorkerPlan
+
+__all__ = ["BATCH_SIZE", "check_sendable", "execute_on_ray"]
+
+#: Records per batch at most: small, so finished samples come back soon.
+BATCH_SIZE = 8
+
+_FIELDS = [f.name for f in dataclasses.fields(SampleRecord)]
+
+_ADVICE = (
+    "Solvers and scorers run on Ray workers are sent there with cloudpickle, so they "
+    "must be picklable: no open files, locks, threads or clients bound to an event "
+    "loop in what they hold; make such things inside the function instead."
+)
+
+
+def _pickled(what: str, value: Any) -> bytes:
+    cloudpickle = importlib.import_module("ray.cloudpickle")
+    try:
+        return cloudpickle.dumps(value)
+    except Exception as exc:
+        raise ConfigError(f"{what} cannot be sent to Ray workers: {exc!r}. {_ADVICE}") from exc
+
+
+def check_sendable(run: Run, sample: Any = None) -> None:
+    """Raise a ConfigError, before any request, when the run cannot go to Ray workers."""
+    import_ray()
+    for spec in (run.solver, run.scorer):
+        if spec is not None and spec.is_batch:
+            raise ConfigError(
+                f"The batch {spec.role} {spec.name} cannot run on Ray yet: a batch stage "
+                "needs every sample at once. Run it without backend=, or use a "
+                f"per-sample {spec.role}."
+            )
+    if run.solver is not None:
+        _pickled(f"The solver {run.solver.name}", run.solver)
+    if run.scorer is not None:
+        _pickled(f"The scorer {run.scorer.name}", run.scorer)
+    for role, kwargs in (("solver", run.solver_kwargs), ("scorer", run.scorer_kwargs)):
+        for name, value in kwargs.items():
+            _pickled(f"The {role} argument {name}=", value)
+    if sample is not None:
+        _pickled("A dataset sample", sample)
+
+
+def _plan(run: Run, concurrency: int) -> bytes:
+    return _pickled(
+        "The run",
+        WorkerPlan(
+            solver=run.solver,
+            scorer=run.scorer,
+            solver_kwargs=run.solver_kwargs,
+            scorer_kwargs=run.scorer_kwargs,
+            concurrency=concurrency,
+            limits=run.limits.defaults,
+            retry=run.retry,
+        ),
+    )
+
+
+def _start(ray: Any, backend: Ray) -> None:
+    if ray.is_initialized():
+        return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    try:
+        ray.init(address=backend.address, include_dashboard=False, ignore_reinit_error=True)
+    except Exception as exc:
+        where = f"at {backend.address!r}" if backend.address else "locally"
+        raise ConfigError(f"Could not start or join a Ray cluster {where}: {exc}") from exc
+
+
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+async def _result(ray: Any, ref: Any, threads: anyio.CapacityLimiter) -> Any:
+    try:
+        if _on_asyncio():
+            return await ref
+        return await anyio.to_thread.run_sync(ray.get, ref, abandon_on_cancel=True, limiter=threads)
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, VitalsError | KeyboardInterrupt | SystemExit):
+            raise cause from None
+        raise
+
+
+def _take(into: SampleRecord, finished: SampleRecord) -> None:
+    for name in _FIELDS:
+        if name != "sample":
+            setattr(into, name, getattr(finished, name))
+
+
+async def execute_on_ray(
+    backend: Ray,
+    run: Run,
+    records: Iterable[SampleRecord],
+    sink: Callable[[SampleRecord], Awaitable[None]],
+) -> None:
+    """Solve and/or score `records` on Ray workers, handing each finished one to `sink`
+    (in the driver's event loop), as `Run.execute` does in process."""
+    ray = import_ray()
+    check_sendable(run)
+    source: Iterator[SampleRecord] = iter(records)
+    first = next(source, None)
+    run.started_at = time.time()
+    if first is None:
+        run.completed_at = time.time()
+        return
+    _pickled("A dataset sample", first.sample)
+    source = itertools.chain([first], source)
+    await anyio.to_thread.run_sync(_start, ray, backend)
+
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    workers = backend.workers or max(1, cpus)
+    concurrency = backend.max_concurrency or run.concurrency
+    if run.total:
+        concurrency = min(concurrency, run.total)
+        workers = min(workers, concurrency)
+    per_worker = math.ceil(concurrency / workers)
+    size = max(1, min(BATCH_SIZE, per_worker // 2 or 1))
+    lanes = math.ceil(per_worker / size)
+    payload = _plan(run, per_worker)
+    actor = ray.remote(num_cpus=0, max_concurrency=lanes + 1, scheduling_strategy="SPREAD")(
+        SampleWorker
+    )
+    actors = [actor.remote(payload) for _ in range(workers)]
+    threads = anyio.CapacityLimiter(workers * lanes + 1)
+
+    async def lane(worker: Any) -> None:
+        while True:
+            batch = list(itertools.islice(source, size))
+            if not batch:
+                return
+            try:
+                ref = worker.work.remote(batch)
+            except Exception as exc:  # a record that cannot be serialised
+                raise ConfigError(f"A batch of samples cannot be sent to Ray: {exc}") from exc
+            finished: list[SampleRecord] = await _result(ray, ref, threads)
+            mine = {record.key: record for record in batch}
+            for done in finished:
+                record = mine.pop(done.key)
+                _take(record, done)
+                run.ledger.merge(record.usage)
+                run.retries += record.retries
+                run.done += 1
+                if record.error is not None:
+                    run.failed += 1
+                await sink(record)
+                if run.on_progress is not None:
+                    run.on_progress(run.progress())
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for worker in actors:
+                for _ in range(lanes):
+                    tg.start_soon(lane, worker)
+    finally:
+        for worker in actors:
+            ray.kill(worker)
+    run.completed_at = time.time()
