@@ -582,15 +582,21 @@ def test_events_announce_new_samples_and_since_returns_only_them(tmp_path: Path)
         assert [r["id"] for r in later["rows"]] == [2]
 
 
+def _journal_of_one_sample(directory: Path) -> tuple[Path, s.EvalLog]:
+    """A running journal holding sample 1, and its start header."""
+    journal = directory / "2026-01-01T00-00-00+00-00_journaled_x.journal"
+    header = _start_journal(journal, 1)
+    with journal.open("ab") as fh:
+        fh.write(encode_sample(synthetic_sample(1)))
+    return journal, header
+
+
 def test_a_sample_read_as_its_journal_goes_comes_from_the_final_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A journal removed between the catalog's look at it and the read of a sample's line: the
     sample comes from the final log (not an error)."""
-    journal = tmp_path / "2026-01-01T00-00-00+00-00_journaled_x.journal"
-    header = _start_journal(journal, 1)
-    with journal.open("ab") as fh:
-        fh.write(encode_sample(synthetic_sample(1)))
+    journal, header = _journal_of_one_sample(tmp_path)
     catalog = Catalog(tmp_path)
     catalog.refresh()
     read = JournalTail.sample_json
@@ -614,10 +620,7 @@ def test_an_older_listing_never_undoes_a_newer_one(
     """A refresh that listed the directory while the run was on, and is overtaken by one that
     listed it after the run ended, lists again: the final log stays, the journal does not come
     back (a page asking for the journal then got a 404)."""
-    journal = tmp_path / "2026-01-01T00-00-00+00-00_journaled_x.journal"
-    header = _start_journal(journal, 1)
-    with journal.open("ab") as fh:
-        fh.write(encode_sample(synthetic_sample(1)))
+    journal, header = _journal_of_one_sample(tmp_path)
     catalog = Catalog(tmp_path)
     catalog.refresh()
     listed, go = threading.Event(), threading.Event()
