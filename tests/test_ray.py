@@ -103,3 +103,30 @@ def test_an_unpicklable_solver_is_a_config_error_before_any_request(server, tmp_
         task.eval(backend=ve.Ray(workers=1))
     assert server.requests == 0
     assert not list(tmp_path.rglob("*.json"))
+
+
+def test_the_command_line_runs_a_task_file_on_ray(tmp_path, capsys):
+    """`vitals eval FILE --ray --workers 2`: the file's task runs on Ray workers, and its log
+    holds every sample."""
+    from pathlib import Path
+
+    from vitals_engine.cli import main
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "cli_task.py"
+    code = main(
+        [
+            "eval",
+            str(example),
+            "--log-dir",
+            str(tmp_path),
+            "--no-progress",
+            "--ray",
+            "--workers",
+            "2",
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    [log] = [p for p in tmp_path.glob("*.json") if p.name != "listing.json"]
+    logged = ve.read_log(log)
+    assert logged.status == "success"
+    assert sorted(s.id for s in logged.samples) == [1, 2, 3, 4]

@@ -41,3 +41,14 @@ def test_without_ray_a_ray_backend_says_how_to_install_it(monkeypatch, tmp_path)
     with pytest.raises(ve.ConfigError, match=r"pip install 'vitals-engine\[ray\]'"):
         task.eval(backend=ve.Ray())
     assert not list(tmp_path.rglob("*.json"))
+
+
+def test_workers_without_ray_is_a_usage_error(tmp_path, capsys):
+    """`--workers` counts Ray workers: without `--ray` the command says so (exit 2)."""
+    from pathlib import Path
+
+    from vitals_engine.cli import main
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "cli_task.py"
+    assert main(["eval", str(example), "--log-dir", str(tmp_path), "--workers", "2"]) == 2
+    assert "give --ray with it" in capsys.readouterr().err

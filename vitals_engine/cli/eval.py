@@ -10,6 +10,7 @@ from typing import Any
 from .._errors import ConfigError, DatasetError, EvalFailedError
 from ..chats.chat import Chat
 from ..chats.constructors import chat as make_chat
+from ..distributed.backend import Ray
 from ..pacing.limits import Limits
 from ..report import summary
 from ..task.task import Task
@@ -50,6 +51,17 @@ class _Outcome:
     code: int
 
 
+def _backend(args: argparse.Namespace) -> Ray | None:
+    """`--ray [ADDRESS]` and `--workers N` as the run's backend (None: this process)."""
+    address = getattr(args, "ray", None)
+    workers = getattr(args, "workers", None)
+    if address is None:
+        if workers is not None:
+            raise UsageError("--workers is the number of Ray workers: give --ray with it.")
+        return None
+    return Ray(address=None if address == "local" else address, workers=workers)
+
+
 def run_eval(args: argparse.Namespace) -> int:
     """`vitals eval FILE.py[:task]`: run the file's task(s); the worst exit code of them."""
     path, name = _split_target(args.target)
@@ -68,6 +80,7 @@ def run_eval(args: argparse.Namespace) -> int:
                 f"--resume {args.resume} continues one task, but {path.name} has "
                 f"{len(tasks)} ({names}); pick one with {path}:NAME."
             )
+        backend = _backend(args)
         routed: list[dict[str, Any]] = [{} for _ in tasks]
         if args.model:
             for attr, task in tasks:
@@ -87,6 +100,7 @@ def run_eval(args: argparse.Namespace) -> int:
             "log_format": args.log_format,
             "resume": args.resume,
             "resume_anyway": args.resume_anyway,
+            "backend": backend,
         }
         outcomes: list[_Outcome] = []
         debug = bool(getattr(args, "debug", False))

@@ -54,6 +54,7 @@ Examples:
   vitals eval evals/suite.py --log-format eval --no-progress
   vitals eval evals/suite.py --resume                  continue the newest unfinished run
   vitals eval evals/suite.py --resume --resume-anyway   ... even after changing the model
+  vitals eval evals/suite.py --ray auto --workers 8     on the Ray cluster of this node
   vitals eval evals/suite.py --resume logs/2026-01-14T16-19-11-00-00_suite_abc.journal
 
 Exit codes: 0 success, 1 samples failed beyond --fail-on-error (the log is
@@ -198,6 +199,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --resume: go on even if the solver, scorer or model changed, keeping the "
         "samples that still match",
+    )
+    run.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="run the samples on Ray workers: a local Ray (no ADDRESS), `auto` (the cluster "
+        "this node belongs to) or a ray:// address; needs vitals-engine[ray]",
+    )
+    run.add_argument(
+        "--workers", type=_positive_int, metavar="N", help="with --ray: Ray workers (actors)"
     )
     run.add_argument(
         "--fail-on-error",
