@@ -1,0 +1,277 @@
+"""Ray benchmark: one eval on 2 Ray workers beside the same eval in a single process.
+
+    .venv/bin/python bench/ray.py            # N=20,000 at C=2,000 (a few minutes)
+    .venv/bin/python bench/ray.py --quick    # N=2,000 at C=400
+
+Each eval is `Task(generate(chat_openai(...)), detect_includes())` with the log
+on, in a fresh child process, against `python -m vitals_engine.testing` in
+another process at 100 ms latency: once in process (`task.eval(max_concurrency=C)`)
+and once with `backend=ve.Ray(workers=2, max_concurrency=C)` on a local Ray the
+child starts with `ray.init(num_cpus=2)`. Both warm up with one sample first.
+
+Measured for the Ray run:
+
+- driver CPU: the child's `time.process_time()` over the run (all its threads,
+  Ray's own in the driver included);
+- worker CPU: each worker actor's `time.process_time()` from the end of its
+  constructor to just before the driver kills it at the run's end (the bench
+  gives the actor class a `cpu()` method and asks each actor for it as
+  `ray.kill` is called; no library code changes);
+- Ray's own processes (raylet, GCS, idle pooled workers): the CPU of the
+  driver's other descendants over the run, from `/proc/<pid>/stat`;
+- peak RSS of the driver, and its peak RSS at N=2,000 and N=10,000.
+
+Targets:
+
+- driver CPU at most 0.1 ms per sample;
+- total CPU per sample (driver + workers + Ray's processes) at most 1.5x the
+  single-process run's;
+- driver memory flat: peak RSS at N=10,000 under 1.5x that at N=2,000.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# This file is named ray.py: drop its folder from the path so `import ray` is Ray.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from typing import Any  # noqa: E402
+
+ROOT = HERE.parent
+LATENCY = 0.1
+WORKERS = 2
+MEMORY_N = (2_000, 10_000)
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def mock_server() -> Iterator[int]:
+    """`python -m vitals_engine.testing` on a free port in a subprocess; yields the port."""
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "vitals_engine.testing",
+        "--port",
+        str(port),
+        "--latency",
+        str(LATENCY),
+    ]
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("the mock server did not start") from None
+                time.sleep(0.05)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+# -- what runs in a child process -------------------------------------------------------
+
+
+def descendants_cpu(root: int) -> dict[int, float]:
+    """CPU seconds (user + system) of every live descendant of `root`, by pid, from /proc."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        parents[int(entry)] = int(fields[1])
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / TICK
+    found: dict[int, float] = {}
+    frontier = [root]
+    while frontier:
+        pid = frontier.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in found:
+                found[child] = cpu[child]
+                frontier.append(child)
+    return found
+
+
+def child_run(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
+    import resource
+
+    import vitals_engine as ve
+
+    data = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
+    chat = ve.chat_openai("gpt-bench", base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-bench")
+    worker_cpu: list[float] = []
+    options: dict[str, Any] = {"max_concurrency": c}
+    if kind == "ray":
+        import ray
+
+        from vitals_engine.distributed import driver
+
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        ray.init(num_cpus=WORKERS, include_dashboard=False, logging_level="ERROR")
+
+        class BenchWorker(driver.SampleWorker):
+            """The library's worker, plus its CPU since its constructor ended."""
+
+            def __init__(self, payload: bytes) -> None:
+                super().__init__(payload)
+                self.cpu0 = time.process_time()
+
+            def cpu(self) -> float:
+                return time.process_time() - self.cpu0
+
+        driver.SampleWorker = BenchWorker  # type: ignore[misc]
+        kill = ray.kill
+
+        def report_then_kill(actor: Any, **kwargs: Any) -> None:
+            with contextlib.suppress(Exception):
+                worker_cpu.append(ray.get(actor.cpu.remote(), timeout=30))
+            kill(actor, **kwargs)
+
+        ray.kill = report_then_kill
+        options = {"backend": ve.Ray(workers=WORKERS, max_concurrency=c)}
+    with tempfile.TemporaryDirectory() as logs:
+        # One sample first: the modules a run loads on first use (polars, the HTTP client,
+        # Ray's driver side) are loaded before the clock starts.
+        warm = ve.Task(data[:1], solver=ve.generate(chat), scorer=ve.detect_includes(), dir=logs)
+        warm.eval(progress=False, **options)
+        worker_cpu.clear()
+        task = ve.Task(data, solver=ve.generate(chat), scorer=ve.detect_includes(), dir=logs)
+        before = descendants_cpu(os.getpid())
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        task.eval(progress=False, retry=ve.Retry(max_attempts=20), fail_on_error=False, **options)
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        after = descendants_cpu(os.getpid())
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        records = task._state.records or []
+    # Ray's own processes: those alive at the end (the killed actors are gone by then).
+    system = sum(cpu_s - before.get(pid, 0.0) for pid, cpu_s in after.items())
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "workers_cpu": sum(worker_cpu) if kind == "ray" else 0.0,
+        "workers_reported": len(worker_cpu),
+        "system_cpu": system if kind == "ray" else 0.0,
+        "rss_mb": rss,
+        "finished": sum(1 for r in records if r.score is not None and r.error is None),
+    }
+
+
+def in_child(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", kind, str(port), str(n), str(c)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"{kind} child failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# -- the report ----------------------------------------------------------------------------
+
+
+def ideal(n: int, c: int) -> float:
+    return math.ceil(n / c) * LATENCY
+
+
+def ms(seconds: float, n: int) -> float:
+    return seconds / n * 1000
+
+
+def verdict(ok: bool, text: str) -> str:
+    return f"  [{'ok' if ok else 'MISS'}] {text}"
+
+
+def report(n: int, c: int) -> list[str]:
+    with mock_server() as port:
+        local = in_child("local", port, n, c)
+        remote = in_child("ray", port, n, c)
+        sizes = {m: (remote if m == n else in_child("ray", port, m, c)) for m in MEMORY_N}
+    local_ms = ms(local["cpu"], n)
+    driver_ms = ms(remote["cpu"], n)
+    workers_ms = ms(remote["workers_cpu"], n)
+    system_ms = ms(remote["system_cpu"], n)
+    total_ms = driver_ms + workers_ms + system_ms
+    small, large = (sizes[m]["rss_mb"] for m in MEMORY_N)
+    return [
+        f"N={n:,}, C={c:,} ({WORKERS} Ray workers), latency {LATENCY * 1000:.0f} ms, "
+        f"ideal {ideal(n, c):.2f} s",
+        f"  {'single process':<16} wall {local['wall']:6.2f} s  CPU {local_ms:6.3f} ms/sample  "
+        f"peak RSS {local['rss_mb']:5.0f} MB  finished {local['finished']}/{n}",
+        f"  {'Ray':<16} wall {remote['wall']:6.2f} s  peak RSS of the driver "
+        f"{remote['rss_mb']:5.0f} MB  finished {remote['finished']}/{n}",
+        f"    driver CPU            {driver_ms:6.3f} ms/sample",
+        f"    worker CPU            {workers_ms:6.3f} ms/sample "
+        f"(sum over {remote['workers_reported']} actors)",
+        f"    Ray's own processes   {system_ms:6.3f} ms/sample (raylet, GCS, idle workers)",
+        f"    total                 {total_ms:6.3f} ms/sample",
+        "  coordinator calls per 1,000 requests: n/a (no coordinator yet)",
+        "  driver peak RSS: " + ", ".join(f"N={m:,} {sizes[m]['rss_mb']:.0f} MB" for m in MEMORY_N),
+        verdict(driver_ms <= 0.1, f"driver CPU {driver_ms:.3f} ms/sample (target <= 0.1)"),
+        verdict(
+            total_ms <= 1.5 * local_ms,
+            f"total CPU {total_ms / local_ms:.2f}x the single process's (target <= 1.5x)",
+        ),
+        verdict(
+            large < 1.5 * small,
+            f"driver peak RSS {large / small:.2f}x for {MEMORY_N[1] // MEMORY_N[0]}x the "
+            "samples (target < 1.5x)",
+        ),
+    ]
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        kind, port, n, c = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+        print(json.dumps(child_run(kind, port, n, c)))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="N=2,000 at C=400")
+    args = parser.parse_args()
+    n, c = (2_000, 400) if args.quick else (20_000, 2_000)
+    import ray
+
+    print(
+        f"vitals-engine on Ray  (python {sys.version.split()[0]}, ray {ray.__version__}, "
+        f"{os.cpu_count()} CPUs)"
+    )
+    print()
+    print("\n".join(report(n, c)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
