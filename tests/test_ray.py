@@ -130,3 +130,44 @@ def test_the_command_line_runs_a_task_file_on_ray(tmp_path, capsys):
     logged = ve.read_log(log)
     assert logged.status == "success"
     assert sorted(s.id for s in logged.samples) == [1, 2, 3, 4]
+
+
+def test_a_worker_that_dies_loses_no_sample(tmp_path):
+    """A sample whose solver kills its worker's process (the first time only): the
+    batch it was in goes to the other worker, the run succeeds, and the log holds every
+    sample once, that one solved."""
+    marker = str(tmp_path / "killed")
+
+    def answer(input):  # a plain function: the engine runs it in a thread
+        i = int(input.split()[1].split("+")[0])
+        if i == 7 and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)
+        return str(2 * i)
+
+    task = ve.Task(sums(40), solver=answer, scorer=ve.detect_includes(), dir=tmp_path)
+    task.eval(backend=ve.Ray(workers=2))
+    assert os.path.exists(marker)
+    logged = ve.read_log(task.log_path)
+    assert logged.status == "success"
+    records = logged.records()
+    assert sorted(r.sample.id for r in records) == list(range(1, 41))
+    assert all(r.error is None for r in records)
+    assert task.metrics == {"accuracy": 1.0}
+    [seven] = [r for r in records if r.result == "14"]
+    assert seven.solved
+
+
+def test_a_run_whose_workers_all_die_is_a_worker_lost_error(tmp_path):
+    """A sample that kills every worker it reaches: once none is left, WorkerLostError
+    saying how many samples were left and that resume=True continues."""
+
+    def deadly(input):
+        if input.startswith("What's 3+"):
+            os._exit(1)
+        return input
+
+    task = ve.Task(sums(10), solver=deadly, scorer=ve.detect_includes(), dir=tmp_path)
+    with pytest.raises(ve.WorkerLostError, match=r"samples were left.*resume=True") as info:
+        task.eval(backend=ve.Ray(workers=2))
+    assert 0 < info.value.left <= 10

@@ -33,6 +33,7 @@ from ._errors import (
     SolverError,
     TaskStateError,
     VitalsError,
+    WorkerLostError,
 )
 
 if _typing.TYPE_CHECKING:
@@ -201,6 +202,7 @@ __all__ = [
     "TokenUsage",
     "Turn",
     "VitalsError",
+    "WorkerLostError",
     "accuracy",
     "batch_scorer",
     "batch_solver",

@@ -19,7 +19,8 @@ VitalsError
  ├── ExtractionError        a structured reply that does not validate against its type
  ├── EvalFailedError        more samples failed than `fail_on_error` allows
  ├── LogFormatError         a log or journal that cannot be read
- └── LogWriteError          a log or journal that cannot be written (carries `path`)
+ ├── LogWriteError          a log or journal that cannot be written (carries `path`)
+ └── WorkerLostError        every Ray worker of a run died (carries `left`: samples not run)
 ```
 
 Each error carries what a user needs to act on it (the provider, the model,
@@ -51,6 +52,7 @@ __all__ = [
     "SolverError",
     "TaskStateError",
     "VitalsError",
+    "WorkerLostError",
 ]
 
 
@@ -251,3 +253,15 @@ def factory(kind: str, usage: str) -> Callable[[_F], _F]:
         return fn
 
     return mark
+
+
+class WorkerLostError(VitalsError):
+    """Every Ray worker of a distributed run died before its samples were done.
+
+    `left` is the number of samples not finished. The finished ones were journaled:
+    running the task again with `resume=True` runs only those left.
+    """
+
+    def __init__(self, message: str, *, left: int) -> None:
+        super().__init__(message)
+        self.left = left

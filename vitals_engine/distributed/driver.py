@@ -10,33 +10,47 @@ to the same sink as in a local run (journal, log, `stream_async()`, progress).
 
 Before any worker starts, the solver, the scorer, their keyword arguments and
 one sample are cloudpickled: what cannot be sent is a ConfigError naming it.
+
+Faults: a worker that dies (its actor killed, its process or node lost) loses
+nothing. The batch its call was running goes back to the front of a queue that
+every lane takes from before the source; the worker's lanes stop and the other
+workers run the rest. What it had finished came back already and was journaled.
+A record whose worker died `MAX_DEATHS` times while running it is not sent again:
+it fails as a sample error. Lanes with nothing to take wait while a batch is at
+work, since it may come back. When every worker is dead, `WorkerLostError`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import importlib
 import itertools
 import math
 import os
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
-from .._errors import ConfigError, VitalsError
+from .._errors import ConfigError, VitalsError, WorkerLostError
+from .._logging import log
 from ..engine.run import Run
-from ..samples import SampleRecord
+from ..samples import SampleError, SampleRecord
 from .backend import Ray, import_ray
 from .worker import SampleWorker, WorkerPlan
 
-__all__ = ["BATCH_SIZE", "check_sendable", "execute_on_ray"]
+__all__ = ["BATCH_SIZE", "MAX_DEATHS", "check_sendable", "execute_on_ray"]
 
 #: Records per batch at most: small, so finished samples come back soon.
 BATCH_SIZE = 8
+
+#: A record whose worker died this many times while running it fails (a sample error).
+MAX_DEATHS = 3
 
 _FIELDS = [f.name for f in dataclasses.fields(SampleRecord)]
 
@@ -163,35 +177,98 @@ async def execute_on_ray(
     )
     actors = [actor.remote(payload) for _ in range(workers)]
     threads = anyio.CapacityLimiter(workers * lanes + 1)
+    alive = [True] * workers
+    again: deque[SampleRecord] = deque()  # records a dead worker left: run before the source
+    deaths: dict[tuple[int | str, int], int] = {}
+    in_flight = 0
+    changed = anyio.Event()
 
-    async def lane(worker: Any) -> None:
-        while True:
-            batch = list(itertools.islice(source, size))
+    def notify() -> None:
+        nonlocal changed
+        changed.set()
+        changed = anyio.Event()
+
+    def take() -> list[SampleRecord]:
+        batch = [again.popleft() for _ in range(min(size, len(again)))]
+        batch.extend(itertools.islice(source, size - len(batch)))
+        return batch
+
+    async def finish(record: SampleRecord) -> None:
+        run.ledger.merge(record.usage)
+        run.retries += record.retries
+        run.done += 1
+        if record.error is not None:
+            run.failed += 1
+        await sink(record)
+        if run.on_progress is not None:
+            run.on_progress(run.progress())
+
+    async def lost(index: int, batch: list[SampleRecord], exc: BaseException) -> None:
+        if alive[index]:
+            alive[index] = False
+            log.warning(
+                f"Ray worker {index + 1} of {workers} died; its unfinished samples go to "
+                f"the other workers: {exc}"
+            )
+            with contextlib.suppress(Exception):  # if it is only unreachable
+                ray.kill(actors[index], no_restart=True)
+        for record in reversed(batch):
+            deaths[record.key] = times = deaths.get(record.key, 0) + 1
+            if times < MAX_DEATHS:
+                again.appendleft(record)
+        for record in batch:
+            if deaths[record.key] >= MAX_DEATHS:
+                record.error = SampleError(
+                    stage="solve" if run.solver is not None else "score",
+                    type="WorkerLostError",
+                    message=f"the worker running it died {MAX_DEATHS} times",
+                )
+                await finish(record)
+        if not any(alive):
+            left = (run.total - run.done) if run.total else len(again)
+            raise WorkerLostError(
+                f"Every Ray worker of the run died ({workers} in all); {left} samples were "
+                "left unfinished. The finished ones were journaled: run again with "
+                "resume=True to run only those left.",
+                left=left,
+            )
+
+    async def lane(index: int) -> None:
+        nonlocal in_flight
+        worker = actors[index]
+        while alive[index]:
+            batch = take()
             if not batch:
-                return
+                if in_flight == 0:  # nothing can come back to the queue: done
+                    notify()
+                    return
+                await changed.wait()  # a batch at work may yet come back
+                continue
+            in_flight += 1
             try:
-                ref = worker.work.remote(batch)
-            except Exception as exc:  # a record that cannot be serialised
-                raise ConfigError(f"A batch of samples cannot be sent to Ray: {exc}") from exc
-            finished: list[SampleRecord] = await _result(ray, ref, threads)
+                try:
+                    ref = worker.work.remote(batch)
+                except Exception as exc:  # a record that cannot be serialised
+                    raise ConfigError(f"A batch of samples cannot be sent to Ray: {exc}") from exc
+                finished: list[SampleRecord] = await _result(ray, ref, threads)
+            except ray.exceptions.RayActorError as exc:
+                in_flight -= 1
+                await lost(index, batch, exc)
+                notify()
+                return
+            in_flight -= 1
             mine = {record.key: record for record in batch}
             for done in finished:
                 record = mine.pop(done.key)
                 _take(record, done)
-                run.ledger.merge(record.usage)
-                run.retries += record.retries
-                run.done += 1
-                if record.error is not None:
-                    run.failed += 1
-                await sink(record)
-                if run.on_progress is not None:
-                    run.on_progress(run.progress())
+                await finish(record)
+            notify()
 
     try:
         async with anyio.create_task_group() as tg:
-            for worker in actors:
+            for index in range(workers):
                 for _ in range(lanes):
-                    tg.start_soon(lane, worker)
+                    tg.start_soon(lane, index)
     finally:
         for worker in actors:
             ray.kill(worker)
