@@ -40,14 +40,12 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
+import importlib.util  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import os  # noqa: E402
-import socket  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
 from typing import Any  # noqa: E402
 
 ROOT = HERE.parent
@@ -57,43 +55,19 @@ MEMORY_N = (2_000, 10_000)
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def _bench_throughput() -> Any:
+    """bench/throughput.py as a module (this folder is off the path: see above)."""
+    spec = importlib.util.spec_from_file_location("bench_throughput", HERE / "throughput.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-@contextlib.contextmanager
-def mock_server() -> Iterator[int]:
-    """`python -m vitals_engine.testing` on a free port in a subprocess; yields the port."""
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "vitals_engine.testing",
-        "--port",
-        str(port),
-        "--latency",
-        str(LATENCY),
-    ]
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("the mock server did not start") from None
-                time.sleep(0.05)
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+# The mock server and the verdicts are the throughput bench's, at the same latency.
+_throughput = _bench_throughput()
+mock_server, ideal, verdict = _throughput.mock_server, _throughput.ideal, _throughput.verdict
 
 
 # -- what runs in a child process -------------------------------------------------------
@@ -204,16 +178,8 @@ def in_child(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
 # -- the report ----------------------------------------------------------------------------
 
 
-def ideal(n: int, c: int) -> float:
-    return math.ceil(n / c) * LATENCY
-
-
 def ms(seconds: float, n: int) -> float:
     return seconds / n * 1000
-
-
-def verdict(ok: bool, text: str) -> str:
-    return f"  [{'ok' if ok else 'MISS'}] {text}"
 
 
 def report(n: int, c: int) -> list[str]:
