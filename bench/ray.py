@@ -43,7 +43,6 @@ import contextlib  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from typing import Any  # noqa: E402
@@ -163,16 +162,7 @@ def child_run(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
 
 
 def in_child(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, str(port), str(n), str(c)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"{kind} child failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return _throughput.in_child(kind, port, n, c, script=__file__)
 
 
 # -- the report ----------------------------------------------------------------------------

@@ -169,9 +169,10 @@ def child_bare(port: int, n: int, c: int) -> dict[str, Any]:
     }
 
 
-def in_child(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
+def in_child(kind: str, port: int, n: int, c: int, script: str = __file__) -> dict[str, Any]:
+    """Run `script --child kind port n c` in a fresh process; what it printed last, as JSON."""
     out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, str(port), str(n), str(c)],
+        [sys.executable, script, "--child", kind, str(port), str(n), str(c)],
         cwd=ROOT,
         capture_output=True,
         text=True,
