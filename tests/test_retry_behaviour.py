@@ -291,7 +291,7 @@ async def test_any_retryable_answer_with_retry_after_is_retried_no_sooner(server
 
 @pytest.mark.parametrize("attempts", [1, 3])
 async def test_a_connection_dropped_after_the_request_went_out_is_the_retry_policys(
-    server, attempts
+    server, attempts, tmp_path
 ):
     """A pooled connection that dies after the server received the request is never
     resent in secret: with one attempt the call fails after that one request; with more,
@@ -304,7 +304,9 @@ async def test_a_connection_dropped_after_the_request_went_out_is_the_retry_poli
         server.fail("drop")  # the next request reaches the server, then its connection dies
         return ve.Solution(await chat.chat_async(input), chat=chat)
 
-    task = ve.Task(dataset=sums(1), solver=twice, scorer=ve.detect_includes(), name="dropped")
+    task = ve.Task(
+        dataset=sums(1), solver=twice, scorer=ve.detect_includes(), name="dropped", dir=tmp_path
+    )
     await task.eval_async(fail_on_error=False)
     (record,) = task._state.records
     if attempts == 1:
