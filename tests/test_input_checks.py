@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -69,25 +70,27 @@ def test_a_huge_httpx_pool_makes_a_bounded_number_of_clients() -> None:
 # -- non-finite and negative numbers -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("field", ["max_concurrency", "rpm", "tpm"])
-@pytest.mark.parametrize("value", [NAN, INF, -INF, -1])
-def test_limits_refuse_numbers_that_are_not_finite_and_positive(field: str, value: float) -> None:
+def refusal(option: Any, field: str, value: float) -> str:
+    """The ConfigError's message for `option(field=value)`, which names the field and value."""
     with pytest.raises(ve.ConfigError) as caught:
-        ve.Limits(**{field: value})
+        option(**{field: value})
     message = str(caught.value)
     assert field in message
     assert repr(value) in message
+    return message
+
+
+@pytest.mark.parametrize("field", ["max_concurrency", "rpm", "tpm"])
+@pytest.mark.parametrize("value", [NAN, INF, -INF, -1])
+def test_limits_refuse_numbers_that_are_not_finite_and_positive(field: str, value: float) -> None:
+    message = refusal(ve.Limits, field, value)
     assert "positive" in message
 
 
 @pytest.mark.parametrize("field", ["timeout", "sample_timeout", "backoff", "max_backoff"])
 @pytest.mark.parametrize("value", [NAN, INF, -INF, -1.0])
 def test_retry_refuses_numbers_that_are_not_finite_and_positive(field: str, value: float) -> None:
-    with pytest.raises(ve.ConfigError) as caught:
-        ve.Retry(**{field: value})
-    message = str(caught.value)
-    assert field in message
-    assert repr(value) in message
+    refusal(ve.Retry, field, value)
 
 
 @pytest.mark.parametrize("value", [NAN, INF, 1.5])
@@ -104,11 +107,7 @@ def test_retry_accepts_no_backoff() -> None:
 @pytest.mark.parametrize("field", ["connect", "read", "total"])
 @pytest.mark.parametrize("value", [NAN, INF, -INF, -1.0, 0])
 def test_timeouts_refuse_numbers_that_are_not_finite_and_positive(field: str, value: float) -> None:
-    with pytest.raises(ve.ConfigError) as caught:
-        ve.Timeouts(**{field: value})
-    message = str(caught.value)
-    assert field in message
-    assert repr(value) in message
+    message = refusal(ve.Timeouts, field, value)
     assert "positive finite" in message
 
 
