@@ -12,6 +12,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import vitals_engine as ve  # noqa: E402
+from tests.inspect_check import assert_inspect_reads  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -171,3 +172,53 @@ def test_a_run_whose_workers_all_die_is_a_worker_lost_error(tmp_path):
     with pytest.raises(ve.WorkerLostError, match=r"samples were left.*resume=True") as info:
         task.eval(backend=ve.Ray(workers=2))
     assert 0 < info.value.left <= 10
+
+
+def limited_chat(server, limits):
+    return ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test", limits=limits)
+
+
+def test_an_endpoints_max_concurrency_holds_across_workers(server, tmp_path):
+    """Limits(max_concurrency=3) on the model, two workers with room for 8 samples each:
+    the server never has more than 3 requests in flight at once, over both workers."""
+    server.latency = 0.05
+    chat = limited_chat(server, ve.Limits(max_concurrency=3))
+    task = ve.Task(sums(40), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
+    task.eval(backend=ve.Ray(workers=2, max_concurrency=16))
+    assert task.metrics == {"accuracy": 1.0}
+    assert server.requests == 40
+    assert server.peak_in_flight <= 3
+
+
+def test_an_endpoints_rpm_holds_across_workers(server, tmp_path):
+    """Limits(rpm=600) over two workers: the server's count of requests in each second of
+    the run is never above the rate (10 a second) plus a one-second burst, so 40 samples
+    take at least 3 seconds; two unshared buckets would send them all in about one."""
+    chat = limited_chat(server, ve.Limits(rpm=600))
+    task = ve.Task(sums(40), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
+    task.eval(backend=ve.Ray(workers=2, max_concurrency=16))
+    assert task.metrics == {"accuracy": 1.0}
+    counts = server.per_second()
+    assert sum(counts) == 40
+    assert max(counts) <= 20, counts
+    assert len(counts) >= 3, counts
+
+
+def test_a_rate_limit_on_one_worker_pauses_the_endpoint_on_every_worker(server, tmp_path):
+    """The run's first request (on one worker) is answered 429 with Retry-After 3 s: no
+    request from any worker reaches the server until those 3 s have passed (after a
+    second's grace for the news to spread), the run then goes on, and the log records the
+    endpoint's halved concurrency."""
+    server.latency = 0.02
+    server.fail("429", times=1, retry_after=3)
+    chat = limited_chat(server, ve.Limits(rpm=6000))  # a set rate: one 429 means "too fast"
+    task = ve.Task(sums(200), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
+    task.eval(backend=ve.Ray(workers=2, max_concurrency=8))
+    assert task.metrics == {"accuracy": 1.0}
+    [limited] = [r for r in server.log if r.outcome == "429"]
+    paused = (limited.answered + 1.0, limited.answered + 3.0)
+    assert [r.at for r in server.log if paused[0] < r.at < paused[1]] == []
+    assert any(r.at >= paused[1] for r in server.log)
+    full = assert_inspect_reads(task.log_path, task)
+    changes = [(c.old_limit, c.new_limit, c.reason) for c in full.stats.connection_limit_history]
+    assert (8, 4, "rate_limit") in changes

@@ -11,10 +11,16 @@ to the same sink as in a local run (journal, log, `stream_async()`, progress).
 Before any worker starts, the solver, the scorer, their keyword arguments and
 one sample are cloudpickled: what cannot be sent is a ConfigError naming it.
 
+Limits: the driver starts the run's `LimitsHub` (a Ray actor), whose
+endpoint coordinators lease each endpoint's rpm, tpm and concurrency to the
+workers (`coordinator.py`, `leases.py`), so they hold for the cluster. At the
+end, their concurrency changes go to the run's log as a local run's do.
+
 Faults: a worker that dies (its actor killed, its process or node lost) loses
-nothing. The batch its call was running goes back to the front of a queue that
-every lane takes from before the source; the worker's lanes stop and the other
-workers run the rest. What it had finished came back already and was journaled.
+nothing. Its slots go back to the coordinators. The batch its call was running
+goes back to the front of a queue that every lane takes from before the source;
+the worker's lanes stop and the other workers run the rest. What it had finished
+came back already and was journaled.
 A record whose worker died `MAX_DEATHS` times while running it is not sent again:
 it fails as a sample error. Lanes with nothing to take wait while a batch is at
 work, since it may come back. When every worker is dead, `WorkerLostError`.
@@ -42,15 +48,20 @@ from .._logging import log
 from ..engine.run import Run
 from ..samples import SampleError, SampleRecord
 from .backend import Ray, import_ray
+from .coordinator import LimitsHub
 from .worker import SampleWorker, WorkerPlan
 
-__all__ = ["BATCH_SIZE", "MAX_DEATHS", "check_sendable", "execute_on_ray"]
+__all__ = ["BATCH_SIZE", "LAST_REPORT", "MAX_DEATHS", "check_sendable", "execute_on_ray"]
 
 #: Records per batch at most: small, so finished samples come back soon.
 BATCH_SIZE = 8
 
 #: A record whose worker died this many times while running it fails (a sample error).
 MAX_DEATHS = 3
+
+#: What the coordinators of the last Ray run in this process reported, by endpoint
+#: (their concurrency changes, how often they were called): for benchmarks.
+LAST_REPORT: dict[tuple[str, str, str], dict[str, Any]] = {}
 
 _FIELDS = [f.name for f in dataclasses.fields(SampleRecord)]
 
@@ -90,7 +101,7 @@ def check_sendable(run: Run, sample: Any = None) -> None:
         _pickled("A dataset sample", sample)
 
 
-def _plan(run: Run, concurrency: int) -> bytes:
+def _plan(run: Run, concurrency: int, cluster_concurrency: int) -> bytes:
     return _pickled(
         "The run",
         WorkerPlan(
@@ -99,6 +110,7 @@ def _plan(run: Run, concurrency: int) -> bytes:
             solver_kwargs=run.solver_kwargs,
             scorer_kwargs=run.scorer_kwargs,
             concurrency=concurrency,
+            cluster_concurrency=cluster_concurrency,
             limits=run.limits.defaults,
             retry=run.retry,
         ),
@@ -171,11 +183,13 @@ async def execute_on_ray(
     per_worker = math.ceil(concurrency / workers)
     size = max(1, min(BATCH_SIZE, per_worker // 2 or 1))
     lanes = math.ceil(per_worker / size)
-    payload = _plan(run, per_worker)
-    actor = ray.remote(num_cpus=0, max_concurrency=lanes + 1, scheduling_strategy="SPREAD")(
+    payload = _plan(run, per_worker, concurrency)
+    hub = ray.remote(num_cpus=0)(LimitsHub).remote(concurrency, workers)
+    # lanes' work calls, and room for the coordinators' pushes beside them
+    actor = ray.remote(num_cpus=0, max_concurrency=lanes + 4, scheduling_strategy="SPREAD")(
         SampleWorker
     )
-    actors = [actor.remote(payload) for _ in range(workers)]
+    actors = [actor.remote(payload, hub, index) for index in range(workers)]
     threads = anyio.CapacityLimiter(workers * lanes + 1)
     alive = [True] * workers
     again: deque[SampleRecord] = deque()  # records a dead worker left: run before the source
@@ -212,6 +226,7 @@ async def execute_on_ray(
             )
             with contextlib.suppress(Exception):  # if it is only unreachable
                 ray.kill(actors[index], no_restart=True)
+            hub.forget.remote(index)
         for record in reversed(batch):
             deaths[record.key] = times = deaths.get(record.key, 0) + 1
             if times < MAX_DEATHS:
@@ -269,7 +284,18 @@ async def execute_on_ray(
             for index in range(workers):
                 for _ in range(lanes):
                     tg.start_soon(lane, index)
+        _keep_history(run, await _result(ray, hub.reports.remote(), threads))
     finally:
         for worker in actors:
             ray.kill(worker)
+        ray.kill(hub)
     run.completed_at = time.time()
+
+
+def _keep_history(run: Run, reports: dict[tuple[str, str, str], dict[str, Any]]) -> None:
+    """Put the coordinators' concurrency changes where a local run's go (the run's
+    endpoint limiters), for the log."""
+    LAST_REPORT.clear()
+    LAST_REPORT.update(reports)
+    for endpoint, report in reports.items():
+        run.limits.get(endpoint, None).history = list(report["history"])

@@ -2,11 +2,13 @@
 
 It is built from a payload of cloudpickled bytes (the solver's and scorer's specs,
 their keyword arguments, the run's limits and retry policy, its share of the
-concurrency) and holds one `Run` for its lifetime: its endpoint limits and retry
-policy are shared by every batch it works on. `work(batch)` runs a batch of
-records (per-sample stages; the supervisor, limits and retries as in a local
-run) and returns them finished, each with its own usage and model calls.
-Ray is not imported here: the driver makes this class a Ray actor.
+concurrency), the run's limits hub and its own index, and holds one `Run` and
+one pool of connections for its lifetime: every batch it works on shares them.
+Its endpoint limiters lease their capacity from the run's coordinators
+(`leases.py`), which push grants, give-back requests and pauses to `adjust`.
+`work(batch)` runs a batch of records (per-sample stages; the supervisor,
+limits and retries as in a local run) and returns them finished, each with its
+own usage and model calls. Ray is imported here only inside the actor.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from ..engine.run import Run
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
 from ..samples import SampleRecord
-from ..transport.pool import transport_scope
+from ..transport.pool import TransportPool, using_pool
+from .coordinator import Endpoint
+from .leases import SharedLimitsRegistry
 
 __all__ = ["SampleWorker", "WorkerPlan"]
 
@@ -34,6 +38,8 @@ class WorkerPlan:
     solver_kwargs: dict[str, Any]
     scorer_kwargs: dict[str, Any]
     concurrency: int
+    #: The concurrency of the whole cluster: an endpoint's total when its limits set none.
+    cluster_concurrency: int
     limits: Limits | None
     retry: Retry | None
 
@@ -41,15 +47,18 @@ class WorkerPlan:
 class SampleWorker:
     """One worker of a distributed run (made a Ray actor by the driver)."""
 
-    def __init__(self, payload: bytes) -> None:
+    def __init__(self, payload: bytes, hub: Any = None, index: int = 0) -> None:
         cloudpickle = importlib.import_module("ray.cloudpickle")
         self.plan: WorkerPlan = cloudpickle.loads(payload)
+        self.hub = hub
+        self.index = index
         self.run: Run | None = None  # made in the actor's event loop, on the first batch
+        self.pool = TransportPool(max(1, self.plan.concurrency))
 
     def _run(self) -> Run:
         if self.run is None:
             plan = self.plan
-            self.run = Run(
+            run = Run(
                 solver=plan.solver,
                 scorer=plan.scorer,
                 solver_kwargs=plan.solver_kwargs,
@@ -58,6 +67,12 @@ class SampleWorker:
                 limits=plan.limits,
                 retry=plan.retry,
             )
+            if self.hub is not None:
+                me = importlib.import_module("ray").get_runtime_context().current_actor
+                run.limits = SharedLimitsRegistry(
+                    self.hub, self.index, me, plan.limits, plan.cluster_concurrency, run.clock
+                )
+            self.run = run
         return self.run
 
     async def work(self, batch: list[SampleRecord]) -> list[SampleRecord]:
@@ -68,9 +83,16 @@ class SampleWorker:
         async def keep(record: SampleRecord) -> None:
             finished.append(record)
 
-        async with transport_scope(pool_size=max(1, min(run.concurrency, len(batch)))):
+        with using_pool(self.pool):
             await run.execute(batch, keep)
         return finished
+
+    async def adjust(
+        self, endpoint: Endpoint, grant: int, shed: int, pause_for: float, trim: bool
+    ) -> None:
+        """A push from an endpoint's coordinator: slots granted or asked back, a pause."""
+        if self.run is not None and isinstance(self.run.limits, SharedLimitsRegistry):
+            self.run.limits.adjust(endpoint, grant, shed, pause_for, trim)
 
     def ready(self) -> bool:
         """True once the actor is up (its constructor ran, the payload loaded)."""

@@ -353,13 +353,16 @@ class LimitsRegistry:
         """The endpoint's limiter; a model's own `limits` not seen before are merged in."""
         limiter = self._limiters.get(endpoint)
         if limiter is None:
-            limiter = EndpointLimiter(self.defaults, self.concurrency, self.clock)
-            self._limiters[endpoint] = limiter
+            limiter = self._limiters[endpoint] = self.new_limiter(endpoint)
         if limits is not None and limits not in limiter.model_limits:
             limiter.model_limits += (limits,)
             own = functools.reduce(Limits.stricter, limiter.model_limits)
             limiter.configure(own.over(self.defaults))
         return limiter
+
+    def new_limiter(self, endpoint: tuple[str, str, str]) -> EndpointLimiter:
+        """The limiter of an endpoint first seen (a registry of shared limits makes its own)."""
+        return EndpointLimiter(self.defaults, self.concurrency, self.clock)
 
     def items(self) -> list[tuple[tuple[str, str, str], EndpointLimiter]]:
         return list(self._limiters.items())

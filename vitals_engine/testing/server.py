@@ -308,6 +308,20 @@ class MockServer:
         self._state.hold = hold
         return hold
 
+    def per_second(self) -> list[int]:
+        """Requests received in each whole second of the clock (from the first request's
+        second to the last's, empty seconds included), from the request log.
+
+        Example:
+            >>> max(server.per_second()) <= 2 * rpm / 60   # a rate held, with a second's burst
+        """
+        with self._lock:
+            seconds = [int(entry.at) for entry in self.log]
+        if not seconds:
+            return []
+        counts = collections.Counter(seconds)
+        return [counts[second] for second in range(min(seconds), max(seconds) + 1)]
+
     def rpm(self, limit: int | None) -> None:
         """Answer 429 + Retry-After beyond `limit` requests in any 60 s window."""
         self._state.rpm_limit = limit

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -25,7 +25,7 @@ import anyio
 
 from .base import Transport
 
-__all__ = ["TransportPool", "current_pool", "transport_scope"]
+__all__ = ["TransportPool", "current_pool", "transport_scope", "using_pool"]
 
 ENV_TRANSPORT = "VITALS_TRANSPORT"
 
@@ -99,3 +99,20 @@ async def transport_scope(
         _pool.reset(token)
         with anyio.CancelScope(shield=True):
             await pool.aclose()
+
+
+@contextmanager
+def using_pool(pool: TransportPool) -> Iterator[TransportPool]:
+    """Make calls inside use `pool`, which outlives the block (its owner closes it).
+
+    Example:
+        >>> pool = TransportPool(50)            # kept by a long-lived worker
+        >>> with using_pool(pool):
+        ...     await run.execute(batch, sink)
+        >>> await pool.aclose()
+    """
+    token = _pool.set(pool)
+    try:
+        yield pool
+    finally:
+        _pool.reset(token)
