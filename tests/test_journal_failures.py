@@ -14,6 +14,7 @@ import pytest
 
 import vitals_engine as ve
 from tests.inspect_check import read_eval_log
+from tests.journals import started_journal
 from vitals_engine.log import writer as writer_module
 from vitals_engine.log.journal_format import read_journal
 from vitals_engine.log.journal_lock import JournalLock
@@ -26,10 +27,11 @@ def files(directory: Path, pattern: str) -> list[Path]:
 
 
 def journaled(directory: Path, at_least: int) -> Path | None:
-    """The directory's journal once it holds `at_least` samples."""
-    journals = files(directory, "*.journal")
-    if journals and len(read_journal(journals[0]).samples) >= at_least:
-        return journals[0]
+    """The directory's journal once it holds `at_least` samples (not read before its
+    start record is whole: see `started_journal`)."""
+    journal = started_journal(directory)
+    if journal is not None and len(read_journal(journal).samples) >= at_least:
+        return journal
     return None
 
 

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 import vitals_engine as ve
+from tests.journals import started_journal
 from vitals_engine.cli import main
 from vitals_engine.engine.calls import describe
 from vitals_engine.engine.run import TEXT_LIMIT, LiveTexts, Run
@@ -264,7 +265,8 @@ def sidecar(directory: Path) -> Path | None:
 
 
 def journal_of(directory: Path) -> Path | None:
-    return next(directory.glob("*.journal"), None)
+    """The run's journal, once it reads (see `started_journal`)."""
+    return started_journal(directory)
 
 
 def names(directory: Path) -> list[str]:

@@ -19,6 +19,7 @@ import pytest
 
 import vitals_engine as ve
 from tests.inspect_check import assert_inspect_reads, read_eval_log
+from tests.journals import started_journal
 from vitals_engine.log import writer
 from vitals_engine.log.journal_format import encode_sample, encode_start
 
@@ -46,9 +47,9 @@ async def test_samples_reach_the_journal_while_the_run_goes_on(tmp_path):
     async def watch():
         with anyio.fail_after(10):
             while True:
-                journals = list(tmp_path.glob("*.journal"))
-                if journals:
-                    logged = ve.read_log(journals[0])
+                journal = started_journal(tmp_path)
+                if journal is not None:
+                    logged = ve.read_log(journal)
                     if len(logged.samples) >= 2:
                         seen["status"] = logged.status
                         seen["ids"] = sorted(s.id for s in logged.samples)
