@@ -112,13 +112,13 @@ def child_run(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
         from vitals_engine.distributed import driver
 
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        ray.init(num_cpus=WORKERS, include_dashboard=False, logging_level="ERROR")
+        ray.init(address="local", num_cpus=WORKERS, include_dashboard=False, logging_level="ERROR")
 
         class BenchWorker(driver.SampleWorker):
             """The library's worker, plus its CPU since its constructor ended."""
 
-            def __init__(self, payload: bytes) -> None:
-                super().__init__(payload)
+            def __init__(self, payload: bytes, *args: Any) -> None:
+                super().__init__(payload, *args)
                 self.cpu0 = time.process_time()
 
             def cpu(self) -> float:
@@ -148,6 +148,11 @@ def child_run(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
         after = descendants_cpu(os.getpid())
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         records = task._state.records or []
+        calls = (
+            sum(r["calls"] for r in getattr(driver, "LAST_REPORT", {}).values())
+            if kind == "ray"
+            else 0
+        )
     # Ray's own processes: those alive at the end (the killed actors are gone by then).
     system = sum(cpu_s - before.get(pid, 0.0) for pid, cpu_s in after.items())
     return {
@@ -157,6 +162,7 @@ def child_run(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
         "workers_reported": len(worker_cpu),
         "system_cpu": system if kind == "ray" else 0.0,
         "rss_mb": rss,
+        "coordinator_calls": calls,
         "finished": sum(1 for r in records if r.score is not None and r.error is None),
     }
 
@@ -195,12 +201,17 @@ def report(n: int, c: int) -> list[str]:
         f"(sum over {remote['workers_reported']} actors)",
         f"    Ray's own processes   {system_ms:6.3f} ms/sample (raylet, GCS, idle workers)",
         f"    total                 {total_ms:6.3f} ms/sample",
-        "  coordinator calls per 1,000 requests: n/a (no coordinator yet)",
+        f"  coordinator calls     {remote['coordinator_calls'] / n * 1000:6.2f} per 1,000 requests",
         "  driver peak RSS: " + ", ".join(f"N={m:,} {sizes[m]['rss_mb']:.0f} MB" for m in MEMORY_N),
         verdict(driver_ms <= 0.1, f"driver CPU {driver_ms:.3f} ms/sample (target <= 0.1)"),
         verdict(
             total_ms <= 1.5 * local_ms,
             f"total CPU {total_ms / local_ms:.2f}x the single process's (target <= 1.5x)",
+        ),
+        verdict(
+            remote["coordinator_calls"] / n * 1000 <= 20,
+            f"coordinator calls {remote['coordinator_calls'] / n * 1000:.2f} per 1,000 requests "
+            "(target <= 20)",
         ),
         verdict(
             large < 1.5 * small,

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from vitals_engine import Limits
-from vitals_engine.distributed.coordinator import LEASE_TTL, EndpointCoordinator
+from vitals_engine.distributed.coordinator import LEASE_TTL, EndpointCoordinator, LimitsHub
 from vitals_engine.distributed.leases import SharedLimitsRegistry
 from vitals_engine.pacing.clock import VirtualClock
 
@@ -52,15 +52,6 @@ class Actor:
         return Method(getattr(self.target, name))
 
 
-class Hub:
-    def __init__(self, coordinator):
-        self.actor = Actor(coordinator)
-
-    def coordinator(self, endpoint, limits):
-        assert endpoint == ENDPOINT
-        return self.actor
-
-
 class WorkerHandle:
     """What the coordinator pushes to: the worker's `adjust`, on its registry."""
 
@@ -72,11 +63,14 @@ class WorkerHandle:
 
 
 def cluster(limits, workers, clock, concurrency=100):
-    """A coordinator and `workers` registries leasing from it (the workers' limiters)."""
+    """The endpoint's coordinator and `workers` registries leasing from it through the
+    run's hub (the workers' limiters of the endpoint)."""
     coordinator = EndpointCoordinator(
         ENDPOINT, limits, concurrency, workers=workers, clock=clock.now
     )
-    hub = Actor(Hub(coordinator))
+    limits_hub = LimitsHub(concurrency, workers)
+    limits_hub.coordinators[ENDPOINT] = coordinator
+    hub = Actor(limits_hub)
     limiters = []
     for index in range(workers):
         handle = WorkerHandle()

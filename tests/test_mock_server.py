@@ -623,3 +623,18 @@ def test_command_line_help_documents_streaming():
     )
     assert "--stream-delay" in result.stdout
     assert "streamGenerateContent?alt=sse" in result.stdout.replace("\n", "")
+
+
+def test_per_second_counts_every_request_in_its_second(client, server):
+    """`per_second()` counts the logged requests by the second they arrived in, from the
+    first request's second to the last's (empty seconds as 0): what a test of a rate
+    limit compares with the limit."""
+    assert server.per_second() == []
+    for _ in range(3):
+        ask(client, server)
+    counts = server.per_second()
+    assert sum(counts) == 3
+    first, last = int(server.log[0].at), int(server.log[-1].at)
+    assert len(counts) == last - first + 1
+    assert counts[0] >= 1
+    assert counts[-1] >= 1

@@ -2,8 +2,9 @@
 
 Every worker of a distributed run keeps its own `EndpointLimiter` per endpoint,
 but the capacity behind it is leased from one `EndpointCoordinator` per endpoint
-(a Ray actor), so the endpoint's max concurrency, rpm and tpm hold across all
-workers together, and a 429 on one worker pauses the endpoint on all of them.
+(held by the run's `LimitsHub` actor), so the endpoint's max concurrency, rpm
+and tpm hold across all workers together, and a 429 on one worker pauses the
+endpoint on all of them.
 
 Concurrency is leased in chunks, as counts of slots a worker may hold:
 - a worker that joins gets its share at once (the total over the workers);
@@ -28,13 +29,13 @@ adaptive (at most once per Retry-After window), and pushes the pause to every
 worker. Clean successes, reported in batches, raise the total by one per
 `total` of them, up to the maximum, as a local limiter does.
 
-This module imports no Ray: the hub makes coordinators Ray actors, and pushes
-go through the workers' actor handles (`handle.adjust.remote(...)`).
+This module imports no Ray: the driver makes the hub (every endpoint's
+coordinator) a Ray actor, and pushes go through the workers' actor handles
+(`handle.adjust.remote(...)`).
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 import time
 from typing import Any
@@ -339,36 +340,54 @@ def _retuned(
 
 
 class LimitsHub:
-    """The run's directory of endpoint coordinators (a Ray actor the driver owns).
+    """The run's coordinators, one per endpoint, in one Ray actor the driver owns.
 
-    A worker asks it once per endpoint for the endpoint's coordinator; the first
-    ask makes one (a Ray actor, owned by the hub, so it ends with the run).
+    Workers call it with the endpoint first: `hub.grow.remote(endpoint, worker, demand)`.
+    The endpoint's coordinator is made on the first worker's `join`, with the limits
+    that worker sees. One actor serves every endpoint: leasing in chunks keeps calls
+    few (a couple per thousand requests at scale), and a run pays for one more Ray
+    process, not one per endpoint.
     """
 
     def __init__(self, concurrency: int, workers: int) -> None:
         self.concurrency = concurrency
         self.workers = workers
-        self.coordinators: dict[Endpoint, Any] = {}
+        self.coordinators: dict[Endpoint, EndpointCoordinator] = {}
 
-    def coordinator(self, endpoint: Endpoint, limits: Limits) -> Any:
-        """The coordinator actor of `endpoint` (provider, base URL, model), made with the
-        endpoint's `limits` as the first worker to ask sees them."""
-        actor = self.coordinators.get(endpoint)
-        if actor is None:
-            ray = importlib.import_module("ray")
-            make = ray.remote(num_cpus=0)(EndpointCoordinator)
-            actor = make.remote(endpoint, limits, self.concurrency, workers=self.workers)
-            self.coordinators[endpoint] = actor
-        return actor
+    def join(
+        self, endpoint: Endpoint, worker: int, handle: Any, limits: Limits
+    ) -> tuple[int, float]:
+        """See `EndpointCoordinator.join`; makes the endpoint's coordinator if need be."""
+        coordinator = self.coordinators.get(endpoint)
+        if coordinator is None:
+            coordinator = EndpointCoordinator(
+                endpoint, limits, self.concurrency, workers=self.workers
+            )
+            self.coordinators[endpoint] = coordinator
+        return coordinator.join(worker, handle, limits)
+
+    def configure(self, endpoint: Endpoint, limits: Limits) -> None:
+        self.coordinators[endpoint].configure(limits)
+
+    def grow(
+        self, endpoint: Endpoint, worker: int, demand: int, successes: int = 0
+    ) -> tuple[int, float]:
+        return self.coordinators[endpoint].grow(worker, demand, successes)
+
+    def give_back(self, endpoint: Endpoint, worker: int, count: int, successes: int = 0) -> None:
+        self.coordinators[endpoint].give_back(worker, count, successes)
+
+    def take(self, endpoint: Endpoint, kind: str, need: float, want: float) -> tuple[float, float]:
+        return self.coordinators[endpoint].take(kind, need, want)
+
+    def rate_limited(self, endpoint: Endpoint, worker: int, retry_after: float | None) -> None:
+        self.coordinators[endpoint].rate_limited(worker, retry_after)
 
     def forget(self, worker: int) -> None:
         """A worker died: every coordinator frees what it held."""
-        for actor in self.coordinators.values():
-            actor.forget.remote(worker)
+        for coordinator in self.coordinators.values():
+            coordinator.forget(worker)
 
     def reports(self) -> dict[Endpoint, dict[str, Any]]:
         """Each endpoint's report (`EndpointCoordinator.report`)."""
-        ray = importlib.import_module("ray")
-        endpoints = list(self.coordinators)
-        found = ray.get([self.coordinators[e].report.remote() for e in endpoints])
-        return dict(zip(endpoints, found, strict=True))
+        return {endpoint: c.report() for endpoint, c in self.coordinators.items()}

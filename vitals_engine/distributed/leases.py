@@ -51,53 +51,57 @@ async def _answer(ref: Any) -> Any:
 
 
 class CoordinatorLink:
-    """One worker's line to one endpoint's coordinator (joined on first use)."""
+    """One worker's line to one endpoint's coordinator, in the run's hub (joined on
+    first use)."""
 
     def __init__(self, hub: Any, worker: int, me: Any, endpoint: Endpoint) -> None:
         self.hub = hub
         self.worker = worker
         self.me = me
         self.endpoint = endpoint
-        self.actor: Any = None
+        self.joined = False
         #: Clean successes not reported yet (they raise an adaptive total).
         self.successes = 0
-        self._joined: anyio.Event | None = None
+        self._joining: anyio.Event | None = None
 
     async def join(self, limiter: SharedLimiter) -> None:
         """Join the coordinator once; the slots it grants go to `limiter`."""
-        if self._joined is not None:
-            await self._joined.wait()
+        if self._joining is not None:
+            await self._joining.wait()
             return
-        self._joined = anyio.Event()
+        self._joining = anyio.Event()
         try:
-            self.actor = await _answer(self.hub.coordinator.remote(self.endpoint, limiter.limits))
-            joined = self.actor.join.remote(self.worker, self.me, limiter.limits)
-            granted, pause = await _answer(joined)
+            call = self.hub.join.remote(self.endpoint, self.worker, self.me, limiter.limits)
+            granted, pause = await _answer(call)
+            self.joined = True
             limiter.pause(pause)
             limiter.slots.resize(limiter.slots.size + granted)
         finally:
-            self._joined.set()
+            self._joining.set()
+            if not self.joined:
+                self._joining = None  # the next caller tries again
 
     def configure(self, limits: Limits) -> None:
-        if self.actor is not None:
-            self.actor.configure.remote(limits)
+        if self.joined:
+            self.hub.configure.remote(self.endpoint, limits)
 
     def _successes(self) -> int:
         count, self.successes = self.successes, 0
         return count
 
     async def grow(self, demand: int) -> tuple[int, float]:
-        return await _answer(self.actor.grow.remote(self.worker, demand, self._successes()))
+        call = self.hub.grow.remote(self.endpoint, self.worker, demand, self._successes())
+        return await _answer(call)
 
     def give_back(self, count: int) -> None:
-        self.actor.give_back.remote(self.worker, count, self._successes())
+        self.hub.give_back.remote(self.endpoint, self.worker, count, self._successes())
 
     async def take(self, kind: str, need: float, want: float) -> tuple[float, float]:
-        return await _answer(self.actor.take.remote(kind, need, want))
+        return await _answer(self.hub.take.remote(self.endpoint, kind, need, want))
 
     def rate_limited(self, retry_after: float | None) -> None:
-        if self.actor is not None:
-            self.actor.rate_limited.remote(self.worker, retry_after)
+        if self.joined:
+            self.hub.rate_limited.remote(self.endpoint, self.worker, retry_after)
 
 
 class LeasedSlots(Slots):
@@ -129,7 +133,7 @@ class LeasedSlots(Slots):
 
     async def _ask_more(self) -> None:
         link = self.limiter.link
-        if link.actor is None:
+        if not link.joined:
             await link.join(self.limiter)
             if self.free > 0:
                 return
@@ -194,7 +198,7 @@ class LeasedBucket(TokenBucket):
         clock = self.limiter.clock
         link = self.limiter.link
         async with self._lock:
-            if link.actor is None:
+            if not link.joined:
                 await link.join(self.limiter)
             while True:
                 now = clock.now()
