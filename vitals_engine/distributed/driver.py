@@ -158,10 +158,11 @@ async def execute_on_ray(
     backend: Ray,
     run: Run,
     records: Iterable[SampleRecord],
-    sink: Callable[[SampleRecord], Awaitable[None]],
+    sink: Callable[[list[SampleRecord]], Awaitable[None]],
 ) -> None:
-    """Solve and/or score `records` on Ray workers, handing each finished one to `sink`
-    (in the driver's event loop), as `Run.execute` does in process."""
+    """Solve and/or score `records` on Ray workers, handing the finished ones to `sink`
+    (in the driver's event loop) as they come back, a batch at a time: what `Run.execute`
+    does in process one by one."""
     ray = import_ray()
     check_sendable(run)
     source: Iterator[SampleRecord] = iter(records)
@@ -207,13 +208,14 @@ async def execute_on_ray(
         batch.extend(itertools.islice(source, size - len(batch)))
         return batch
 
-    async def finish(record: SampleRecord) -> None:
-        run.ledger.merge(record.usage)
-        run.retries += record.retries
-        run.done += 1
-        if record.error is not None:
-            run.failed += 1
-        await sink(record)
+    async def finish(finished: list[SampleRecord]) -> None:
+        for record in finished:
+            run.ledger.merge(record.usage)
+            run.retries += record.retries
+            run.done += 1
+            if record.error is not None:
+                run.failed += 1
+        await sink(finished)
         if run.on_progress is not None:
             run.on_progress(run.progress())
 
@@ -231,14 +233,15 @@ async def execute_on_ray(
             deaths[record.key] = times = deaths.get(record.key, 0) + 1
             if times < MAX_DEATHS:
                 again.appendleft(record)
-        for record in batch:
-            if deaths[record.key] >= MAX_DEATHS:
-                record.error = SampleError(
-                    stage="solve" if run.solver is not None else "score",
-                    type="WorkerLostError",
-                    message=f"the worker running it died {MAX_DEATHS} times",
-                )
-                await finish(record)
+        given_up = [record for record in batch if deaths[record.key] >= MAX_DEATHS]
+        for record in given_up:
+            record.error = SampleError(
+                stage="solve" if run.solver is not None else "score",
+                type="WorkerLostError",
+                message=f"the worker running it died {MAX_DEATHS} times",
+            )
+        if given_up:
+            await finish(given_up)
         if not any(alive):
             left = (run.total - run.done) if run.total else len(again)
             raise WorkerLostError(
@@ -274,9 +277,8 @@ async def execute_on_ray(
             in_flight -= 1
             mine = {record.key: record for record in batch}
             for done in finished:
-                record = mine.pop(done.key)
-                _take(record, done)
-                await finish(record)
+                _take(mine[done.key], done)
+            await finish([mine[done.key] for done in finished])
             notify()
 
     try:

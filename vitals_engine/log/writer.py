@@ -483,7 +483,11 @@ class LogWriter:
     def add(self, sample: s.EvalSample) -> None:
         """Write one finished sample to the journal, now (never blocks on the disk's sync,
         never raises: a failed write is kept for `close()` and stops the run)."""
-        self._pending.append((encode_sample(sample), (sample.id, sample.epoch)))
+        self.add_many((sample,))
+
+    def add_many(self, samples: Iterable[s.EvalSample]) -> None:
+        """Write finished samples to the journal, now, in one write (see `add`)."""
+        self._pending.extend((encode_sample(x), (x.id, x.epoch)) for x in samples)
         if self._fd is not None and self.failure is None:
             self._write_pending()
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,12 +137,18 @@ async def run_task(
     logged_keys: set[tuple[Any, int]] = set()
 
     async def logged(record: SampleRecord) -> None:
-        writer.add(compose_sample(record, scorer))
-        logged_keys.add(record.key)
-        if sink is not None:
-            await sink(record)
-        if len(logged_keys) > SPILL_AFTER:
-            spill(record)
+        await logged_together((record,))
+
+    async def logged_together(finished: Sequence[SampleRecord]) -> None:
+        """Samples that finished together (a batch back from a Ray worker): one write."""
+        writer.add_many(compose_sample(record, scorer) for record in finished)
+        for record in finished:
+            logged_keys.add(record.key)
+        for record in finished:
+            if sink is not None:
+                await sink(record)
+            if len(logged_keys) > SPILL_AFTER:
+                spill(record)
 
     try:
         try:
@@ -159,7 +165,7 @@ async def run_task(
                     if options.backend is None:
                         await run.execute(source, logged)
                     else:
-                        await execute_on_ray(options.backend, run, source, logged)
+                        await execute_on_ray(options.backend, run, source, logged_together)
                 finally:
                     writer.stop()
                     live.stop()
