@@ -7,6 +7,7 @@ One local Ray (two CPUs) is started for the whole session; it takes a few second
 import os
 import threading
 
+import anyio
 import pytest
 
 ray = pytest.importorskip("ray")
@@ -222,3 +223,21 @@ def test_a_rate_limit_on_one_worker_pauses_the_endpoint_on_every_worker(server, 
     full = assert_inspect_reads(task.log_path, task)
     changes = [(c.old_limit, c.new_limit, c.reason) for c in full.stats.connection_limit_history]
     assert (8, 4, "rate_limit") in changes
+
+
+async def test_a_worker_hands_back_each_sample_as_it_finishes(server, tmp_path):
+    """One request hangs: the samples that ran beside it on the same worker, in the same
+    batch, still reach the driver (journaled, streamed) while it hangs; once it is
+    answered, the run finishes with every sample."""
+    server.fail("hang", times=1)
+    chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test")
+    task = ve.Task(sums(8), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
+    seen = []
+    with anyio.fail_after(120):
+        async with task.stream_async(backend=ve.Ray(workers=1, max_concurrency=8)) as samples:
+            async for record in samples:
+                seen.append(record.key)
+                if len(seen) == 7:  # all but the hanging one, from both batches of 4
+                    server.reset()  # the hung request is answered 503, then retried
+    assert len(set(seen)) == 8
+    assert task.metrics == {"accuracy": 1.0}

@@ -37,7 +37,7 @@ import math
 import os
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
 import anyio
@@ -53,8 +53,8 @@ from .worker import SampleWorker, WorkerPlan
 
 __all__ = ["BATCH_SIZE", "LAST_REPORT", "MAX_DEATHS", "check_sendable", "execute_on_ray"]
 
-#: Records per batch at most: small, so finished samples come back soon.
-BATCH_SIZE = 8
+#: Records per batch at most (a worker hands back each one as it finishes).
+BATCH_SIZE = 32
 
 #: A record whose worker died this many times while running it fails (a sample error).
 MAX_DEATHS = 3
@@ -136,16 +136,40 @@ def _on_asyncio() -> bool:
     return True
 
 
+def _reraised(ray: Any, exc: BaseException) -> BaseException:
+    """What a worker raised, as itself when it is ours (or an interrupt)."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(exc, ray.exceptions.RayTaskError) and isinstance(
+        cause, VitalsError | KeyboardInterrupt | SystemExit
+    ):
+        return cause
+    return exc
+
+
 async def _result(ray: Any, ref: Any, threads: anyio.CapacityLimiter) -> Any:
     try:
         if _on_asyncio():
             return await ref
         return await anyio.to_thread.run_sync(ray.get, ref, abandon_on_cancel=True, limiter=threads)
     except ray.exceptions.RayTaskError as exc:
-        cause = getattr(exc, "cause", None)
-        if isinstance(cause, VitalsError | KeyboardInterrupt | SystemExit):
-            raise cause from None
-        raise
+        raise _reraised(ray, exc) from None
+
+
+async def _results(
+    ray: Any, stream: Any, threads: anyio.CapacityLimiter
+) -> AsyncIterator[list[SampleRecord]]:
+    """What a worker's `work` yields (lists of finished records), as it yields them."""
+    if _on_asyncio():
+        async for ref in stream:
+            yield await _result(ray, ref, threads)
+        return
+    while True:  # trio: Ray's generators are waited on in threads
+        ref = await anyio.to_thread.run_sync(
+            next, stream, None, abandon_on_cancel=True, limiter=threads
+        )
+        if ref is None:
+            return
+        yield await _result(ray, ref, threads)
 
 
 def _take(into: SampleRecord, finished: SampleRecord) -> None:
@@ -263,22 +287,23 @@ async def execute_on_ray(
                 await changed.wait()  # a batch at work may yet come back
                 continue
             in_flight += 1
+            mine = {record.key: record for record in batch}
             try:
                 try:
-                    ref = worker.work.remote(batch)
+                    stream = worker.work.remote(batch)
                 except Exception as exc:  # a record that cannot be serialised
                     raise ConfigError(f"A batch of samples cannot be sent to Ray: {exc}") from exc
-                finished: list[SampleRecord] = await _result(ray, ref, threads)
+                async for finished in _results(ray, stream, threads):
+                    for done in finished:
+                        _take(mine[done.key], done)
+                    await finish([mine.pop(done.key) for done in finished])
+                    notify()
             except ray.exceptions.RayActorError as exc:
                 in_flight -= 1
-                await lost(index, batch, exc)
+                await lost(index, list(mine.values()), exc)
                 notify()
                 return
             in_flight -= 1
-            mine = {record.key: record for record in batch}
-            for done in finished:
-                _take(mine[done.key], done)
-            await finish([mine[done.key] for done in finished])
             notify()
 
     try:

@@ -7,13 +7,15 @@ one pool of connections for its lifetime: every batch it works on shares them.
 Its endpoint limiters lease their capacity from the run's coordinators
 (`leases.py`), which push grants, give-back requests and pauses to `adjust`.
 `work(batch)` runs a batch of records (per-sample stages; the supervisor,
-limits and retries as in a local run) and returns them finished, each with its
-own usage and model calls. Ray is imported here only inside the actor.
+limits and retries as in a local run) and streams them back as they finish,
+each with its own usage and model calls. Ray is imported here only inside the actor.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,17 +77,39 @@ class SampleWorker:
             self.run = run
         return self.run
 
-    async def work(self, batch: list[SampleRecord]) -> list[SampleRecord]:
-        """Solve and/or score `batch`; the records, finished, in the order they finished."""
+    async def work(self, batch: list[SampleRecord]) -> AsyncIterator[list[SampleRecord]]:
+        """Solve and/or score `batch`, yielding the records as they finish: each yield is
+        what finished since the last (a Ray streaming generator)."""
         run = self._run()
         finished: list[SampleRecord] = []
+        more = asyncio.Event()
 
         async def keep(record: SampleRecord) -> None:
             finished.append(record)
+            more.set()
 
-        with using_pool(self.pool):
-            await run.execute(batch, keep)
-        return finished
+        async def execute() -> None:
+            with using_pool(self.pool):
+                await run.execute(batch, keep)
+
+        # Ray runs actors on asyncio: the batch runs as a task beside this generator
+        # (never a task group around a yield).
+        task = asyncio.ensure_future(execute())
+        try:
+            while finished or not task.done():
+                if finished:
+                    out = finished[:]
+                    finished.clear()
+                    yield out
+                    continue
+                more.clear()
+                waiting = asyncio.ensure_future(more.wait())
+                await asyncio.wait((task, waiting), return_when=asyncio.FIRST_COMPLETED)
+                waiting.cancel()
+            task.result()
+        finally:
+            if not task.done():
+                task.cancel()
 
     async def adjust(
         self, endpoint: Endpoint, grant: int, shed: int, pause_for: float, trim: bool
