@@ -41,6 +41,29 @@ def server(_module_server):
     _module_server.reset()  # release anything a test left hanging
 
 
+@pytest.fixture(scope="session")
+def local_ray():
+    """One local Ray (two CPUs) for the session, for the tests that ask for it: no
+    dashboard, no usage stats, workers' output not copied to ours."""
+    ray = pytest.importorskip("ray")
+    for name, value in {
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "disabled",
+        "RAY_DEDUP_LOGS": "0",
+    }.items():
+        os.environ.setdefault(name, value)
+    # "local": always a Ray of its own, even when another runs on this machine
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        ignore_reinit_error=True,
+        log_to_driver=False,
+    )
+    yield
+    ray.shutdown()
+
+
 # -- every log a test writes is read with Inspect's reader --------------------
 
 _CALL_FAILED = pytest.StashKey[bool]()

@@ -15,22 +15,7 @@ ray = pytest.importorskip("ray")
 import vitals_engine as ve  # noqa: E402
 from tests.inspect_check import assert_inspect_reads  # noqa: E402
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="session", autouse=True)
-def local_ray():
-    """One local Ray for the session: no dashboard, no usage stats, workers' output not
-    copied to ours."""
-    for name, value in {
-        "RAY_USAGE_STATS_ENABLED": "0",
-        "RAY_AUTH_MODE": "disabled",
-        "RAY_DEDUP_LOGS": "0",
-    }.items():
-        os.environ.setdefault(name, value)
-    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
-    yield
-    ray.shutdown()
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("local_ray")]
 
 
 def sums(n):

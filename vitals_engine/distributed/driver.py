@@ -16,6 +16,12 @@ endpoint coordinators lease each endpoint's rpm, tpm and concurrency to the
 workers (`coordinator.py`, `leases.py`), so they hold for the cluster. At the
 end, their concurrency changes go to the run's log as a local run's do.
 
+Placement: the workers go to the cluster's alive nodes with CPUs in turn, the
+driver's node first (Ray's "SPREAD" alone is best effort: it put both workers of a
+two-node run on one node about half the time), and the hub to the driver's node,
+so that losing another node loses workers but never the hub. A worker whose node
+is gone before it starts cannot be placed: it counts as a worker that died.
+
 Faults: a worker that dies (its actor killed, its process or node lost) loses
 nothing. Its slots go back to the coordinators. The batch its call was running
 goes back to the front of a queue that every lane takes from before the source;
@@ -209,12 +215,18 @@ async def execute_on_ray(
     size = max(1, min(BATCH_SIZE, per_worker // 2 or 1))
     lanes = math.ceil(per_worker / size)
     payload = _plan(run, per_worker, concurrency)
-    hub = ray.remote(num_cpus=0)(LimitsHub).remote(concurrency, workers)
-    # lanes' work calls, and room for the coordinators' pushes beside them
-    actor = ray.remote(num_cpus=0, max_concurrency=lanes + 4, scheduling_strategy="SPREAD")(
-        SampleWorker
+    here, nodes = _nodes(ray)
+    hub = ray.remote(num_cpus=0, scheduling_strategy=_on(ray, here, "DEFAULT"))(LimitsHub).remote(
+        concurrency, workers
     )
-    actors = [actor.remote(payload, hub, index) for index in range(workers)]
+    # lanes' work calls, and room for the coordinators' pushes beside them
+    actor = ray.remote(num_cpus=0, max_concurrency=lanes + 4)(SampleWorker)
+    actors = [
+        actor.options(
+            scheduling_strategy=_on(ray, nodes[index % len(nodes)] if nodes else None, "SPREAD")
+        ).remote(payload, hub, index)
+        for index in range(workers)
+    ]
     threads = anyio.CapacityLimiter(workers * lanes + 1)
     alive = [True] * workers
     again: deque[SampleRecord] = deque()  # records a dead worker left: run before the source
@@ -298,7 +310,7 @@ async def execute_on_ray(
                         _take(mine[done.key], done)
                     await finish([mine.pop(done.key) for done in finished])
                     notify()
-            except ray.exceptions.RayActorError as exc:
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError) as exc:
                 in_flight -= 1
                 await lost(index, list(mine.values()), exc)
                 notify()
@@ -317,6 +329,33 @@ async def execute_on_ray(
             ray.kill(worker)
         ray.kill(hub)
     run.completed_at = time.time()
+
+
+def _nodes(ray: Any) -> tuple[str | None, list[str]]:
+    """The driver's node (None if it has none in the cluster, as with Ray Client) and
+    the alive nodes with CPUs, the driver's first: where workers go, in turn."""
+    try:
+        here: str | None = ray.get_runtime_context().get_node_id()
+    except Exception:
+        here = None
+    nodes = sorted(
+        str(node["NodeID"])
+        for node in ray.nodes()
+        if node.get("Alive") and node.get("Resources", {}).get("CPU", 0) > 0
+    )
+    if here in nodes:
+        nodes.remove(here)
+        nodes.insert(0, here)
+    return here, nodes
+
+
+def _on(ray: Any, node: str | None, otherwise: str) -> Any:
+    """Schedule on `node` (not softly: a soft affinity put an actor on another node about
+    half the time just after the cluster started), or `otherwise` when there is none."""
+    if node is None:
+        return otherwise
+    strategies = importlib.import_module("ray.util.scheduling_strategies")
+    return strategies.NodeAffinitySchedulingStrategy(node_id=node, soft=False)
 
 
 def _keep_history(run: Run, reports: dict[tuple[str, str, str], dict[str, Any]]) -> None:
