@@ -18,6 +18,7 @@ from tests.journals import started_journal
 from vitals_engine.log import writer as writer_module
 from vitals_engine.log.journal_format import read_journal
 from vitals_engine.log.journal_lock import JournalLock
+from vitals_engine.log.live import live_path
 
 pytestmark = pytest.mark.anyio
 
@@ -239,8 +240,8 @@ def test_a_final_log_that_does_not_read_back_keeps_the_journal(tmp_path: Path) -
 
 async def test_a_journal_another_run_writes_cannot_be_resumed(tmp_path: Path) -> None:
     """Resuming the journal of a run still going (here, in this very process) is refused
-    with JournalInUseError naming the process; the running run is untouched and ends
-    with every sample."""
+    with JournalInUseError naming the process; the running run is untouched (its live
+    sidecar too) and ends with every sample."""
     gate = anyio.Event()
     solver = held_at(5, gate)
     running = ve.Task(sums(5), solver=solver, scorer=ve.detect_includes(), dir=tmp_path)
@@ -248,10 +249,13 @@ async def test_a_journal_another_run_writes_cannot_be_resumed(tmp_path: Path) ->
     async with anyio.create_task_group() as tg:
         tg.start_soon(running.eval_async)
         journal = await until(lambda: journaled(tmp_path, at_least=4))
+        sidecar = live_path(journal)
+        sidecar.write_text("{}")  # as the running run writes it when text streams
         with pytest.raises(ve.JournalInUseError, match=f"process {os.getpid()} ") as caught:
             await other.eval_async(resume=True)
         assert caught.value.path == str(journal)
         assert isinstance(caught.value, ve.ConfigError)
+        assert sidecar.exists()
         gate.set()
     assert sorted(s.id for s in ve.read_log(running.log_path).samples) == [1, 2, 3, 4, 5]
 

@@ -135,6 +135,7 @@ async def run_task(
     scorer = setup.scorer_label
 
     logged_keys: set[tuple[Any, int]] = set()
+    owns_journal = False  # the writer holds the journal's lock: its sidecar is this run's
 
     async def logged(record: SampleRecord) -> None:
         await logged_together((record,))
@@ -158,6 +159,7 @@ async def run_task(
             ):
                 live.task_group = tg
                 await tg.start(writer.run)
+                owns_journal = True
                 try:
                     if resume is not None and resume.source != writer.journal:
                         for logged_sample in resume.logged.values():  # events and times kept
@@ -170,7 +172,8 @@ async def run_task(
                     writer.stop()
                     live.stop()
         finally:
-            live.remove()  # its actor has ended with the task group
+            if owns_journal:  # a run refused the journal leaves the running run's sidecar
+                live.remove()  # its actor has ended with the task group
     except BaseException as exc:
         error = first_error(exc)
         started = bool(records)
