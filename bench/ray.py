@@ -19,6 +19,8 @@ Measured for the Ray run:
   `ray.kill` is called; no library code changes);
 - Ray's own processes (raylet, GCS, idle pooled workers): the CPU of the
   driver's other descendants over the run, from `/proc/<pid>/stat`;
+- calls to the run's limits hub (every endpoint coordinator's count, from
+  `driver.LAST_REPORT`) per 1,000 requests;
 - peak RSS of the driver, and its peak RSS at N=2,000 and N=10,000.
 
 Targets:
@@ -26,6 +28,7 @@ Targets:
 - driver CPU at most 0.1 ms per sample;
 - total CPU per sample (driver + workers + Ray's processes) at most 1.5x the
   single-process run's;
+- coordinator calls at most 20 per 1,000 requests;
 - driver memory flat: peak RSS at N=10,000 under 1.5x that at N=2,000.
 """
 

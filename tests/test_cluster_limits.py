@@ -80,6 +80,25 @@ def cluster(limits, workers, clock, concurrency=100):
     return coordinator, limiters
 
 
+async def turns_taken(clock, limiters, *, each):
+    """Each limiter's worker sends `each` requests as fast as its limiter lets it: when
+    each request's turn came, in order (virtual time)."""
+    started = []
+
+    async def sender(limiter):
+        for _ in range(each):
+            await limiter.wait_turn()
+            started.append(clock.now())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(clock.drive)
+        async with anyio.create_task_group() as work:
+            for limiter in limiters:
+                work.start_soon(sender, limiter)
+        tg.cancel_scope.cancel()
+    return sorted(started)
+
+
 async def test_max_concurrency_holds_across_workers_and_every_request_runs():
     """Three workers, 12 requests each, an endpoint limited to 5 at once: never more than
     5 in flight over all workers, and every request gets a slot (no worker starves while
@@ -152,18 +171,7 @@ async def test_a_rate_limit_on_one_worker_pauses_the_endpoint_on_every_worker():
     assert coordinator.total == 4
     assert [(old, new, why) for _, old, new, why in coordinator.history] == [(8, 4, "rate_limit")]
 
-    started = []
-
-    async def request(limiter):
-        await limiter.wait_turn()
-        started.append(clock.now())
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(clock.drive)
-        async with anyio.create_task_group() as work:
-            for limiter in limiters:
-                work.start_soon(request, limiter)
-        tg.cancel_scope.cancel()
+    started = await turns_taken(clock, limiters, each=1)
     assert min(started) >= 103.0
 
 
@@ -207,21 +215,8 @@ async def test_the_request_rate_is_one_bucket_for_the_cluster():
     process, not three times that."""
     clock = VirtualClock()
     _, limiters = cluster(Limits(rpm=600), 3, clock)
-    started = []
-
-    async def sender(limiter):
-        for _ in range(12):
-            await limiter.wait_turn()
-            started.append(clock.now())
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(clock.drive)
-        async with anyio.create_task_group() as work:
-            for limiter in limiters:
-                work.start_soon(sender, limiter)
-        tg.cancel_scope.cancel()
+    started = await turns_taken(clock, limiters, each=12)
     assert len(started) == 36
-    started.sort()
     for i, first in enumerate(started):
         for j in range(i, len(started)):
             span = started[j] - first
