@@ -1,6 +1,6 @@
 """Ray benchmark: one eval on 2 Ray workers beside the same eval in a single process.
 
-    .venv/bin/python bench/ray.py            # N=20,000 at C=2,000 (a few minutes)
+    .venv/bin/python bench/ray.py            # N=20,000 at C=2,000, then N=100,000 (5 minutes)
     .venv/bin/python bench/ray.py --quick    # N=2,000 at C=400
 
 Each eval is `Task(generate(chat_openai(...)), detect_includes())` with the log
@@ -21,7 +21,8 @@ Measured for the Ray run:
   driver's other descendants over the run, from `/proc/<pid>/stat`;
 - calls to the run's limits hub (every endpoint coordinator's count, from
   `driver.LAST_REPORT`) per 1,000 requests;
-- peak RSS of the driver, and its peak RSS at N=2,000 and N=10,000.
+- peak RSS of the driver, and its peak RSS at N=20,000 and N=100,000 (`--quick`:
+  N=2,000 and N=10,000).
 
 Targets:
 
@@ -29,7 +30,7 @@ Targets:
 - total CPU per sample (driver + workers + Ray's processes) at most 1.5x the
   single-process run's;
 - coordinator calls at most 20 per 1,000 requests;
-- driver memory flat: peak RSS at N=10,000 under 1.5x that at N=2,000.
+- driver memory flat: peak RSS at N=100,000 under 1.5x that at N=20,000.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from typing import Any  # noqa: E402
 ROOT = HERE.parent
 LATENCY = 0.1
 WORKERS = 2
-MEMORY_N = (2_000, 10_000)
+MEMORY_N = (20_000, 100_000)  # --quick: (2_000, 10_000)
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -181,17 +182,17 @@ def ms(seconds: float, n: int) -> float:
     return seconds / n * 1000
 
 
-def report(n: int, c: int) -> list[str]:
+def report(n: int, c: int, memory_n: tuple[int, int]) -> list[str]:
     with mock_server() as port:
         local = in_child("local", port, n, c)
         remote = in_child("ray", port, n, c)
-        sizes = {m: (remote if m == n else in_child("ray", port, m, c)) for m in MEMORY_N}
+        sizes = {m: (remote if m == n else in_child("ray", port, m, c)) for m in memory_n}
     local_ms = ms(local["cpu"], n)
     driver_ms = ms(remote["cpu"], n)
     workers_ms = ms(remote["workers_cpu"], n)
     system_ms = ms(remote["system_cpu"], n)
     total_ms = driver_ms + workers_ms + system_ms
-    small, large = (sizes[m]["rss_mb"] for m in MEMORY_N)
+    small, large = (sizes[m]["rss_mb"] for m in memory_n)
     return [
         f"N={n:,}, C={c:,} ({WORKERS} Ray workers), latency {LATENCY * 1000:.0f} ms, "
         f"ideal {ideal(n, c):.2f} s",
@@ -205,7 +206,7 @@ def report(n: int, c: int) -> list[str]:
         f"    Ray's own processes   {system_ms:6.3f} ms/sample (raylet, GCS, idle workers)",
         f"    total                 {total_ms:6.3f} ms/sample",
         f"  coordinator calls     {remote['coordinator_calls'] / n * 1000:6.2f} per 1,000 requests",
-        "  driver peak RSS: " + ", ".join(f"N={m:,} {sizes[m]['rss_mb']:.0f} MB" for m in MEMORY_N),
+        "  driver peak RSS: " + ", ".join(f"N={m:,} {sizes[m]['rss_mb']:.0f} MB" for m in memory_n),
         verdict(driver_ms <= 0.1, f"driver CPU {driver_ms:.3f} ms/sample (target <= 0.1)"),
         verdict(
             total_ms <= 1.5 * local_ms,
@@ -218,7 +219,7 @@ def report(n: int, c: int) -> list[str]:
         ),
         verdict(
             large < 1.5 * small,
-            f"driver peak RSS {large / small:.2f}x for {MEMORY_N[1] // MEMORY_N[0]}x the "
+            f"driver peak RSS {large / small:.2f}x for {memory_n[1] // memory_n[0]}x the "
             "samples (target < 1.5x)",
         ),
     ]
@@ -233,6 +234,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="N=2,000 at C=400")
     args = parser.parse_args()
     n, c = (2_000, 400) if args.quick else (20_000, 2_000)
+    memory_n = (2_000, 10_000) if args.quick else MEMORY_N
     import ray
 
     print(
@@ -240,7 +242,7 @@ def main() -> None:
         f"{os.cpu_count()} CPUs)"
     )
     print()
-    print("\n".join(report(n, c)), flush=True)
+    print("\n".join(report(n, c, memory_n)), flush=True)
 
 
 if __name__ == "__main__":

@@ -56,6 +56,16 @@ def test_a_ray_run_gives_what_a_local_run_gives(tmp_path):
         (r.sample.id, r.sample.epoch, r.result) for r in local._state.records
     ]
     assert logged.get_cost()["input_tokens"].to_list() == local.get_cost()["input_tokens"].to_list()
+    # the workers composed the journal's lines; the chats are read back from the log
+    assert all(record.spilled for record in on_ray._state.records)
+    chats = on_ray.get_samples()["solver_chat"].to_list()
+    assert [chat.last_turn().text for chat in chats] == [
+        chat.last_turn().text for chat in local.get_samples()["solver_chat"].to_list()
+    ]
+    local_log = ve.read_log(local.log_path)
+    assert [(s.input, [m.content for m in s.messages]) for s in logged.samples] == [
+        (s.input, [m.content for m in s.messages]) for s in local_log.samples
+    ]
 
 
 async def test_a_ray_run_calls_a_model_server_over_http(server, tmp_path):
@@ -67,6 +77,9 @@ async def test_a_ray_run_calls_a_model_server_over_http(server, tmp_path):
     async with task.stream_async(backend=ve.Ray(workers=2, max_concurrency=4)) as samples:
         async for record in samples:
             seen.append(record.key)
+            # streamed records come back whole, with their chats
+            assert record.solver_chat is not None
+            assert record.solver_chat.last_turn().text == record.result
     assert len(set(seen)) == 12
     assert server.requests == 12
     cost = task.get_cost()
@@ -90,6 +103,41 @@ def test_an_unpicklable_solver_is_a_config_error_before_any_request(server, tmp_
         task.eval(backend=ve.Ray(workers=1))
     assert server.requests == 0
     assert not list(tmp_path.rglob("*.json"))
+
+
+def test_a_solver_that_breaks_its_contract_on_a_worker_stops_the_run_as_itself(tmp_path):
+    """A SolverError raised on a worker (a solver returning a list) reaches the caller
+    as itself; the log says the run failed and keeps what finished before."""
+
+    def answer(input):
+        i = int(input.split()[1].split("+")[0])
+        return [2 * i] if i == 20 else str(2 * i)
+
+    task = ve.Task(sums(30), solver=answer, scorer=ve.detect_includes(), dir=tmp_path)
+    with pytest.raises(ve.SolverError, match="returned"):
+        task.eval(backend=ve.Ray(workers=2, max_concurrency=2))
+    logged = ve.read_log(task.log_path)
+    assert logged.status == "error"
+    kept = logged.records()
+    assert 21 not in {r.sample.id for r in kept}  # sample ids count from 1
+    assert kept
+    assert all(r.result == str(2 * (r.sample.id - 1)) for r in kept)
+
+
+def test_a_solver_that_exits_on_a_worker_exits_the_callers_run_as_itself(tmp_path):
+    """SystemExit raised by a solver on a worker is raised by `eval()` as itself (as it
+    would be in process); the log is written."""
+
+    def answer(input):
+        if input.startswith("What's 5+"):
+            raise SystemExit(3)
+        return input
+
+    task = ve.Task(sums(12), solver=answer, scorer=ve.detect_includes(), dir=tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        task.eval(backend=ve.Ray(workers=2, max_concurrency=2))
+    assert exited.value.code == 3
+    assert ve.read_log(task.log_path).status in ("cancelled", "error")
 
 
 def test_the_command_line_runs_a_task_file_on_ray(tmp_path, capsys):

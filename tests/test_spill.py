@@ -78,3 +78,22 @@ async def test_spilled_samples_keep_their_retries(tmp_path, server):
     assert [r.retries for r in task._state.records] == [1] * 8
     assert task.get_samples()["retries"].to_list() == [1] * 8
     assert ve.read_log(task.log_path).get_samples()["retries"].to_list() == [1] * 8
+
+
+@pytest.mark.usefixtures("spill_after_three")
+async def test_rescoring_a_spilled_run_logs_each_samples_own_usage(tmp_path):
+    """After score(), each sample's usage in the log is its own, spilled or not: the
+    solver's, as the first log had it, and one judge call (spilled samples once shared
+    one ledger, so each logged the judge calls of all those scored before it)."""
+    task = ve.Task(
+        sums(6), solver=ve.generate(ve.chat_mock()), scorer=ve.detect_includes(), dir=tmp_path
+    )
+    await task.eval_async(max_concurrency=1)
+    first = {s.id: s.role_usage for s in ve.read_log(task.log_path).samples}
+    task.set_scorer(ve.model_graded_qa())
+    await task.score_async()
+    logged = ve.read_log(task.log(tmp_path / "rescored")).samples
+    assert [s.role_usage["solver"] for s in logged] == [first[s.id]["solver"] for s in logged]
+    judge = [s.role_usage["scorer"] for s in logged]
+    assert all(usage == judge[0] for usage in judge)
+    assert judge[0].input_tokens > 0

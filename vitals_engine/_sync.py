@@ -13,20 +13,34 @@ may raise one inside a child task, `carry()` turns it into `Interrupted`, an
 ordinary exception that cancels the task group like any other error; the task
 or thread that owns the group raises the original as itself (`raise_carried()`).
 Trio needs none of this, but takes the same path.
+
+`asyncio_named()` tells anyio, for the duration, that the running loop is
+asyncio, when a loop anyio did not start runs our engine (a Ray actor's, or a
+user's own service): anyio otherwise works it out again on each call, through
+`asyncio.current_task()`, which costs a `getpid` system call every time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import anyio
 import anyio.from_thread
 
-__all__ = ["INTERRUPTS", "Interrupted", "carry", "loop_running_here", "raise_carried", "run_sync"]
+__all__ = [
+    "INTERRUPTS",
+    "Interrupted",
+    "asyncio_named",
+    "carry",
+    "loop_running_here",
+    "raise_carried",
+    "run_sync",
+]
 
 T = TypeVar("T")
 
@@ -37,11 +51,8 @@ _USE_UVLOOP = importlib.util.find_spec("uvloop") is not None
 
 def loop_running_here() -> bool:
     """True when called from inside a running asyncio or trio event loop."""
-    try:
-        asyncio.get_running_loop()
+    if _on_asyncio():
         return True
-    except RuntimeError:
-        pass
     trio = sys.modules.get("trio")
     if trio is not None:
         try:
@@ -50,6 +61,34 @@ def loop_running_here() -> bool:
         except RuntimeError:
             pass
     return False
+
+
+@contextlib.contextmanager
+def asyncio_named() -> Iterator[None]:
+    """Name the running loop "asyncio" for anyio (through sniffio), in this task and the
+    tasks it starts, unless it is named already or is not asyncio."""
+    sniffio = sys.modules.get("sniffio")
+    if (
+        sniffio is None
+        or sniffio.thread_local.name is not None
+        or sniffio.current_async_library_cvar.get() is not None
+        or not _on_asyncio()
+    ):
+        yield
+        return
+    token = sniffio.current_async_library_cvar.set("asyncio")
+    try:
+        yield
+    finally:
+        sniffio.current_async_library_cvar.reset(token)
+
+
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def run_sync(fn: Callable[..., Awaitable[T]], *args: Any) -> T:

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 __all__ = ["GRADES", "Sample", "SampleError", "SampleRecord", "Score", "Solution", "SolvedSample"]
 
+_EMPTY_LEDGER = UsageLedger()  # a spilled record's: nothing is ever added to it
+
 #: The ordered grades: incorrect < partially correct < correct.
 GRADES = ("I", "P", "C")
 
@@ -144,6 +146,20 @@ class SampleRecord:
     @property
     def solved(self) -> bool:
         return self.result is not None and self.error is None
+
+    def spill(self) -> None:
+        """Drop what the log holds and the results do not need: chats, calls, per-sample
+        usage (its retry notes stay: few, and counted by `get_samples()`). The log's
+        copy is read back when asked (see task/spill.py)."""
+        notes = [note for call in self.calls for note in call.retries]
+        if notes:
+            self.logged_retries = [*(self.logged_retries or ()), *notes]
+        self.solver_chat = None
+        self.calls = []
+        self.usage = _EMPTY_LEDGER
+        if self.score is not None:
+            self.score.chat = None
+        self.spilled = True
 
     def solved_sample(self) -> SolvedSample:
         s = self.sample

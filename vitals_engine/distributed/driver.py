@@ -1,12 +1,15 @@
 """The driver of a distributed run: the user's process hands samples to Ray workers and
 takes them back finished.
 
-Work is pulled: each worker has a few lanes, and a lane takes the next small
-batch of records from the run's lazy source only when it is free, so records
-are made as workers have room for them. A finished batch comes back at once;
-its records' results are copied onto the driver's own records (those the run
-keeps and logs), their usage is added to the run's ledger, and each is handed
-to the same sink as in a local run (journal, log, `stream_async()`, progress).
+Work is pulled: the driver feeds each worker a batch of records from the run's
+lazy source (`worker.feed`) whenever a batch's worth of that worker's share of
+the concurrency is free, so records are made as workers have room for them and
+a slow worker takes fewer. What finishes comes back at once over one stream per
+worker (`worker.serve`, a few times a second at most, whatever the rate), with
+each record's journal line: the records' results are copied onto the driver's
+own records (those the run keeps), their usage is added to the run's ledger, and
+they go with their lines to the same sink as in a local run (journal, log,
+`stream_async()`, progress). Ray is called per batch, never per sample.
 
 Before any worker starts, the solver, the scorer, their keyword arguments and
 one sample are cloudpickled: what cannot be sent is a ConfigError naming it.
@@ -23,20 +26,19 @@ so that losing another node loses workers but never the hub. A worker whose node
 is gone before it starts cannot be placed: it counts as a worker that died.
 
 Faults: a worker that dies (its actor killed, its process or node lost) loses
-nothing. Its slots go back to the coordinators. The batch its call was running
-goes back to the front of a queue that every lane takes from before the source;
-the worker's lanes stop and the other workers run the rest. What it had finished
-came back already and was journaled.
-A record whose worker died `MAX_DEATHS` times while running it is not sent again:
-it fails as a sample error. Lanes with nothing to take wait while a batch is at
-work, since it may come back. When every worker is dead, `WorkerLostError`.
+nothing. Its slots go back to the coordinators. The records it had at work go
+back to the front of a queue that every feeder takes from before the source, and
+the other workers run them. What it had finished came back already and was
+journaled. A record whose worker died `MAX_DEATHS` times while running it is not
+sent again: it fails as a sample error. A feeder with nothing to take waits while
+records are at work anywhere, since they may come back. When every worker is
+dead, `WorkerLostError`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import importlib
 import itertools
 import math
@@ -51,16 +53,18 @@ import anyio.to_thread
 
 from .._errors import ConfigError, VitalsError, WorkerLostError
 from .._logging import log
+from .._sync import Interrupted
 from ..engine.run import Run
 from ..samples import SampleError, SampleRecord
 from .backend import Ray, import_ray
 from .coordinator import LimitsHub
+from .wire import Finished, batch_out, finished_in
 from .worker import SampleWorker, WorkerPlan
 
 __all__ = ["BATCH_SIZE", "LAST_REPORT", "MAX_DEATHS", "check_sendable", "execute_on_ray"]
 
-#: Records per batch at most (a worker hands back each one as it finishes).
-BATCH_SIZE = 32
+#: Records per batch fed to a worker at most (a worker hands back each as it finishes).
+BATCH_SIZE = 64
 
 #: A record whose worker died this many times while running it fails (a sample error).
 MAX_DEATHS = 3
@@ -68,8 +72,6 @@ MAX_DEATHS = 3
 #: What the coordinators of the last Ray run in this process reported, by endpoint
 #: (their concurrency changes, how often they were called): for benchmarks.
 LAST_REPORT: dict[tuple[str, str, str], dict[str, Any]] = {}
-
-_FIELDS = [f.name for f in dataclasses.fields(SampleRecord)]
 
 _ADVICE = (
     "Solvers and scorers run on Ray workers are sent there with cloudpickle, so they "
@@ -107,7 +109,9 @@ def check_sendable(run: Run, sample: Any = None) -> None:
         _pickled("A dataset sample", sample)
 
 
-def _plan(run: Run, concurrency: int, cluster_concurrency: int) -> bytes:
+def _plan(
+    run: Run, concurrency: int, cluster_concurrency: int, scorer_label: str | None, keep_chats: bool
+) -> bytes:
     return _pickled(
         "The run",
         WorkerPlan(
@@ -119,6 +123,8 @@ def _plan(run: Run, concurrency: int, cluster_concurrency: int) -> bytes:
             cluster_concurrency=cluster_concurrency,
             limits=run.limits.defaults,
             retry=run.retry,
+            scorer_label=scorer_label,
+            keep_chats=keep_chats,
         ),
     )
 
@@ -145,9 +151,11 @@ def _on_asyncio() -> bool:
 def _reraised(ray: Any, exc: BaseException) -> BaseException:
     """What a worker raised, as itself when it is ours (or an interrupt)."""
     cause = getattr(exc, "cause", None)
-    if isinstance(exc, ray.exceptions.RayTaskError) and isinstance(
-        cause, VitalsError | KeyboardInterrupt | SystemExit
-    ):
+    if not isinstance(exc, ray.exceptions.RayTaskError):
+        return exc
+    if isinstance(cause, Interrupted):
+        return cause.interrupt
+    if isinstance(cause, VitalsError | KeyboardInterrupt | SystemExit):
         return cause
     return exc
 
@@ -161,10 +169,8 @@ async def _result(ray: Any, ref: Any, threads: anyio.CapacityLimiter) -> Any:
         raise _reraised(ray, exc) from None
 
 
-async def _results(
-    ray: Any, stream: Any, threads: anyio.CapacityLimiter
-) -> AsyncIterator[list[SampleRecord]]:
-    """What a worker's `work` yields (lists of finished records), as it yields them."""
+async def _results(ray: Any, stream: Any, threads: anyio.CapacityLimiter) -> AsyncIterator[Any]:
+    """What a Ray streaming generator yields, as it yields it."""
     if _on_asyncio():
         async for ref in stream:
             yield await _result(ray, ref, threads)
@@ -178,21 +184,23 @@ async def _results(
         yield await _result(ray, ref, threads)
 
 
-def _take(into: SampleRecord, finished: SampleRecord) -> None:
-    for name in _FIELDS:
-        if name != "sample":
-            setattr(into, name, getattr(finished, name))
-
-
 async def execute_on_ray(
     backend: Ray,
     run: Run,
     records: Iterable[SampleRecord],
-    sink: Callable[[list[SampleRecord]], Awaitable[None]],
+    sink: Callable[[list[SampleRecord], list[bytes] | None], Awaitable[None]],
+    *,
+    scorer_label: str | None = None,
+    keep_chats: bool = False,
 ) -> None:
     """Solve and/or score `records` on Ray workers, handing the finished ones to `sink`
     (in the driver's event loop) as they come back, a batch at a time: what `Run.execute`
-    does in process one by one."""
+    does in process one by one.
+
+    `sink` gets each batch's records with their journal lines, composed by the workers
+    with `scorer_label` as the scorer's name (or None, for records that failed here and
+    are to be composed by the sink). The records come back spilled (`SampleRecord.spill`,
+    their usage kept) unless `keep_chats`."""
     ray = import_ray()
     check_sendable(run)
     source: Iterator[SampleRecord] = iter(records)
@@ -213,26 +221,28 @@ async def execute_on_ray(
         workers = min(workers, concurrency)
     per_worker = math.ceil(concurrency / workers)
     size = max(1, min(BATCH_SIZE, per_worker // 2 or 1))
-    lanes = math.ceil(per_worker / size)
-    payload = _plan(run, per_worker, concurrency)
+    payload = _plan(run, per_worker, concurrency, scorer_label, keep_chats)
+    cloudpickle = importlib.import_module("ray.cloudpickle")
     here, nodes = _nodes(ray)
     hub = ray.remote(num_cpus=0, scheduling_strategy=_on(ray, here, "DEFAULT"))(LimitsHub).remote(
         concurrency, workers
     )
-    # lanes' work calls, and room for the coordinators' pushes beside them
-    actor = ray.remote(num_cpus=0, max_concurrency=lanes + 4)(SampleWorker)
+    # serve, feed, stop, and room for the coordinators' pushes beside them
+    actor = ray.remote(num_cpus=0, max_concurrency=16)(SampleWorker)
     actors = [
         actor.options(
             scheduling_strategy=_on(ray, nodes[index % len(nodes)] if nodes else None, "SPREAD")
         ).remote(payload, hub, index)
         for index in range(workers)
     ]
-    threads = anyio.CapacityLimiter(workers * lanes + 1)
+    threads = anyio.CapacityLimiter(2 * workers + 1)
     alive = [True] * workers
+    # the records each worker has at work, by key: sent and not back
+    at_work: list[dict[tuple[int | str, int], SampleRecord]] = [{} for _ in range(workers)]
     again: deque[SampleRecord] = deque()  # records a dead worker left: run before the source
     deaths: dict[tuple[int | str, int], int] = {}
-    in_flight = 0
     changed = anyio.Event()
+    dead = (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError)
 
     def notify() -> None:
         nonlocal changed
@@ -244,31 +254,34 @@ async def execute_on_ray(
         batch.extend(itertools.islice(source, size - len(batch)))
         return batch
 
-    async def finish(finished: list[SampleRecord]) -> None:
+    async def finish(finished: list[SampleRecord], lines: list[bytes] | None) -> None:
         for record in finished:
             run.ledger.merge(record.usage)
             run.retries += record.retries
             run.done += 1
             if record.error is not None:
                 run.failed += 1
-        await sink(finished)
+        await sink(finished, lines)
         if run.on_progress is not None:
             run.on_progress(run.progress())
 
-    async def lost(index: int, batch: list[SampleRecord], exc: BaseException) -> None:
-        if alive[index]:
-            alive[index] = False
-            log.warning(
-                f"Ray worker {index + 1} of {workers} died; its unfinished samples go to "
-                f"the other workers: {exc}"
-            )
-            with contextlib.suppress(Exception):  # if it is only unreachable
-                ray.kill(actors[index], no_restart=True)
-            hub.forget.remote(index)
+    async def lost(index: int, exc: BaseException) -> None:
+        """Worker `index` died (its stream says so, after what it had handed back)."""
+        batch = list(at_work[index].values())
+        at_work[index].clear()
+        alive[index] = False
+        log.warning(
+            f"Ray worker {index + 1} of {workers} died; its unfinished samples go to "
+            f"the other workers: {exc}"
+        )
+        with contextlib.suppress(Exception):  # if it is only unreachable
+            ray.kill(actors[index], no_restart=True)
+        hub.forget.remote(index)
         for record in reversed(batch):
             deaths[record.key] = times = deaths.get(record.key, 0) + 1
             if times < MAX_DEATHS:
                 again.appendleft(record)
+        notify()
         given_up = [record for record in batch if deaths[record.key] >= MAX_DEATHS]
         for record in given_up:
             record.error = SampleError(
@@ -277,7 +290,7 @@ async def execute_on_ray(
                 message=f"the worker running it died {MAX_DEATHS} times",
             )
         if given_up:
-            await finish(given_up)
+            await finish(given_up, None)
         if not any(alive):
             left = (run.total - run.done) if run.total else len(again)
             raise WorkerLostError(
@@ -287,42 +300,53 @@ async def execute_on_ray(
                 left=left,
             )
 
-    async def lane(index: int) -> None:
-        nonlocal in_flight
-        worker = actors[index]
+    async def feeder(index: int) -> None:
+        """Feed worker `index` a batch whenever a batch's worth of its share is free."""
+        worker, mine = actors[index], at_work[index]
         while alive[index]:
+            if per_worker - len(mine) < size:
+                await changed.wait()
+                continue
             batch = take()
             if not batch:
-                if in_flight == 0:  # nothing can come back to the queue: done
-                    notify()
-                    return
-                await changed.wait()  # a batch at work may yet come back
+                if not any(at_work):  # nothing at work can come back to the queue: done
+                    break
+                await changed.wait()  # records at work may yet come back
                 continue
-            in_flight += 1
-            mine = {record.key: record for record in batch}
+            for record in batch:
+                mine[record.key] = record
             try:
-                try:
-                    stream = worker.work.remote(batch)
-                except Exception as exc:  # a record that cannot be serialised
-                    raise ConfigError(f"A batch of samples cannot be sent to Ray: {exc}") from exc
-                async for finished in _results(ray, stream, threads):
-                    for done in finished:
-                        _take(mine[done.key], done)
-                    await finish([mine.pop(done.key) for done in finished])
-                    notify()
-            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError) as exc:
-                in_flight -= 1
-                await lost(index, list(mine.values()), exc)
-                notify()
+                blob = batch_out(batch, fresh=run.solver is not None)
+            except Exception as exc:  # a record that cannot be serialised
+                raise ConfigError(f"A batch of samples cannot be sent to Ray: {exc}") from exc
+            try:
+                await _result(ray, worker.feed.remote(blob), threads)
+            except dead:  # its reader hears it too, and sends its records elsewhere
                 return
-            in_flight -= 1
-            notify()
+        notify()
+        with contextlib.suppress(*dead):
+            await _result(ray, worker.stop.remote(), threads)
+
+    async def reader(index: int) -> None:
+        """Take what worker `index` finishes, as it finishes, until it is stopped."""
+        mine = at_work[index]
+        try:
+            async for blob in _results(ray, actors[index].serve.remote(), threads):
+                finished: list[Finished] = cloudpickle.loads(blob)
+                ours = [mine.pop((done[0], done[1])) for done in finished]
+                lines = [
+                    finished_in(record, done) for record, done in zip(ours, finished, strict=True)
+                ]
+                await finish(ours, lines)
+                notify()
+        except dead as exc:
+            await lost(index, exc)
 
     try:
         async with anyio.create_task_group() as tg:
             for index in range(workers):
-                for _ in range(lanes):
-                    tg.start_soon(lane, index)
+                tg.start_soon(reader, index)
+                tg.start_soon(feeder, index)
         _keep_history(run, await _result(ray, hub.reports.remote(), threads))
     finally:
         for worker in actors:

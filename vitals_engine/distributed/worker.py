@@ -1,4 +1,4 @@
-"""The Ray actor that runs batches of samples through our engine in its own event loop.
+"""The Ray actor that runs samples through our engine in its own event loop.
 
 It is built from a payload of cloudpickled bytes (the solver's and scorer's specs,
 their keyword arguments, the run's limits and retry policy, its share of the
@@ -6,9 +6,18 @@ concurrency), the run's limits hub and its own index, and holds one `Run` and
 one pool of connections for its lifetime: every batch it works on shares them.
 Its endpoint limiters lease their capacity from the run's coordinators
 (`leases.py`), which push grants, give-back requests and pauses to `adjust`.
-`work(batch)` runs a batch of records (per-sample stages; the supervisor,
-limits and retries as in a local run) and streams them back as they finish,
-each with its own usage and model calls. Ray is imported here only inside the actor.
+
+The driver makes two kinds of calls, so that Ray is called per batch, never per
+sample. `feed(batch)` hands over a batch of records (cloudpickled, one blob) and
+returns at once; the worker runs it (per-sample stages; the supervisor, limits
+and retries as in a local run). `serve()` is one long call per run: a Ray
+streaming generator that yields what finished, gathered over at most `TICK`
+seconds, until `stop()` is called and nothing is at work. Each finished record
+comes with its journal line, composed and encoded here so the driver only writes
+it. Unless the driver streams records to its caller, the records come back
+spilled (their chats are in the line) and without their sample's content (the
+driver has it). A batch that raises (an error that stops the run) is raised by
+`serve()`. Ray is imported here only inside the actor.
 """
 
 from __future__ import annotations
@@ -19,16 +28,23 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from .._sync import carry
 from ..engine.calls import FunctionSpec
 from ..engine.run import Run
+from ..log.compose import compose_sample
+from ..log.journal_format import encode_sample
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
 from ..samples import SampleRecord
 from ..transport.pool import TransportPool, using_pool
 from .coordinator import Endpoint
 from .leases import SharedLimitsRegistry
+from .wire import Finished, batch_in, finished_out
 
-__all__ = ["SampleWorker", "WorkerPlan"]
+__all__ = ["TICK", "SampleWorker", "WorkerPlan"]
+
+#: Seconds `serve()` gathers finished records for before it yields them again.
+TICK = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,18 +60,27 @@ class WorkerPlan:
     cluster_concurrency: int
     limits: Limits | None
     retry: Retry | None
+    #: The scorer's name in the log (`compose_sample`).
+    scorer_label: str | None = None
+    #: Send the records back whole (chats included): the driver streams them.
+    keep_chats: bool = False
 
 
 class SampleWorker:
     """One worker of a distributed run (made a Ray actor by the driver)."""
 
     def __init__(self, payload: bytes, hub: Any = None, index: int = 0) -> None:
-        cloudpickle = importlib.import_module("ray.cloudpickle")
-        self.plan: WorkerPlan = cloudpickle.loads(payload)
+        self.cloudpickle = importlib.import_module("ray.cloudpickle")
+        self.plan: WorkerPlan = self.cloudpickle.loads(payload)
         self.hub = hub
         self.index = index
         self.run: Run | None = None  # made in the actor's event loop, on the first batch
         self.pool = TransportPool(max(1, self.plan.concurrency))
+        self.finished: list[Finished] = []
+        self.batches: set[asyncio.Task[None]] = set()
+        self.failure: BaseException | None = None
+        self.stopping = False
+        self.more = asyncio.Event()  # something finished or failed, or stop() was called
 
     def _run(self) -> Run:
         if self.run is None:
@@ -77,39 +102,61 @@ class SampleWorker:
             self.run = run
         return self.run
 
-    async def work(self, batch: list[SampleRecord]) -> AsyncIterator[list[SampleRecord]]:
-        """Solve and/or score `batch`, yielding the records as they finish: each yield is
-        what finished since the last (a Ray streaming generator)."""
-        run = self._run()
-        finished: list[SampleRecord] = []
-        more = asyncio.Event()
+    async def feed(self, batch: bytes) -> None:
+        """Start running a batch of records (`wire.batch_out`); return at once."""
+        records = batch_in(batch)
+        # an interrupt (KeyboardInterrupt, SystemExit from a solver) would leave the actor's
+        # event loop; as `Interrupted` it stops the run like any fatal error
+        task = asyncio.ensure_future(carry(self._execute, records))
+        self.batches.add(task)
+        task.add_done_callback(self._batch_done)
 
+    async def _execute(self, records: list[SampleRecord]) -> None:
         async def keep(record: SampleRecord) -> None:
-            finished.append(record)
-            more.set()
+            self.finished.append(self._finished(record))
+            self.more.set()
 
-        async def execute() -> None:
-            with using_pool(self.pool):
-                await run.execute(batch, keep)
+        with using_pool(self.pool):
+            await self._run().execute(records, keep)
 
-        # Ray runs actors on asyncio: the batch runs as a task beside this generator
-        # (never a task group around a yield).
-        task = asyncio.ensure_future(execute())
+    def _batch_done(self, task: asyncio.Task[None]) -> None:
+        self.batches.discard(task)
+        if not task.cancelled() and task.exception() is not None and self.failure is None:
+            self.failure = task.exception()
+        self.more.set()
+
+    async def serve(self) -> AsyncIterator[bytes]:
+        """What finished, cloudpickled (a list of `wire.Finished`), at most every `TICK`
+        seconds, until `stop()` and nothing at work (a Ray streaming generator)."""
         try:
-            while finished or not task.done():
-                if finished:
-                    out = finished[:]
-                    finished.clear()
-                    yield out
+            while True:
+                if self.failure is not None:
+                    raise self.failure
+                if self.finished:
+                    out, self.finished = self.finished, []
+                    yield self.cloudpickle.dumps(out)
+                    await asyncio.sleep(TICK)
                     continue
-                more.clear()
-                waiting = asyncio.ensure_future(more.wait())
-                await asyncio.wait((task, waiting), return_when=asyncio.FIRST_COMPLETED)
-                waiting.cancel()
-            task.result()
+                if self.stopping and not self.batches:
+                    return
+                self.more.clear()
+                await self.more.wait()
         finally:
-            if not task.done():
+            for task in list(self.batches):
                 task.cancel()
+
+    async def stop(self) -> None:
+        """No more batches will come: `serve()` ends once the ones at work are back."""
+        self.stopping = True
+        self.more.set()
+
+    def _finished(self, record: SampleRecord) -> Finished:
+        line = encode_sample(compose_sample(record, self.plan.scorer_label))
+        if not self.plan.keep_chats:
+            usage = record.usage
+            record.spill()
+            record.usage = usage  # the driver adds it to the run's ledger
+        return finished_out(record, line)
 
     async def adjust(
         self, endpoint: Endpoint, grant: int, shed: int, pause_for: float, trim: bool

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .._errors import ConfigError, ScorerError, SolverError, TaskStateError
+from .._sync import asyncio_named
 from ..pacing.clock import Clock, SystemClock
 from ..pacing.limits import Limits, LimitsRegistry
 from ..pacing.retry import Retry
@@ -375,7 +376,7 @@ class Run:
             self._emit()
 
         try:
-            with relaxed_gc():
+            with relaxed_gc(), asyncio_named():
                 await self._execute(records, counted)
         finally:
             if live is not None and live.entries:

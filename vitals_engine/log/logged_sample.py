@@ -19,12 +19,14 @@ from ..providers.replay import ReplayProvider, split_model_id
 from ..samples import Sample, SampleError, SampleRecord, Score
 from ..vocab.calls import RetryNote
 from ..vocab.turns import Turn
+from ..vocab.usage import UsageLedger
 from . import schema as s
 from .logged_chat import LoggedChat
 from .logged_turns import message_contents, message_text, message_turns, model_name, usage_tokens
 
 __all__ = [
     "LoggedSampleError",
+    "add_chat_usage",
     "first_score",
     "normalize_model",
     "sample_record",
@@ -256,3 +258,15 @@ def sample_record(sample: s.EvalSample, default_model: str, ours: bool) -> Sampl
         error=_error(sample.error),
         logged_retries=_logged_retries(sample.events),
     )
+
+
+def add_chat_usage(record: SampleRecord, *ledgers: UsageLedger) -> None:
+    """Add the tokens and cost of each reply in `record`'s chats to `ledgers`, by role."""
+    judge = record.score.chat if record.score is not None else None
+    for role, chat in (("solver", record.solver_chat), ("scorer", judge)):
+        if chat is None:
+            continue
+        for turn in chat.turns:
+            if turn.role == "assistant" and turn.tokens is not None:
+                for ledger in ledgers:
+                    ledger.record(role, chat.provider.name, chat.model, turn.tokens, turn.cost)

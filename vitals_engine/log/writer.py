@@ -150,13 +150,19 @@ _key_decoder = msgspec.json.Decoder(_KeyLine)
 _SAMPLE_PREFIX = b'{"kind":"sample","sample":'
 
 
-def _index(journal: Path) -> dict[tuple[Any, int], tuple[int, int]]:
-    """(id, epoch) -> (offset, length) of the sample's JSON inside each line (last wins).
+def _span(offset: int, length: int) -> int:
+    """Where a sample's JSON lies in the journal, as one int (a pair would cost a tuple
+    and two ints per sample in memory: a hundred bytes, for runs of millions)."""
+    return offset << 32 | length
+
+
+def _index(journal: Path) -> dict[tuple[Any, int], int]:
+    """(id, epoch) -> `_span` of the sample's JSON inside each line (last wins).
 
     Passes over a sample line that does not decode (`read_journal` warns of it), and
     stops at a last line cut short: what a crash left half-written.
     """
-    index: dict[tuple[Any, int], tuple[int, int]] = {}
+    index: dict[tuple[Any, int], int] = {}
     offset = 0
     with journal.open("rb") as fh:
         for line in fh:
@@ -170,24 +176,24 @@ def _index(journal: Path) -> dict[tuple[Any, int], tuple[int, int]]:
                     key = None
                 if key is not None:
                     start = offset + len(_SAMPLE_PREFIX)
-                    index[(key.id, key.epoch)] = (start, end - 2 - start)  # drop "}\n"
+                    index[(key.id, key.epoch)] = _span(start, end - 2 - start)  # drop "}\n"
             offset = end
     return index
 
 
 def _ordered(
-    index: dict[tuple[Any, int], tuple[int, int]], order: Callable[[tuple[Any, int]], Any]
-) -> list[tuple[tuple[Any, int], tuple[int, int]]]:
+    index: dict[tuple[Any, int], int], order: Callable[[tuple[Any, int]], Any]
+) -> list[tuple[tuple[Any, int], int]]:
     return sorted(index.items(), key=lambda item: order(item[0]))
 
 
-def _samples(journal: Path, ranges: Iterable[tuple[int, int]]) -> Iterator[bytes]:
-    """The journal's byte `ranges`, one positioned read each (no seek). (Not a memory map:
-    its pages would count as the run's memory, as big as the journal.)"""
+def _samples(journal: Path, spans: Iterable[int]) -> Iterator[bytes]:
+    """The journal's byte ranges (`_span`s), one positioned read each (no seek). (Not a
+    memory map: its pages would count as the run's memory, as big as the journal.)"""
     fd = os.open(journal, os.O_RDONLY | _BINARY)
     try:
-        for start, length in ranges:
-            yield os.pread(fd, length, start)
+        for span in spans:
+            yield os.pread(fd, span & 0xFFFFFFFF, span >> 32)
     finally:
         os.close(fd)
 
@@ -208,9 +214,7 @@ def _not_the_sample(journal: Path, key: tuple[Any, int], why: str) -> LogWriteEr
     )
 
 
-def _checked_samples(
-    journal: Path, keyed: list[tuple[tuple[Any, int], tuple[int, int]]]
-) -> Iterator[bytes]:
+def _checked_samples(journal: Path, keyed: list[tuple[tuple[Any, int], int]]) -> Iterator[bytes]:
     """The samples' JSON from the journal, each parsed far enough to prove it whole and
     the sample expected (a stale offset would otherwise compose an unreadable log)."""
     ranges = [r for _, r in keyed]
@@ -227,9 +231,7 @@ def _checked_samples(
 _JOIN_BATCH = 256
 
 
-def _write_joined(
-    fh: Any, journal: Path, keyed: list[tuple[tuple[Any, int], tuple[int, int]]]
-) -> None:
+def _write_joined(fh: Any, journal: Path, keyed: list[tuple[tuple[Any, int], int]]) -> None:
     """Write the journal's samples, comma-separated, in a few large writes."""
     samples = _checked_samples(journal, keyed)
     first = True
@@ -251,7 +253,7 @@ def _compose_json(
     journal: Path,
     out: Path,
     header: s.EvalLog,
-    keyed: list[tuple[tuple[Any, int], tuple[int, int]]],
+    keyed: list[tuple[tuple[Any, int], int]],
     check: Check | None,
 ) -> Path:
     head = _header_bytes(header)
@@ -314,7 +316,7 @@ def _compose_eval(
     journal: Path,
     out: Path,
     header: s.EvalLog,
-    keyed: list[tuple[tuple[Any, int], tuple[int, int]]],
+    keyed: list[tuple[tuple[Any, int], int]],
     check: Check | None,
 ) -> Path:
     def write(fh: Any) -> None:
@@ -347,7 +349,7 @@ def compose_final(
     out: Path,
     header: s.EvalLog,
     order: Callable[[tuple[Any, int]], Any] | None = None,
-    index: dict[tuple[Any, int], tuple[int, int]] | None = None,
+    index: dict[tuple[Any, int], int] | None = None,
     *,
     exclude: set[tuple[Any, int]] | frozenset[tuple[Any, int]] = frozenset(),
     check: Check | None = None,
@@ -422,7 +424,7 @@ class LogWriter:
         self._pending: list[Line] = []  # not yet written: before the journal opened, or failed
         self._unsynced: list[Line] = []  # written since the last fsync
         #: Where each sample's JSON lies in the journal, while this writer knows every line.
-        self._index: dict[tuple[Any, int], tuple[int, int]] | None = {}
+        self._index: dict[tuple[Any, int], int] | None = {}
         self._size = 0  # journal bytes that hold whole records
         self._synced = 0  # ... of which fsync'ed
         self._torn = False  # a failed write left bytes past `_size` that could not be cut
@@ -487,7 +489,12 @@ class LogWriter:
 
     def add_many(self, samples: Iterable[s.EvalSample]) -> None:
         """Write finished samples to the journal, now, in one write (see `add`)."""
-        self._pending.extend((encode_sample(x), (x.id, x.epoch)) for x in samples)
+        self.add_lines((encode_sample(x), (x.id, x.epoch)) for x in samples)
+
+    def add_lines(self, lines: Iterable[tuple[bytes, tuple[Any, int]]]) -> None:
+        """Write samples already encoded as journal lines (`encode_sample`, as a Ray
+        worker does), each with its (id, epoch), in one write (see `add`)."""
+        self._pending.extend(lines)
         if self._fd is not None and self.failure is None:
             self._write_pending()
 
@@ -520,7 +527,7 @@ class LogWriter:
             if key is not None:
                 self.exclude.discard(key)
                 if index is not None:
-                    index[key] = (offset + skip, len(line) - skip - 2)
+                    index[key] = _span(offset + skip, len(line) - skip - 2)
             offset += len(line)
         self._size = offset
         self._unsynced.extend(lines)

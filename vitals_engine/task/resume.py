@@ -36,7 +36,7 @@ from ..log import schema as s
 from ..log.compose import logged_input
 from ..log.journal_format import JOURNAL_SUFFIX, JournalStart, read_journal
 from ..log.listing import LISTING
-from ..log.logged_sample import normalize_model, sample_record
+from ..log.logged_sample import add_chat_usage, normalize_model, sample_record
 from ..log.reader import read_log
 from ..samples import SampleRecord
 from ..vocab.usage import UsageLedger
@@ -170,18 +170,10 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
         if sample.error is not None or not sample.scores:
             continue  # failed, or stopped before it was scored: run it again
         record = sample_record(sample, default_model, ours=True)
-        for role, chat in (
-            ("solver", record.solver_chat),
-            ("scorer", record.score.chat if record.score else None),
-        ):
-            if chat is None:
-                continue
-            if chat.provider.model_id in by_model:
+        for chat in (record.solver_chat, record.score.chat if record.score else None):
+            if chat is not None and chat.provider.model_id in by_model:
                 chat._provider = by_model[chat.provider.model_id].provider
-            for turn in chat.turns:
-                if turn.role == "assistant" and turn.tokens is not None:
-                    for target in (ledger, record.usage):
-                        target.record(role, chat.provider.name, chat.model, turn.tokens, turn.cost)
+        add_chat_usage(record, ledger, record.usage)
         finished[record.key] = record
         as_logged[record.key] = sample
     return Resumed(

@@ -34,6 +34,7 @@ from ..engine.run import LiveTexts, Run
 from ..frames import records_frame
 from ..log import schema as log_schema
 from ..log.compose import compose_header, compose_sample
+from ..log.journal_format import encode_sample
 from ..log.live import LiveFile, LiveSample, input_excerpt, live_path
 from ..log.writer import log_file_name, new_id
 from ..metrics import compute_metrics, score_series
@@ -50,7 +51,7 @@ from .logfile import (
 )
 from .options import RunOptions, allowed_failures
 from .resume import UNFINISHED, Resumed, load_resume, newest_run, reconcile
-from .spill import SPILL_AFTER, spill
+from .spill import SPILL_AFTER
 from .state import RunState, TaskSetup
 from .streaming import Sink, first_error
 
@@ -140,16 +141,21 @@ async def run_task(
     async def logged(record: SampleRecord) -> None:
         await logged_together((record,))
 
-    async def logged_together(finished: Sequence[SampleRecord]) -> None:
-        """Samples that finished together (a batch back from a Ray worker): one write."""
-        writer.add_many(compose_sample(record, scorer) for record in finished)
-        for record in finished:
-            logged_keys.add(record.key)
+    async def logged_together(
+        finished: Sequence[SampleRecord], lines: Sequence[bytes] | None = None
+    ) -> None:
+        """Samples that finished together (a batch back from a Ray worker): one write.
+        `lines`: their journal lines, when a worker composed them."""
+        if lines is None:
+            lines = [encode_sample(compose_sample(record, scorer)) for record in finished]
+        keys = [record.key for record in finished]  # one tuple each, for both: big runs
+        writer.add_lines(zip(lines, keys, strict=True))
+        logged_keys.update(keys)
         for record in finished:
             if sink is not None:
                 await sink(record)
             if len(logged_keys) > SPILL_AFTER:
-                spill(record)
+                record.spill()
 
     try:
         try:
@@ -167,7 +173,14 @@ async def run_task(
                     if options.backend is None:
                         await run.execute(source, logged)
                     else:
-                        await execute_on_ray(options.backend, run, source, logged_together)
+                        await execute_on_ray(
+                            options.backend,
+                            run,
+                            source,
+                            logged_together,
+                            scorer_label=scorer,
+                            keep_chats=sink is not None,
+                        )
                 finally:
                     writer.stop()
                     live.stop()

@@ -1,0 +1,65 @@
+"""What crosses between the driver and its Ray workers, in the fewest objects.
+
+A batch going out is one cloudpickled blob: the samples alone, as plain tuples,
+when the workers solve (their records are new), or the records whole when they
+only score (the records hold the solutions). A finished record coming back is a
+tuple: its (id, epoch), its journal line, then its fields in `FIELDS` order,
+never its sample (the driver has it). Plain tuples of builtins pickle in C;
+dataclasses would go through Python code object by object, in both processes.
+
+Example:
+    >>> from vitals_engine.samples import Sample, SampleRecord
+    >>> records = [SampleRecord(Sample(1, 1, "What's 1+1?", "2"))]
+    >>> [r.sample for r in batch_in(batch_out(records, fresh=True))] == [records[0].sample]
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Sequence
+from typing import Any
+
+from ..samples import Sample, SampleRecord
+
+__all__ = ["FIELDS", "Finished", "batch_in", "batch_out", "finished_in", "finished_out"]
+
+#: The fields of a record that come back from a worker, in order.
+FIELDS = tuple(f.name for f in dataclasses.fields(SampleRecord) if f.name != "sample")
+
+#: A finished record as it comes back: id, epoch, journal line, then `FIELDS`.
+Finished = tuple[Any, ...]
+
+
+def _cloudpickle() -> Any:
+    return importlib.import_module("ray.cloudpickle")
+
+
+def batch_out(records: Sequence[SampleRecord], *, fresh: bool) -> bytes:
+    """A batch of records for a worker; `fresh`: records that hold nothing but a sample."""
+    if fresh:
+        rows = [(s.id, s.epoch, s.input, s.target, s.metadata) for s in (r.sample for r in records)]
+        return _cloudpickle().dumps((True, rows))
+    return _cloudpickle().dumps((False, list(records)))
+
+
+def batch_in(blob: bytes) -> list[SampleRecord]:
+    """The records of a batch made by `batch_out`."""
+    fresh, rows = _cloudpickle().loads(blob)
+    if fresh:
+        return [SampleRecord(Sample(*row)) for row in rows]
+    return rows
+
+
+def finished_out(record: SampleRecord, line: bytes) -> Finished:
+    """A finished record (and its journal line) for the driver."""
+    sample = record.sample
+    return (sample.id, sample.epoch, line, *(getattr(record, name) for name in FIELDS))
+
+
+def finished_in(into: SampleRecord, finished: Finished) -> bytes:
+    """Copy a finished record's fields onto the driver's record; return its line."""
+    for name, value in zip(FIELDS, finished[3:], strict=True):
+        setattr(into, name, value)
+    return finished[2]
