@@ -14,6 +14,7 @@ ray = pytest.importorskip("ray")
 
 import vitals_engine as ve  # noqa: E402
 from tests.inspect_check import assert_inspect_reads  # noqa: E402
+from vitals_engine.log.live import read_live  # noqa: E402
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("local_ray")]
 
@@ -273,4 +274,37 @@ async def test_a_worker_hands_back_each_sample_as_it_finishes(server, tmp_path):
                 if len(seen) == 7:  # all but the hanging one, from both batches of 4
                     server.reset()  # the hung request is answered 503, then retried
     assert len(set(seen)) == 8
+    assert task.metrics == {"accuracy": 1.0}
+
+
+async def test_the_live_viewer_shows_the_text_streamed_on_workers(server, tmp_path):
+    """Replies streamed on workers and held after their first words: the run's `.live`
+    sidecar beside the driver's journal lists every sample with its text; it goes once
+    the run ends."""
+    hold = server.hold_stream(timeout=120)
+    chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test", stream=True)
+    task = ve.Task(sums(4), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
+
+    def listed():
+        path = next(tmp_path.glob("*.live"), None)
+        document = read_live(path) if path is not None else None
+        if document is None or len(document.samples) < 4:
+            return None
+        return document if all(s.text for s in document.samples) else None
+
+    async def shown():  # checked between scheduler turns, as the sidecar is rewritten
+        while True:
+            if (document := listed()) is not None:
+                return document
+            await anyio.sleep(0.05)
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: task.eval_async(backend=ve.Ray(workers=2, max_concurrency=4)))
+            document = await shown()
+            hold.release()
+    assert sorted((s.id, s.role, s.input) for s in document.samples) == [
+        (i + 1, "solver", f"What's {i}+{i}?") for i in range(4)
+    ]
+    assert not list(tmp_path.glob("*.live"))
     assert task.metrics == {"accuracy": 1.0}

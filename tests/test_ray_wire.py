@@ -11,7 +11,10 @@ from vitals_engine.distributed.wire import (
     batch_out,
     finished_in,
     finished_out,
+    live_in,
+    live_out,
 )
+from vitals_engine.engine.run import LiveTexts
 from vitals_engine.samples import Sample, SampleError, SampleRecord, Score
 from vitals_engine.vocab.usage import UsageLedger
 
@@ -55,3 +58,25 @@ def test_a_finished_record_comes_back_whole_but_for_its_sample():
     assert finished_in(into, wire) == b"line\n"
     assert set(FIELDS) | {"sample"} == set(SampleRecord.__dataclass_fields__)
     assert all(getattr(into, name) is getattr(done, name) for name in FIELDS)
+
+
+def test_a_workers_live_text_replaces_what_it_showed_before():
+    """A snapshot shows the samples still at work there, with their text; what the
+    previous snapshot showed and this one does not is no longer shown."""
+    on_worker = LiveTexts()
+    one, two = samples()
+    on_worker.sink(one, "solver")(object(), "Thinking")
+    on_worker.sink(two, "scorer")(object(), "GRADE")
+    at_work = {(s.id, s.epoch): SampleRecord(s) for s in samples()}
+    changes = []
+    texts = LiveTexts(on_change=lambda: changes.append(1))
+    shown = live_in(texts, live_out(on_worker), at_work, set())
+    assert shown == {(1, 1), ("b", 2)}
+    assert texts.entries[(1, 1)].text == "Thinking"
+    assert texts.entries[("b", 2)].role == "scorer"
+    assert texts.entries[(1, 1)].sample is at_work[(1, 1)].sample  # the driver's own
+    del at_work[("b", 2)]  # finished on the worker meanwhile
+    on_worker.drop((1, 1))
+    assert live_in(texts, live_out(on_worker), at_work, shown) == set()
+    assert texts.entries == {}
+    assert len(changes) == 2

@@ -58,7 +58,7 @@ from ..engine.run import Run
 from ..samples import SampleError, SampleRecord
 from .backend import Ray, import_ray
 from .coordinator import LimitsHub
-from .wire import Finished, batch_out, finished_in
+from .wire import Finished, batch_out, finished_in, live_in
 from .worker import SampleWorker, WorkerPlan
 
 __all__ = ["BATCH_SIZE", "LAST_REPORT", "MAX_DEATHS", "check_sendable", "execute_on_ray"]
@@ -125,6 +125,7 @@ def _plan(
             retry=run.retry,
             scorer_label=scorer_label,
             keep_chats=keep_chats,
+            live=run.live is not None,
         ),
     )
 
@@ -241,6 +242,8 @@ async def execute_on_ray(
     at_work: list[dict[tuple[int | str, int], SampleRecord]] = [{} for _ in range(workers)]
     again: deque[SampleRecord] = deque()  # records a dead worker left: run before the source
     deaths: dict[tuple[int | str, int], int] = {}
+    texts = run.live  # the streamed text of the samples at work, for the live viewer
+    shown: list[set[tuple[int | str, int]]] = [set() for _ in range(workers)]
     changed = anyio.Event()
     dead = (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError)
 
@@ -256,6 +259,8 @@ async def execute_on_ray(
 
     async def finish(finished: list[SampleRecord], lines: list[bytes] | None) -> None:
         for record in finished:
+            if texts is not None:
+                texts.drop(record.key)
             run.ledger.merge(record.usage)
             run.retries += record.retries
             run.done += 1
@@ -269,6 +274,8 @@ async def execute_on_ray(
         """Worker `index` died (its stream says so, after what it had handed back)."""
         batch = list(at_work[index].values())
         at_work[index].clear()
+        if texts is not None:
+            shown[index] = live_in(texts, [], at_work[index], shown[index])
         alive[index] = False
         log.warning(
             f"Ray worker {index + 1} of {workers} died; its unfinished samples go to "
@@ -332,13 +339,17 @@ async def execute_on_ray(
         mine = at_work[index]
         try:
             async for blob in _results(ray, actors[index].serve.remote(), threads):
-                finished: list[Finished] = cloudpickle.loads(blob)
+                finished: list[Finished]
+                finished, live = cloudpickle.loads(blob)
                 ours = [mine.pop((done[0], done[1])) for done in finished]
                 lines = [
                     finished_in(record, done) for record, done in zip(ours, finished, strict=True)
                 ]
-                await finish(ours, lines)
-                notify()
+                if ours:
+                    await finish(ours, lines)
+                    notify()
+                if live is not None and texts is not None:
+                    shown[index] = live_in(texts, live, mine, shown[index])
         except dead as exc:
             await lost(index, exc)
 
@@ -349,6 +360,8 @@ async def execute_on_ray(
                 tg.start_soon(feeder, index)
         _keep_history(run, await _result(ray, hub.reports.remote(), threads))
     finally:
+        if texts is not None:
+            texts.clear()
         for worker in actors:
             ray.kill(worker)
         ray.kill(hub)

@@ -6,6 +6,8 @@ only score (the records hold the solutions). A finished record coming back is a
 tuple: its (id, epoch), its journal line, then its fields in `FIELDS` order,
 never its sample (the driver has it). Plain tuples of builtins pickle in C;
 dataclasses would go through Python code object by object, in both processes.
+The live text of a worker's in-flight samples goes as a snapshot of tuples
+(`live_out`), which the driver puts into its own `LiveTexts` (`live_in`).
 
 Example:
     >>> from vitals_engine.samples import Sample, SampleRecord
@@ -21,15 +23,29 @@ import importlib
 from collections.abc import Sequence
 from typing import Any
 
+from ..engine.run import LiveText, LiveTexts
 from ..samples import Sample, SampleRecord
 
-__all__ = ["FIELDS", "Finished", "batch_in", "batch_out", "finished_in", "finished_out"]
+__all__ = [
+    "FIELDS",
+    "Finished",
+    "LiveSnapshot",
+    "batch_in",
+    "batch_out",
+    "finished_in",
+    "finished_out",
+    "live_in",
+    "live_out",
+]
 
 #: The fields of a record that come back from a worker, in order.
 FIELDS = tuple(f.name for f in dataclasses.fields(SampleRecord) if f.name != "sample")
 
 #: A finished record as it comes back: id, epoch, journal line, then `FIELDS`.
 Finished = tuple[Any, ...]
+
+#: A worker's live texts: (id, epoch, role, text, chars, updated) per in-flight sample.
+LiveSnapshot = list[tuple[Any, int, str, str, int, float]]
 
 
 def _cloudpickle() -> Any:
@@ -63,3 +79,36 @@ def finished_in(into: SampleRecord, finished: Finished) -> bytes:
     for name, value in zip(FIELDS, finished[3:], strict=True):
         setattr(into, name, value)
     return finished[2]
+
+
+def live_out(texts: LiveTexts) -> LiveSnapshot:
+    """A snapshot of a worker's live texts, for the driver."""
+    return [
+        (key[0], key[1], entry.role, entry.text, entry.chars, entry.updated)
+        for key, entry in texts.entries.items()
+    ]
+
+
+def live_in(
+    texts: LiveTexts,
+    snapshot: LiveSnapshot,
+    at_work: dict[tuple[Any, int], SampleRecord],
+    shown: set[tuple[Any, int]],
+) -> set[tuple[Any, int]]:
+    """Show one worker's `snapshot` in the driver's `texts`, in place of what it showed
+    before (`shown`): samples no longer at work there are left out. Returns what it shows."""
+    now: set[tuple[Any, int]] = set()
+    for id, epoch, role, text, chars, updated in snapshot:
+        record = at_work.get((id, epoch))
+        if record is None:  # finished since
+            continue
+        entry = texts.entries.get(record.key)
+        if entry is None:
+            entry = texts.entries[record.key] = LiveText(record.sample, role, None)
+        entry.role, entry.text, entry.chars, entry.updated = role, text, chars, updated
+        now.add(record.key)
+    for key in shown - now:
+        texts.entries.pop(key, None)
+    if texts.on_change is not None:
+        texts.on_change()
+    return now

@@ -16,7 +16,9 @@ seconds, until `stop()` is called and nothing is at work. Each finished record
 comes with its journal line, composed and encoded here so the driver only writes
 it. Unless the driver streams records to its caller, the records come back
 spilled (their chats are in the line) and without their sample's content (the
-driver has it). A batch that raises (an error that stops the run) is raised by
+driver has it). While replies stream, `serve()` also sends a snapshot of the
+text of the samples at work, at most every `LIVE_EVERY` seconds, for the live
+viewer. A batch that raises (an error that stops the run) is raised by
 `serve()`. Ray is imported here only inside the actor.
 """
 
@@ -24,13 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from .._sync import carry
 from ..engine.calls import FunctionSpec
-from ..engine.run import Run
+from ..engine.run import LiveTexts, Run
 from ..log.compose import compose_sample
 from ..log.journal_format import encode_sample
 from ..pacing.limits import Limits
@@ -39,12 +42,15 @@ from ..samples import SampleRecord
 from ..transport.pool import TransportPool, using_pool
 from .coordinator import Endpoint
 from .leases import SharedLimitsRegistry
-from .wire import Finished, batch_in, finished_out
+from .wire import Finished, LiveSnapshot, batch_in, finished_out, live_out
 
-__all__ = ["TICK", "SampleWorker", "WorkerPlan"]
+__all__ = ["LIVE_EVERY", "TICK", "SampleWorker", "WorkerPlan"]
 
 #: Seconds `serve()` gathers finished records for before it yields them again.
 TICK = 0.05
+
+#: Seconds between two snapshots of the live text sent to the driver, at least.
+LIVE_EVERY = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +70,18 @@ class WorkerPlan:
     scorer_label: str | None = None
     #: Send the records back whole (chats included): the driver streams them.
     keep_chats: bool = False
+    #: Send the streamed text of in-flight samples (for the live viewer).
+    live: bool = False
+
+
+class _BatchTexts(LiveTexts):
+    """A worker's live texts. Its one `Run` executes many batches at once: a batch that
+    ends must not clear the texts of the others (each goes as its sample finishes)."""
+
+    __slots__ = ()
+
+    def clear(self) -> None:
+        pass
 
 
 class SampleWorker:
@@ -80,7 +98,10 @@ class SampleWorker:
         self.batches: set[asyncio.Task[None]] = set()
         self.failure: BaseException | None = None
         self.stopping = False
-        self.more = asyncio.Event()  # something finished or failed, or stop() was called
+        self.more = asyncio.Event()  # something finished, failed or streamed, or stop()
+        self.texts = _BatchTexts(on_change=self._text_changed) if self.plan.live else None
+        self.texts_changed = False
+        self.texts_sent = 0.0  # time.monotonic() of the last snapshot sent
 
     def _run(self) -> Run:
         if self.run is None:
@@ -93,6 +114,7 @@ class SampleWorker:
                 concurrency=plan.concurrency,
                 limits=plan.limits,
                 retry=plan.retry,
+                live=self.texts,
             )
             if self.hub is not None:
                 me = importlib.import_module("ray").get_runtime_context().current_actor
@@ -126,16 +148,23 @@ class SampleWorker:
         self.more.set()
 
     async def serve(self) -> AsyncIterator[bytes]:
-        """What finished, cloudpickled (a list of `wire.Finished`), at most every `TICK`
-        seconds, until `stop()` and nothing at work (a Ray streaming generator)."""
+        """What finished (a list of `wire.Finished`) and, when it changed, a snapshot of
+        the live text (`wire.live_out`, else None), cloudpickled as a pair: at most every
+        `TICK` seconds (the text at most every `LIVE_EVERY`), until `stop()` and nothing
+        at work (a Ray streaming generator)."""
         try:
             while True:
                 if self.failure is not None:
                     raise self.failure
-                if self.finished:
+                now = time.monotonic()
+                texts_due = self.texts_changed and now - self.texts_sent >= LIVE_EVERY
+                if self.finished or texts_due:
                     out, self.finished = self.finished, []
-                    yield self.cloudpickle.dumps(out)
+                    yield self.cloudpickle.dumps((out, self._texts() if texts_due else None))
                     await asyncio.sleep(TICK)
+                    continue
+                if self.texts_changed:  # changed since the last snapshot, sent just now
+                    await asyncio.sleep(self.texts_sent + LIVE_EVERY - now)
                     continue
                 if self.stopping and not self.batches:
                     return
@@ -144,6 +173,15 @@ class SampleWorker:
         finally:
             for task in list(self.batches):
                 task.cancel()
+
+    def _text_changed(self) -> None:
+        self.texts_changed = True
+        self.more.set()
+
+    def _texts(self) -> LiveSnapshot:
+        assert self.texts is not None
+        self.texts_changed, self.texts_sent = False, time.monotonic()
+        return live_out(self.texts)
 
     async def stop(self) -> None:
         """No more batches will come: `serve()` ends once the ones at work are back."""
