@@ -38,6 +38,7 @@ __all__ = [
     "asyncio_named",
     "carry",
     "loop_running_here",
+    "on_asyncio",
     "raise_carried",
     "run_sync",
 ]
@@ -51,7 +52,7 @@ _USE_UVLOOP = importlib.util.find_spec("uvloop") is not None
 
 def loop_running_here() -> bool:
     """True when called from inside a running asyncio or trio event loop."""
-    if _on_asyncio():
+    if on_asyncio():
         return True
     trio = sys.modules.get("trio")
     if trio is not None:
@@ -72,7 +73,7 @@ def asyncio_named() -> Iterator[None]:
         sniffio is None
         or sniffio.thread_local.name is not None
         or sniffio.current_async_library_cvar.get() is not None
-        or not _on_asyncio()
+        or not on_asyncio()
     ):
         yield
         return
@@ -83,7 +84,8 @@ def asyncio_named() -> Iterator[None]:
         sniffio.current_async_library_cvar.reset(token)
 
 
-def _on_asyncio() -> bool:
+def on_asyncio() -> bool:
+    """True when called from inside a running asyncio event loop (uvloop's included)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

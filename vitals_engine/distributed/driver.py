@@ -37,7 +37,6 @@ dead, `WorkerLostError`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib
 import itertools
@@ -53,7 +52,7 @@ import anyio.to_thread
 
 from .._errors import ConfigError, VitalsError, WorkerLostError
 from .._logging import log
-from .._sync import Interrupted
+from .._sync import Interrupted, on_asyncio
 from ..engine.run import Run
 from ..samples import SampleError, SampleRecord
 from .backend import Ray, import_ray
@@ -141,14 +140,6 @@ def _start(ray: Any, backend: Ray) -> None:
         raise ConfigError(f"Could not start or join a Ray cluster {where}: {exc}") from exc
 
 
-def _on_asyncio() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
 def _reraised(ray: Any, exc: BaseException) -> BaseException:
     """What a worker raised, as itself when it is ours (or an interrupt)."""
     cause = getattr(exc, "cause", None)
@@ -163,7 +154,7 @@ def _reraised(ray: Any, exc: BaseException) -> BaseException:
 
 async def _result(ray: Any, ref: Any, threads: anyio.CapacityLimiter) -> Any:
     try:
-        if _on_asyncio():
+        if on_asyncio():
             return await ref
         return await anyio.to_thread.run_sync(ray.get, ref, abandon_on_cancel=True, limiter=threads)
     except ray.exceptions.RayTaskError as exc:
@@ -172,7 +163,7 @@ async def _result(ray: Any, ref: Any, threads: anyio.CapacityLimiter) -> Any:
 
 async def _results(ray: Any, stream: Any, threads: anyio.CapacityLimiter) -> AsyncIterator[Any]:
     """What a Ray streaming generator yields, as it yields it."""
-    if _on_asyncio():
+    if on_asyncio():
         async for ref in stream:
             yield await _result(ray, ref, threads)
         return

@@ -14,7 +14,6 @@ outside any run gets a scope of its own for that one call.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -23,19 +22,12 @@ from typing import Any
 
 import anyio
 
+from .._sync import on_asyncio
 from .base import Transport
 
 __all__ = ["TransportPool", "current_pool", "transport_scope", "using_pool"]
 
 ENV_TRANSPORT = "VITALS_TRANSPORT"
-
-
-def _on_asyncio() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 class TransportPool:
@@ -57,7 +49,7 @@ class TransportPool:
                 from .httpx_client import HttpxTransport
 
                 transport = HttpxTransport(client=client)
-            elif self.prefer == "aiohttp" and _on_asyncio():
+            elif self.prefer == "aiohttp" and on_asyncio():
                 from .aiohttp_client import AiohttpTransport
 
                 transport = AiohttpTransport(self.pool_size)
