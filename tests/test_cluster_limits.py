@@ -224,6 +224,55 @@ async def test_the_request_rate_is_one_bucket_for_the_cluster():
     assert started[-1] >= 2.6 - 1e-9  # 36 requests at 10/s after a burst of 10
 
 
+class LateMethod:
+    """A hub call whose answer is decided at once but reaches the worker `delay` seconds
+    later, as on a starved machine."""
+
+    def __init__(self, fn, clock, delay):
+        self.fn, self.clock, self.delay = fn, clock, delay
+
+    def remote(self, *args):
+        async def answer():
+            value = self.fn(*args)
+            await self.clock.sleep(self.delay)
+            return value
+
+        return answer()
+
+
+@pytest.mark.parametrize("delays", [(0.9, 0.1), (0.2, 0.1)])
+async def test_leases_that_reach_workers_late_do_not_bunch_requests(delays):
+    """rpm=600 over 2 workers, each with 30 requests waiting at once; each worker's
+    leases reach it some time after the coordinator granted them (a starved machine),
+    worker 0's later than worker 1's. The requests started in every span of time are
+    still at most one second's burst plus the rate: a lease spent late does not add to
+    the grants made since."""
+    clock = VirtualClock()
+    _, limiters = cluster(Limits(rpm=600), 2, clock)
+    for limiter, delay in zip(limiters, delays, strict=True):
+        link = limiter.link
+        link.hub = Actor(link.hub.target)
+        link.hub.take = LateMethod(link.hub.target.take, clock, delay)
+    started = []
+
+    async def send(limiter):
+        await limiter.wait_turn()
+        started.append(clock.now())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(clock.drive)
+        async with anyio.create_task_group() as work:
+            for limiter in limiters:
+                for _ in range(30):
+                    work.start_soon(send, limiter)
+        tg.cancel_scope.cancel()
+    started.sort()
+    assert len(started) == 60
+    for i, first in enumerate(started):
+        for j in range(i, len(started)):
+            assert j - i + 1 <= 10 + 10 * (started[j] - first) + 1e-9, (i, j, started)
+
+
 async def test_tokens_leased_and_not_used_lapse():
     """A worker cannot save up leased requests: what it leased and left unused is gone
     after the lease's time, so a later burst asks the coordinator again."""

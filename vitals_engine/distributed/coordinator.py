@@ -21,7 +21,9 @@ Concurrency is leased in chunks, as counts of slots a worker may hold:
 
 Requests and tokens per minute are cluster buckets: a worker short of them
 asks for what its waiting requests need (`take`) and gets it, or the time to
-wait. What a worker leased and did not use expires after `LEASE_TTL`.
+wait. What a worker leased and did not use expires `LEASE_TTL` after it asked, and
+each bucket holds back that much of its burst: a lease is spent at most that late,
+so requests in any span of time stay within one process's burst plus the rate.
 
 A 429 that a worker judges a rate limit (see `pacing/limits.py`) is reported
 (`rate_limited`); the coordinator pauses the endpoint, halves the total if
@@ -44,8 +46,10 @@ from ..pacing.limits import Limits
 
 __all__ = ["LEASE_TTL", "EndpointCoordinator", "LimitsHub"]
 
-#: Seconds that requests or tokens leased by a worker stay good.
-LEASE_TTL = 1.0
+#: Seconds that requests or tokens leased by a worker stay good, counted from the ask.
+#: The cluster bucket's burst is this much of its rate smaller than one process's, so
+#: a lease spent late cannot add to the grants made since.
+LEASE_TTL = 0.25
 
 #: Seconds between two asks to one worker to give back slots for a starved one.
 REBALANCE_EVERY = 0.25
@@ -139,8 +143,8 @@ class EndpointCoordinator:
     def _tune_buckets(self) -> None:
         now = self.clock()
         rpm, tpm = self.limits.rpm, self.limits.tpm
-        self.requests = _retuned(self.requests, rpm, (rpm or 0) / 60, now)
-        self.tokens = _retuned(self.tokens, tpm, tpm or 0, now)
+        self.requests = _retuned(self.requests, rpm, _burst(rpm, 1 / 60), now)
+        self.tokens = _retuned(self.tokens, tpm, _burst(tpm, 1.0), now)
 
     def configure(self, limits: Limits) -> None:
         """A worker saw other limits for the endpoint: the stricter of each holds."""
@@ -326,6 +330,13 @@ class EndpointCoordinator:
     def report(self) -> dict[str, Any]:
         """What the run's log and benchmark want to know of the endpoint."""
         return {"history": list(self.history), "calls": self.calls, "total": self.total}
+
+
+def _burst(per_minute: float | None, minutes: float) -> float:
+    """A cluster bucket's capacity: `minutes` of the rate (as one process's bucket has),
+    less what leases in flight may still spend."""
+    per_second = (per_minute or 0) / 60
+    return per_second * (60 * minutes - LEASE_TTL)
 
 
 def _retuned(

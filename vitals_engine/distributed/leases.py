@@ -182,8 +182,9 @@ class LeasedBucket(TokenBucket):
     """Requests or tokens per minute leased from the coordinator's cluster bucket.
 
     What a waiting request needs (and what the requests queued behind it need) is
-    leased in one call; leased amounts unused after `LEASE_TTL` lapse, so a worker
-    cannot save up a burst. Charges after the fact (`give` with a negative amount)
+    leased in one call; leased amounts unused `LEASE_TTL` after the ask lapse, so a
+    worker cannot save up a burst (a lease that arrives later still lets the request
+    that asked for it go). Charges after the fact (`give` with a negative amount)
     are debt that the next lease pays first.
     """
 
@@ -210,6 +211,9 @@ class LeasedBucket(TokenBucket):
                 need = amount - self.level
                 queued = self._lock.statistics().tasks_waiting
                 granted, wait = await link.take(self.kind, need, need + amount * queued)
+                if granted and clock.now() >= now + LEASE_TTL:
+                    self.level = 0.0  # came too late to keep: this request goes, no more
+                    return
                 if granted:
                     self.level += granted
                     self.expires = now + LEASE_TTL
