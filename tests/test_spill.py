@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import vitals_engine as ve
 import vitals_engine.task.running as running
 
 pytestmark = pytest.mark.anyio
+
+
+def events(sample):
+    return json.loads(bytes(sample.events))
 
 
 def sums(n):
@@ -20,16 +26,40 @@ def spill_after_three(monkeypatch):
 
 
 @pytest.mark.usefixtures("spill_after_three")
-async def test_samples_past_the_threshold_drop_their_chats(tmp_path):
-    """Past the threshold a finished sample keeps its result and score but not its chats."""
+async def test_samples_past_the_threshold_keep_only_their_scores(tmp_path):
+    """Past the threshold a finished sample keeps its score's value, not its result, its
+    score's explanation or its chats; the metrics are those of every sample, and
+    get_samples() gives every sample back whole."""
     task = ve.Task(
         sums(8), solver=ve.generate(ve.chat_mock()), scorer=ve.model_graded_qa(), dir=tmp_path
     )
     await task.eval_async(max_concurrency=1)
     records = task._state.records
     assert sum(r.spilled for r in records) == 5
-    assert all(r.result is not None and r.score is not None for r in records)
-    assert all(r.solver_chat is None for r in records if r.spilled)
+    assert [r.score.value for r in records] == ["C"] * 8
+    spilled = [r for r in records if r.spilled]
+    assert all(r.result is None and r.solver_chat is None for r in spilled)
+    assert all(r.score.explanation is None for r in spilled)
+    assert task.metrics == {"accuracy": 1.0}
+    frame = task.get_samples()
+    assert frame["result"].to_list() == [f"{i} + {i} = {2 * i}" for i in range(8)]
+    assert all(e.endswith("GRADE: C") for e in frame["explanation"].to_list())
+
+
+@pytest.mark.usefixtures("spill_after_three")
+async def test_a_streamed_sample_stays_whole_for_the_caller_past_the_threshold(tmp_path):
+    """stream_async() hands out every sample whole, and the caller's copy stays whole
+    after the run has spilled its own."""
+    task = ve.Task(
+        sums(8), solver=ve.generate(ve.chat_mock()), scorer=ve.model_graded_qa(), dir=tmp_path
+    )
+    kept = []
+    async with task.stream_async(max_concurrency=1) as samples:
+        async for record in samples:
+            kept.append(record)
+    assert sum(r.spilled for r in task._state.records) == 5
+    assert [r.result for r in kept] == [f"{i} + {i} = {2 * i}" for i in range(8)]
+    assert all(r.solver_chat is not None and r.score.chat is not None for r in kept)
 
 
 @pytest.mark.usefixtures("spill_after_three")
@@ -97,3 +127,21 @@ async def test_rescoring_a_spilled_run_logs_each_samples_own_usage(tmp_path):
     judge = [s.role_usage["scorer"] for s in logged]
     assert all(usage == judge[0] for usage in judge)
     assert judge[0].input_tokens > 0
+
+
+@pytest.mark.usefixtures("spill_after_three")
+async def test_writing_a_spilled_runs_log_elsewhere_keeps_every_sample_whole(tmp_path):
+    """task.log(dir) after the run's own log was written: the copy holds every sample as
+    the run's log does (messages, output, usage, events), spilled or not."""
+    task = ve.Task(
+        sums(6), solver=ve.generate(ve.chat_mock()), scorer=ve.model_graded_qa(), dir=tmp_path
+    )
+    await task.eval_async(max_concurrency=1)
+    first = ve.read_log(task.log_path)
+    copy = ve.read_log(task.log(tmp_path / "copy"))
+    assert len(copy.samples) == 6
+    for ours, theirs in zip(first.samples, copy.samples, strict=True):
+        assert theirs.messages == ours.messages
+        assert theirs.output == ours.output
+        assert theirs.model_usage == ours.model_usage
+        assert [e["event"] for e in events(theirs)] == [e["event"] for e in events(ours)]

@@ -9,36 +9,27 @@ per-sample metadata.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import msgspec
 
 from ._errors import DatasetError
 from .samples import Sample
 
-if TYPE_CHECKING:
-    pass
-
 __all__ = ["DatasetRow", "dataset_name", "load_dataset"]
 
 _REQUIRED = ("input", "target")
 
 
-@dataclass(frozen=True, slots=True)
-class DatasetRow:
-    id: int | str
-    input: Any
-    target: str | list[str]
-    metadata: dict[str, Any]
-
-    def sample(self, epoch: int) -> Sample:
-        return Sample(self.id, epoch, self.input, self.target, self.metadata)
+#: A dataset row is its first epoch's sample: a run of one epoch holds one object per
+#: row, not a row and its sample.
+DatasetRow = Sample
 
 
 def _is_pandas(data: Any) -> bool:
@@ -196,8 +187,9 @@ def load_dataset(data: Any) -> list[DatasetRow]:
     for i, record in enumerate(records, 1):
         metadata = {k: v for k, v in record.items() if k not in ("id", "input", "target")}
         rows.append(
-            DatasetRow(
+            Sample(
                 id=_id(record.get("id"), i) if has_id else i,
+                epoch=1,
                 input=_input(record.get("input"), i),
                 target=_target(record.get("target"), i),
                 metadata=metadata,
@@ -224,5 +216,6 @@ def dataset_name(data: Any) -> str | None:
 def expand_epochs(rows: Sequence[DatasetRow], epochs: int) -> Iterator[Sample]:
     """Samples in run order: id1/e1, id1/e2, ..., id2/e1, ..."""
     for row in rows:
-        for epoch in range(1, epochs + 1):
-            yield row.sample(epoch)
+        yield row
+        for epoch in range(2, epochs + 1):
+            yield dataclasses.replace(row, epoch=epoch)

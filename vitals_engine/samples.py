@@ -20,7 +20,10 @@ if TYPE_CHECKING:
 
 __all__ = ["GRADES", "Sample", "SampleError", "SampleRecord", "Score", "Solution", "SolvedSample"]
 
-_EMPTY_LEDGER = UsageLedger()  # a spilled record's: nothing is ever added to it
+# A spilled record's usage and model calls: shared, and nothing is ever added to them
+# (reading a record back gives it its own; see task/spill.py).
+_EMPTY_LEDGER = UsageLedger()
+_NO_CALLS: list[ModelCall] = []
 
 #: The ordered grades: incorrect < partially correct < correct.
 GRADES = ("I", "P", "C")
@@ -148,17 +151,21 @@ class SampleRecord:
         return self.result is not None and self.error is None
 
     def spill(self) -> None:
-        """Drop what the log holds and the results do not need: chats, calls, per-sample
-        usage (its retry notes stay: few, and counted by `get_samples()`). The log's
-        copy is read back when asked (see task/spill.py)."""
-        notes = [note for call in self.calls for note in call.retries]
+        """Keep only what the run's metrics and counts need: the score's value, the error,
+        the times and retry notes. The result, the score's answer and explanation, the
+        chats, model calls and per-sample usage are in the log, and read back from it
+        when asked (see task/spill.py). Objects that others may hold (the score) are
+        replaced, never changed."""
+        notes = [note for call in self.calls or () for note in call.retries]
         if notes:
             self.logged_retries = [*(self.logged_retries or ()), *notes]
+        self.result = None
         self.solver_chat = None
-        self.calls = []
+        self.solver_metadata = None
+        self.calls = _NO_CALLS
         self.usage = _EMPTY_LEDGER
         if self.score is not None:
-            self.score.chat = None
+            self.score = Score(self.score.value)
         self.spilled = True
 
     def solved_sample(self) -> SolvedSample:

@@ -257,6 +257,8 @@ async def execute_on_ray(
             run.done += 1
             if record.error is not None:
                 run.failed += 1
+            if record.spilled:
+                record.spill()  # its usage is in the run's ledger: drop the worker's copy
         await sink(finished, lines)
         if run.on_progress is not None:
             run.on_progress(run.progress())

@@ -43,7 +43,11 @@ def write_log(setup: TaskSetup, state: RunState, dir: str | Path | None) -> Path
     if writer is not None and not writer.finalized and writer.journal.exists():
         return finalize_log(setup, state, writer, target / writer.path.name)
     header = compose_header(run_header(setup, state, state.records))
-    header.samples = [compose_sample(r, setup.scorer_label) for r in state.records]
+    logged = state.log_path
+    if is_spilled(state.records) and logged is not None and logged.exists():
+        header.samples = read_log(logged).samples  # spilled samples are whole only there
+    else:
+        header.samples = [compose_sample(r, setup.scorer_label) for r in state.records]
     name = state.log_name or log_file_name(
         state.created or time.time(), setup.name, state.eval_id or new_id()
     )

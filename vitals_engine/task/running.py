@@ -3,13 +3,13 @@ as they finish, with the task's state updated when the run ends, however it ends
 
 A run reads the task's `TaskSetup` and writes its `RunState`. Each finished sample
 goes to the run's journal before the caller's sink sees it; past `SPILL_AFTER`
-logged samples, its chats are dropped from memory. A run that stops on an error or
-a SystemExit (status "error"), a cancellation or a KeyboardInterrupt (status
-"cancelled") still records its state and, once any sample had started, writes the
-log, then re-raises. Its log, its header's counts and the task's records hold the
-samples that finished (and those reused from a resumed run); samples in flight when
-it stopped have no result yet, so they are neither logged nor counted, and a resume
-runs them again.
+logged samples, the run keeps only its score in memory (the caller gets a whole
+copy). A run that stops on an error or a SystemExit (status "error"), a cancellation
+or a KeyboardInterrupt (status "cancelled") still records its state and, once any
+sample had started, writes the log, then re-raises. Its log, its header's counts and
+the task's records hold the samples that finished (and those reused from a resumed
+run); samples in flight when it stopped have no result yet, so they are neither
+logged nor counted, and a resume runs them again.
 
 While samples stream their replies, the run keeps their text so far in a sidecar
 beside the journal (`log/live.py`), for the live viewer; it is removed when the
@@ -19,6 +19,7 @@ run ends, however it ends. A run where nothing streams never writes one.
 from __future__ import annotations
 
 import collections
+import copy
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -151,10 +152,11 @@ async def run_task(
         keys = [record.key for record in finished]  # one tuple each, for both: big runs
         writer.add_lines(zip(lines, keys, strict=True))
         logged_keys.update(keys)
+        spill = len(logged_keys) > SPILL_AFTER
         for record in finished:
-            if sink is not None:
-                await sink(record)
-            if len(logged_keys) > SPILL_AFTER:
+            if sink is not None:  # the caller's copy stays whole: it may read it later
+                await sink(copy.copy(record) if spill else record)
+            if spill:
                 record.spill()
 
     try:
