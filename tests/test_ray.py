@@ -68,6 +68,58 @@ def test_a_ray_run_gives_what_a_local_run_gives(tmp_path):
     ]
 
 
+@ve.batch_solver
+async def answer_all(inputs, solver_chat):
+    """A batch solver with model calls of its own: one per input, on the driver."""
+    results, chats = [], []
+    for text in inputs:
+        chat = solver_chat.clone()
+        results.append(await chat.chat_async(text))
+        chats.append(chat)
+    return {"result": results, "solver_chat": chats}
+
+
+@ve.batch_scorer
+def includes_all(samples):
+    """A batch scorer: every solved sample at once."""
+    rows = zip(samples["result"], samples["target"], strict=True)
+    return {"score": ["C" if target in result else "I" for result, target in rows]}
+
+
+@pytest.mark.parametrize(
+    ("solver", "scorer"),
+    [
+        (answer_all, ve.model_graded_qa()),
+        (ve.generate(), includes_all),
+        (answer_all, includes_all),
+    ],
+    ids=["batch solver", "batch scorer", "both"],
+)
+def test_a_batch_stage_runs_on_the_driver_and_the_other_on_workers(tmp_path, solver, scorer):
+    """A batch solver or scorer gets every sample at once, on the driver; the per-sample
+    stage runs on the workers. Samples, scores, the cost table (each call counted once)
+    and the logged chats are those of a local run."""
+
+    def task(directory):
+        return ve.Task(sums(12), solver=solver, scorer=scorer, dir=directory)
+
+    kwargs = {"solver_chat": ve.chat_mock()}
+    if scorer is not includes_all:
+        kwargs["scorer_chat"] = ve.chat_mock()
+    on_ray = task(tmp_path / "ray").eval(backend=ve.Ray(workers=2), **kwargs)
+    # records scored on workers come back with their journal lines, spilled
+    scored_on_workers = all(r.spilled for r in on_ray._state.records)
+    assert scored_on_workers == (solver is answer_all and scorer is not includes_all)
+    local = task(tmp_path / "local").eval(**kwargs)
+    assert outcome(on_ray) == outcome(local)
+    assert on_ray.metrics == local.metrics == {"accuracy": 1.0}
+    assert on_ray.get_cost().equals(local.get_cost())
+    logged, local_log = ve.read_log(on_ray.log_path), ve.read_log(local.log_path)
+    assert [[m.content for m in s.messages] for s in logged.samples] == [
+        [m.content for m in s.messages] for s in local_log.samples
+    ]
+
+
 async def test_a_ray_run_calls_a_model_server_over_http(server, tmp_path):
     """Workers send real HTTP requests to the mock server; every sample is journaled and
     logged by the driver, and its tokens are counted once."""

@@ -88,24 +88,70 @@ def _pickled(what: str, value: Any) -> bytes:
 
 
 def check_sendable(run: Run, sample: Any = None) -> None:
-    """Raise a ConfigError, before any request, when the run cannot go to Ray workers."""
+    """Raise a ConfigError, before any request, when the run cannot go to Ray workers.
+    A batch stage runs on the driver: it is not sent."""
     import_ray()
-    for spec in (run.solver, run.scorer):
-        if spec is not None and spec.is_batch:
-            raise ConfigError(
-                f"The batch {spec.role} {spec.name} cannot run on Ray yet: a batch stage "
-                "needs every sample at once. Run it without backend=, or use a "
-                f"per-sample {spec.role}."
-            )
-    if run.solver is not None:
-        _pickled(f"The solver {run.solver.name}", run.solver)
-    if run.scorer is not None:
-        _pickled(f"The scorer {run.scorer.name}", run.scorer)
-    for role, kwargs in (("solver", run.solver_kwargs), ("scorer", run.scorer_kwargs)):
+    for spec, kwargs in ((run.solver, run.solver_kwargs), (run.scorer, run.scorer_kwargs)):
+        if spec is None or spec.is_batch:
+            continue
+        _pickled(f"The {spec.role} {spec.name}", spec)
         for name, value in kwargs.items():
-            _pickled(f"The {role} argument {name}=", value)
+            _pickled(f"The {spec.role} argument {name}=", value)
     if sample is not None:
         _pickled("A dataset sample", sample)
+
+
+@contextlib.contextmanager
+def _without(run: Run, stage: str) -> Iterator[None]:
+    """`run` with its solver or scorer left out (it runs on the driver), for a while."""
+    kept = getattr(run, stage)
+    setattr(run, stage, None)
+    try:
+        yield
+    finally:
+        setattr(run, stage, kept)
+
+
+async def _with_batch_stage(
+    backend: Ray,
+    run: Run,
+    records: Iterable[SampleRecord],
+    sink: Callable[[list[SampleRecord], list[bytes] | None], Awaitable[None]],
+    scorer_label: str | None,
+    keep_chats: bool,
+) -> None:
+    """A run with a batch solver or scorer: the batch stage takes every sample at once,
+    on the driver; the other stage, per sample, runs on the workers."""
+    solver, scorer = run.solver, run.scorer
+    if (solver is None or solver.is_batch) and (scorer is None or scorer.is_batch):
+        await run.execute(records, lambda record: sink([record], None))  # nothing to spread
+        return
+    records = list(records)
+    if solver is not None and solver.is_batch:
+        run.started_at = time.time()
+        await run.solve_batch(records)
+        with _without(run, "solver"):
+            await execute_on_ray(
+                backend,
+                run,
+                records,
+                sink,
+                scorer_label=scorer_label,
+                keep_chats=keep_chats,
+                usage_of="scorer",
+            )
+        return
+    solved: list[SampleRecord] = []
+
+    async def keep(finished: list[SampleRecord], lines: list[bytes] | None) -> None:
+        solved.extend(finished)
+
+    with _without(run, "scorer"):
+        await execute_on_ray(backend, run, records, keep, keep_chats=True)
+    await run.score_batch(solved)
+    run.failed += sum(1 for r in solved if r.error is not None and r.error.stage == "score")
+    await sink(solved, None)
+    run.completed_at = time.time()
 
 
 def _plan(
@@ -184,6 +230,7 @@ async def execute_on_ray(
     *,
     scorer_label: str | None = None,
     keep_chats: bool = False,
+    usage_of: str | None = None,
 ) -> None:
     """Solve and/or score `records` on Ray workers, handing the finished ones to `sink`
     (in the driver's event loop) as they come back, a batch at a time: what `Run.execute`
@@ -192,7 +239,13 @@ async def execute_on_ray(
     `sink` gets each batch's records with their journal lines, composed by the workers
     with `scorer_label` as the scorer's name (or None, for records that failed here and
     are to be composed by the sink). The records come back spilled (`SampleRecord.spill`,
-    their usage kept) unless `keep_chats`."""
+    their usage kept) unless `keep_chats`. A batch solver or scorer runs here, on every
+    sample at once. `usage_of`: the one role whose usage the records bring (the run's
+    ledger has the other's already); None: both."""
+    solver, scorer = run.solver, run.scorer
+    if (solver is not None and solver.is_batch) or (scorer is not None and scorer.is_batch):
+        await _with_batch_stage(backend, run, records, sink, scorer_label, keep_chats)
+        return
     ray = import_ray()
     check_sendable(run)
     source: Iterator[SampleRecord] = iter(records)
@@ -252,7 +305,7 @@ async def execute_on_ray(
         for record in finished:
             if texts is not None:
                 texts.drop(record.key)
-            run.ledger.merge(record.usage)
+            run.ledger.merge(record.usage, role=usage_of)
             run.retries += record.retries
             run.done += 1
             if record.error is not None:
