@@ -80,9 +80,9 @@ def cluster(limits, workers, clock, concurrency=100):
     return coordinator, limiters
 
 
-async def turns_taken(clock, limiters, *, each):
-    """Each limiter's worker sends `each` requests as fast as its limiter lets it: when
-    each request's turn came, in order (virtual time)."""
+async def turns_taken(clock, limiters, *, each, senders=1):
+    """Each limiter's worker has `senders` tasks, each sending `each` requests as fast as
+    its limiter lets it: when each request's turn came, in order (virtual time)."""
     started = []
 
     async def sender(limiter):
@@ -94,9 +94,18 @@ async def turns_taken(clock, limiters, *, each):
         tg.start_soon(clock.drive)
         async with anyio.create_task_group() as work:
             for limiter in limiters:
-                work.start_soon(sender, limiter)
+                for _ in range(senders):
+                    work.start_soon(sender, limiter)
         tg.cancel_scope.cancel()
     return sorted(started)
+
+
+def assert_within_a_burst_plus_the_rate(started, burst, rate):
+    """The requests started in every span of time are at most `burst` plus `rate` per
+    second of the span."""
+    for i, first in enumerate(started):
+        for j in range(i, len(started)):
+            assert j - i + 1 <= burst + rate * (started[j] - first) + 1e-9, (i, j, started)
 
 
 async def test_max_concurrency_holds_across_workers_and_every_request_runs():
@@ -217,10 +226,7 @@ async def test_the_request_rate_is_one_bucket_for_the_cluster():
     _, limiters = cluster(Limits(rpm=600), 3, clock)
     started = await turns_taken(clock, limiters, each=12)
     assert len(started) == 36
-    for i, first in enumerate(started):
-        for j in range(i, len(started)):
-            span = started[j] - first
-            assert j - i + 1 <= 10 + 10 * span + 1e-9, (i, j, span)
+    assert_within_a_burst_plus_the_rate(started, burst=10, rate=10)
     assert started[-1] >= 2.6 - 1e-9  # 36 requests at 10/s after a burst of 10
 
 
@@ -253,24 +259,9 @@ async def test_leases_that_reach_workers_late_do_not_bunch_requests(delays):
         link = limiter.link
         link.hub = Actor(link.hub.target)
         link.hub.take = LateMethod(link.hub.target.take, clock, delay)
-    started = []
-
-    async def send(limiter):
-        await limiter.wait_turn()
-        started.append(clock.now())
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(clock.drive)
-        async with anyio.create_task_group() as work:
-            for limiter in limiters:
-                for _ in range(30):
-                    work.start_soon(send, limiter)
-        tg.cancel_scope.cancel()
-    started.sort()
+    started = await turns_taken(clock, limiters, each=1, senders=30)
     assert len(started) == 60
-    for i, first in enumerate(started):
-        for j in range(i, len(started)):
-            assert j - i + 1 <= 10 + 10 * (started[j] - first) + 1e-9, (i, j, started)
+    assert_within_a_burst_plus_the_rate(started, burst=10, rate=10)
 
 
 async def test_tokens_leased_and_not_used_lapse():
