@@ -55,6 +55,7 @@ from .._logging import log
 from .._sync import Interrupted, on_asyncio
 from ..engine.run import Run
 from ..samples import SampleError, SampleRecord
+from ..vocab.usage import UsageLedger
 from .backend import Ray, import_ray
 from .coordinator import LimitsHub
 from .wire import Finished, batch_out, finished_in, live_in
@@ -288,6 +289,8 @@ async def execute_on_ray(
     deaths: dict[tuple[int | str, int], int] = {}
     texts = run.live  # the streamed text of the samples at work, for the live viewer
     shown: list[set[tuple[int | str, int]]] = [set() for _ in range(workers)]
+    # what each worker's samples at work had spent, at its last report
+    spent_at_work: list[UsageLedger | None] = [None] * workers
     changed = anyio.Event()
     dead = (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError)
 
@@ -323,6 +326,9 @@ async def execute_on_ray(
         if texts is not None:
             shown[index] = live_in(texts, [], at_work[index], shown[index])
         alive[index] = False
+        spent = spent_at_work[index]
+        if spent is not None:  # their next run does not carry what they spent there
+            run.ledger.merge(spent, role=usage_of)
         log.warning(
             f"Ray worker {index + 1} of {workers} died; its unfinished samples go to "
             f"the other workers: {exc}"
@@ -386,7 +392,9 @@ async def execute_on_ray(
         try:
             async for blob in _results(ray, actors[index].serve.remote(), threads):
                 finished: list[Finished]
-                finished, live = cloudpickle.loads(blob)
+                finished, live, spent = cloudpickle.loads(blob)
+                if spent is not None:
+                    spent_at_work[index] = spent
                 ours = [mine.pop((done[0], done[1])) for done in finished]
                 lines = [
                     finished_in(record, done) for record, done in zip(ours, finished, strict=True)

@@ -18,13 +18,18 @@ it. Unless the driver streams records to its caller, the records come back
 spilled (their chats are in the line) and without their sample's content (the
 driver has it). While replies stream, `serve()` also sends a snapshot of the
 text of the samples at work, at most every `LIVE_EVERY` seconds, for the live
-viewer. A batch that raises (an error that stops the run) is raised by
+viewer. With what finished, and at least every `SPENT_EVERY` seconds while it
+changes, it sends the usage of the samples still at work (what this worker's
+calls spent beyond the usage of the records it sent back): if the worker dies,
+the driver counts those tokens, which its samples' next run does not carry.
+A batch that raises (an error that stops the run) is raised by
 `serve()`. Ray is imported here only inside the actor.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import time
 from collections.abc import AsyncIterator
@@ -40,17 +45,21 @@ from ..pacing.limits import Limits
 from ..pacing.retry import Retry
 from ..samples import SampleRecord
 from ..transport.pool import TransportPool, using_pool
+from ..vocab.usage import UsageLedger
 from .coordinator import Endpoint
 from .leases import SharedLimitsRegistry
 from .wire import Finished, LiveSnapshot, batch_in, finished_out, live_out
 
-__all__ = ["LIVE_EVERY", "TICK", "SampleWorker", "WorkerPlan"]
+__all__ = ["LIVE_EVERY", "SPENT_EVERY", "TICK", "SampleWorker", "WorkerPlan"]
 
 #: Seconds `serve()` gathers finished records for before it yields them again.
 TICK = 0.05
 
 #: Seconds between two snapshots of the live text sent to the driver, at least.
 LIVE_EVERY = 0.25
+
+#: Seconds between two reports of the usage of samples at work, while nothing finishes.
+SPENT_EVERY = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +111,13 @@ class SampleWorker:
         self.texts = _BatchTexts(on_change=self._text_changed) if self.plan.live else None
         self.texts_changed = False
         self.texts_sent = 0.0  # time.monotonic() of the last snapshot sent
+        #: The usage of the records sent back, in the roles that run here.
+        self.sent = UsageLedger()
+        self.roles = [
+            r for r, spec in (("solver", self.plan.solver), ("scorer", self.plan.scorer)) if spec
+        ]
+        self.spent_sent = 0.0  # time.monotonic() of the last report of usage at work
+        self.spent_shown: object = ()  # what it reported, to send only changes
 
     def _run(self) -> Run:
         if self.run is None:
@@ -135,6 +151,8 @@ class SampleWorker:
 
     async def _execute(self, records: list[SampleRecord]) -> None:
         async def keep(record: SampleRecord) -> None:
+            for role in self.roles:
+                self.sent.merge(record.usage, role=role)
             self.finished.append(self._finished(record))
             self.more.set()
 
@@ -148,19 +166,25 @@ class SampleWorker:
         self.more.set()
 
     async def serve(self) -> AsyncIterator[bytes]:
-        """What finished (a list of `wire.Finished`) and, when it changed, a snapshot of
-        the live text (`wire.live_out`, else None), cloudpickled as a pair: at most every
-        `TICK` seconds (the text at most every `LIVE_EVERY`), until `stop()` and nothing
-        at work (a Ray streaming generator)."""
+        """What finished (a list of `wire.Finished`), a snapshot of the live text when it
+        changed (`wire.live_out`, else None) and the usage of the samples at work when it
+        changed (a `UsageLedger`, else None), cloudpickled as a triple: at most every
+        `TICK` seconds (the text at most every `LIVE_EVERY`, the usage alone at most every
+        `SPENT_EVERY`), until `stop()` and nothing at work (a Ray streaming generator)."""
         try:
             while True:
                 if self.failure is not None:
                     raise self.failure
                 now = time.monotonic()
                 texts_due = self.texts_changed and now - self.texts_sent >= LIVE_EVERY
-                if self.finished or texts_due:
+                spent = self._spent_at_work()
+                if self.finished or texts_due or (spent and now - self.spent_sent >= SPENT_EVERY):
                     out, self.finished = self.finished, []
-                    yield self.cloudpickle.dumps((out, self._texts() if texts_due else None))
+                    texts = self._texts() if texts_due else None
+                    if spent is not None:
+                        self.spent_sent, self.spent_shown = now, spent[1]
+                    at_work = spent[0] if spent is not None else None
+                    yield self.cloudpickle.dumps((out, texts, at_work))
                     await asyncio.sleep(TICK)
                     continue
                 if self.texts_changed:  # changed since the last snapshot, sent just now
@@ -169,10 +193,24 @@ class SampleWorker:
                 if self.stopping and not self.batches:
                     return
                 self.more.clear()
-                await self.more.wait()
+                with contextlib.suppress(TimeoutError):  # to report the usage at work
+                    await asyncio.wait_for(self.more.wait(), SPENT_EVERY)
         finally:
             for task in list(self.batches):
                 task.cancel()
+
+    def _spent_at_work(self) -> tuple[UsageLedger, object] | None:
+        """What the samples at work have spent so far, and its summary, when it changed
+        since the last report (else None)."""
+        run = self.run
+        if run is None:
+            return None
+        at_work = UsageLedger()
+        for role in self.roles:
+            at_work.merge(run.ledger, role=role)
+        at_work = at_work.less(self.sent)
+        shown = sorted((key, row.requests, row.tokens.total) for key, row in at_work.rows.items())
+        return None if shown == self.spent_shown else (at_work, shown)
 
     def _text_changed(self) -> None:
         self.texts_changed = True

@@ -51,6 +51,18 @@ class UsageRow:
         # One call of unknown price makes the total unknown: never report a partial sum.
         self.cost = None if cost is None or self.cost is None else self.cost + cost
 
+    def less(self, other: UsageRow) -> UsageRow:
+        """What this row has beyond `other` (a part of it)."""
+        t, o = self.tokens, other.tokens
+        tokens = TokenUsage(
+            t.input - o.input,
+            t.output - o.output,
+            t.cached_input - o.cached_input,
+            t.reasoning - o.reasoning,
+        )
+        cost = None if self.cost is None or other.cost is None else self.cost - other.cost
+        return UsageRow(self.requests - other.requests, tokens, cost)
+
     def absorb(self, other: UsageRow) -> None:
         self.requests += other.requests
         self.tokens = self.tokens + other.tokens
@@ -84,6 +96,17 @@ class UsageLedger:
         for key, row in other.rows.items():
             if role is None or key[0] == role:
                 self.rows.setdefault(key, UsageRow()).absorb(row)
+
+    def less(self, part: UsageLedger) -> UsageLedger:
+        """What this ledger has beyond `part` (whose rows are parts of its rows): the rows
+        left with requests or tokens in them."""
+        out = UsageLedger()
+        for key, row in self.rows.items():
+            given = part.rows.get(key)
+            left = row.less(given) if given is not None else row.less(UsageRow())
+            if left.requests or left.tokens.total:
+                out.rows[key] = left
+        return out
 
     def drop_role(self, role: str) -> None:
         """Forget every row of `role` (when that stage is run again)."""
