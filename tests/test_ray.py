@@ -255,9 +255,42 @@ def test_a_run_whose_workers_all_die_is_a_worker_lost_error(tmp_path):
         return input
 
     task = ve.Task(sums(10), solver=deadly, scorer=ve.detect_includes(), dir=tmp_path)
-    with pytest.raises(ve.WorkerLostError, match=r"samples were left.*resume=True") as info:
+    left = r"(sample was|samples were) left.*resume=True"
+    with pytest.raises(ve.WorkerLostError, match=left) as info:
         task.eval(backend=ve.Ray(workers=2))
     assert 0 < info.value.left <= 10
+
+
+def test_the_tokens_a_dead_worker_spent_on_unfinished_samples_are_counted(tmp_path):
+    """One worker, four samples, one model call each. Sample 1 makes its call, then its
+    worker dies once the three others (which finish only after that call) are in the
+    journal. The run is a WorkerLostError, and its cost table counts four requests: the
+    dead sample's call too, reported by the worker with the others."""
+    called = tmp_path / "called"
+
+    async def until(condition):  # met in another process: there is no event to await
+        with anyio.fail_after(60):
+            while not condition():  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+
+    def finished_in_journal():
+        return sum(len(p.read_bytes().splitlines()) for p in tmp_path.glob("*.journal"))
+
+    async def call_then_die(input):
+        chat = ve.chat_mock()
+        reply = await chat.chat_async(input)
+        if input.startswith("What's 0+"):
+            called.touch()
+            await until(lambda: finished_in_journal() >= 3)
+            os._exit(1)
+        await until(called.exists)
+        return ve.Solution(reply, chat=chat)
+
+    task = ve.Task(sums(4), solver=call_then_die, scorer=ve.detect_includes(), dir=tmp_path)
+    with pytest.raises(ve.WorkerLostError, match="1 sample was left unfinished"):
+        task.eval(backend=ve.Ray(workers=1, max_concurrency=4))
+    assert task.get_cost()["requests"].to_list() == [4]
+    assert len(ve.read_log(task.log_path).samples) == 3
 
 
 def limited_chat(server, limits):

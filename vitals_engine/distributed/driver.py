@@ -53,6 +53,7 @@ import anyio.to_thread
 from .._errors import ConfigError, VitalsError, WorkerLostError
 from .._logging import log
 from .._sync import Interrupted, on_asyncio
+from .._words import plural
 from ..engine.run import Run
 from ..samples import SampleError, SampleRecord
 from ..vocab.usage import UsageLedger
@@ -353,9 +354,10 @@ async def execute_on_ray(
         if not any(alive):
             left = (run.total - run.done) if run.total else len(again)
             raise WorkerLostError(
-                f"Every Ray worker of the run died ({workers} in all); {left} samples were "
-                "left unfinished. The finished ones were journaled: run again with "
-                "resume=True to run only those left.",
+                f"Every Ray worker of the run died ({workers} in all); "
+                f"{plural(left, 'sample')} {'was' if left == 1 else 'were'} left unfinished. "
+                "The finished ones were journaled: run again with resume=True to run only "
+                "those left.",
                 left=left,
             )
 
