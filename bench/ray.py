@@ -53,7 +53,8 @@ from typing import Any  # noqa: E402
 
 ROOT = HERE.parent
 LATENCY = 0.1
-WORKERS = 2
+#: Ray workers (`--workers`; passed to the child runs through the environment).
+WORKERS = int(os.environ.get("VITALS_BENCH_RAY_WORKERS", "2"))
 MEMORY_N = (20_000, 100_000)  # --quick: (2_000, 10_000)
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -178,6 +179,10 @@ def in_child(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
 # -- the report ----------------------------------------------------------------------------
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def ms(seconds: float, n: int) -> float:
     return seconds / n * 1000
 
@@ -194,7 +199,7 @@ def report(n: int, c: int, memory_n: tuple[int, int]) -> list[str]:
     total_ms = driver_ms + workers_ms + system_ms
     small, large = (sizes[m]["rss_mb"] for m in memory_n)
     return [
-        f"N={n:,}, C={c:,} ({WORKERS} Ray workers), latency {LATENCY * 1000:.0f} ms, "
+        f"N={n:,}, C={c:,} ({_count(WORKERS, 'Ray worker')}), latency {LATENCY * 1000:.0f} ms, "
         f"ideal {ideal(n, c):.2f} s",
         f"  {'single process':<16} wall {local['wall']:6.2f} s  CPU {local_ms:6.3f} ms/sample  "
         f"peak RSS {local['rss_mb']:5.0f} MB  finished {local['finished']}/{n}",
@@ -202,7 +207,7 @@ def report(n: int, c: int, memory_n: tuple[int, int]) -> list[str]:
         f"{remote['rss_mb']:5.0f} MB  finished {remote['finished']}/{n}",
         f"    driver CPU            {driver_ms:6.3f} ms/sample",
         f"    worker CPU            {workers_ms:6.3f} ms/sample "
-        f"(sum over {remote['workers_reported']} actors)",
+        f"(sum over {_count(remote['workers_reported'], 'actor')})",
         f"    Ray's own processes   {system_ms:6.3f} ms/sample (raylet, GCS, idle workers)",
         f"    total                 {total_ms:6.3f} ms/sample",
         f"  coordinator calls     {remote['coordinator_calls'] / n * 1000:6.2f} per 1,000 requests",
@@ -226,13 +231,19 @@ def report(n: int, c: int, memory_n: tuple[int, int]) -> list[str]:
 
 
 def main() -> None:
+    global WORKERS
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         kind, port, n, c = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
         print(json.dumps(child_run(kind, port, n, c)))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="N=2,000 at C=400")
+    parser.add_argument(
+        "--workers", type=int, default=WORKERS, help=f"Ray workers (default {WORKERS})"
+    )
     args = parser.parse_args()
+    os.environ["VITALS_BENCH_RAY_WORKERS"] = str(args.workers)
+    WORKERS = args.workers
     n, c = (2_000, 400) if args.quick else (20_000, 2_000)
     memory_n = (2_000, 10_000) if args.quick else MEMORY_N
     import ray
