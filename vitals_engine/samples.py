@@ -156,7 +156,7 @@ class SampleRecord:
         chats, model calls and per-sample usage are in the log, and read back from it
         when asked (see task/spill.py). Objects that others may hold (the score) are
         replaced, never changed."""
-        notes = [note for call in self.calls or () for note in call.retries]
+        notes = [note for call in self.calls for note in call.retries]
         if notes:
             self.logged_retries = [*(self.logged_retries or ()), *notes]
         self.result = None

@@ -41,8 +41,6 @@ __all__ = [
 #: The fields of a record that come back from a worker, in order.
 FIELDS = tuple(f.name for f in dataclasses.fields(SampleRecord) if f.name != "sample")
 
-_CALLS = FIELDS.index("calls")
-
 #: A finished record as it comes back: id, epoch, journal line, then `FIELDS`.
 Finished = tuple[Any, ...]
 
@@ -71,13 +69,9 @@ def batch_in(blob: bytes) -> list[SampleRecord]:
 
 
 def finished_out(record: SampleRecord, line: bytes) -> Finished:
-    """A finished record (and its journal line) for the driver. A spilled record's model
-    calls are not sent: its retry notes went to `logged_retries`."""
+    """A finished record (and its journal line) for the driver."""
     sample = record.sample
-    values = [getattr(record, name) for name in FIELDS]
-    if record.spilled:
-        values[_CALLS] = ()
-    return (sample.id, sample.epoch, line, *values)
+    return (sample.id, sample.epoch, line, *(getattr(record, name) for name in FIELDS))
 
 
 def finished_in(into: SampleRecord, finished: Finished) -> bytes:

@@ -117,7 +117,7 @@ class SampleWorker:
             r for r, spec in (("solver", self.plan.solver), ("scorer", self.plan.scorer)) if spec
         ]
         self.spent_sent = 0.0  # time.monotonic() of the last report of usage at work
-        self.spent_shown: object = ()  # what it reported, to send only changes
+        self.spent_shown: object = []  # what it reported, to send only changes
 
     def _run(self) -> Run:
         if self.run is None:
@@ -202,13 +202,9 @@ class SampleWorker:
     def _spent_at_work(self) -> tuple[UsageLedger, object] | None:
         """What the samples at work have spent so far, and its summary, when it changed
         since the last report (else None)."""
-        run = self.run
-        if run is None:
+        if self.run is None:
             return None
-        at_work = UsageLedger()
-        for role in self.roles:
-            at_work.merge(run.ledger, role=role)
-        at_work = at_work.less(self.sent)
+        at_work = self.run.ledger.less(self.sent)  # its ledger has only the calls made here
         shown = sorted((key, row.requests, row.tokens.total) for key, row in at_work.rows.items())
         return None if shown == self.spent_shown else (at_work, shown)
 

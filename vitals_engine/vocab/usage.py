@@ -101,9 +101,9 @@ class UsageLedger:
         """What this ledger has beyond `part` (whose rows are parts of its rows): the rows
         left with requests or tokens in them."""
         out = UsageLedger()
+        none = UsageRow()
         for key, row in self.rows.items():
-            given = part.rows.get(key)
-            left = row.less(given) if given is not None else row.less(UsageRow())
+            left = row.less(part.rows.get(key, none))
             if left.requests or left.tokens.total:
                 out.rows[key] = left
         return out
