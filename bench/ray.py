@@ -7,18 +7,19 @@ Each eval is `Task(generate(chat_openai(...)), detect_includes())` with the log
 on, in a fresh child process, against `python -m vitals_engine.testing` in
 another process at 100 ms latency: once in process (`task.eval(max_concurrency=C)`)
 and once with `backend=ve.Ray(workers=2, max_concurrency=C)` on a local Ray the
-child starts with `ray.init(num_cpus=2)`. Both warm up with one sample first.
+child starts with `ray.init(num_cpus=2)`. Both warm up first: one sample, and on
+Ray one per worker, which also starts the workers.
 
 Measured for the Ray run:
 
 - driver CPU: the child's `time.process_time()` over the run (all its threads,
   Ray's own in the driver included);
-- worker CPU: each worker actor's `time.process_time()` from the end of its
-  constructor to just before the driver kills it at the run's end (the bench
-  gives the actor class a `cpu()` method and asks each actor for it as
-  `ray.kill` is called; no library code changes);
-- Ray's own processes (raylet, GCS, idle pooled workers): the CPU of the
-  driver's other descendants over the run, from `/proc/<pid>/stat`;
+- worker CPU: the CPU of each worker actor's process over the run, from
+  `/proc/<pid>/stat` (the bench gives the actor class a `pid()` method; the
+  workers and the limits hub were started by the warm-up run and kept for this
+  one, as a process's second run finds them);
+- Ray's own processes (raylet, GCS, the limits hub, idle pooled workers): the
+  CPU of the driver's other descendants over the run, from `/proc/<pid>/stat`;
 - calls to the run's limits hub (every endpoint coordinator's count, from
   `driver.LAST_REPORT`) per 1,000 requests;
 - peak RSS of the driver, and its peak RSS at N=20,000 and N=100,000 (`--quick`:
@@ -43,7 +44,6 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 import argparse  # noqa: E402
-import contextlib  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
@@ -109,8 +109,8 @@ def child_run(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
 
     data = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
     chat = ve.chat_openai("gpt-bench", base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-bench")
-    worker_cpu: list[float] = []
     options: dict[str, Any] = {"max_concurrency": c}
+    workers: list[int] = []
     if kind == "ray":
         import ray
 
@@ -120,31 +120,20 @@ def child_run(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
         ray.init(address="local", num_cpus=WORKERS, include_dashboard=False, logging_level="ERROR")
 
         class BenchWorker(driver.SampleWorker):
-            """The library's worker, plus its CPU since its constructor ended."""
+            """The library's worker, plus its process id."""
 
-            def __init__(self, payload: bytes, *args: Any) -> None:
-                super().__init__(payload, *args)
-                self.cpu0 = time.process_time()
-
-            def cpu(self) -> float:
-                return time.process_time() - self.cpu0
+            def pid(self) -> int:
+                return os.getpid()
 
         driver.SampleWorker = BenchWorker  # type: ignore[misc]
-        kill = ray.kill
-
-        def report_then_kill(actor: Any, **kwargs: Any) -> None:
-            with contextlib.suppress(Exception):
-                worker_cpu.append(ray.get(actor.cpu.remote(), timeout=30))
-            kill(actor, **kwargs)
-
-        ray.kill = report_then_kill
         options = {"backend": ve.Ray(workers=WORKERS, max_concurrency=c)}
     with tempfile.TemporaryDirectory() as logs:
-        # One sample first: the modules a run loads on first use (polars, the HTTP client,
-        # Ray's driver side) are loaded before the clock starts.
-        warm = ve.Task(data[:1], solver=ve.generate(chat), scorer=ve.detect_includes(), dir=logs)
+        # A sample per worker first: the modules a run loads on first use (polars, the HTTP
+        # client, Ray's driver side) are loaded, and the Ray workers and limits hub started
+        # (kept for the next run), before the clock starts.
+        first = data[: WORKERS if kind == "ray" else 1]
+        warm = ve.Task(first, solver=ve.generate(chat), scorer=ve.detect_includes(), dir=logs)
         warm.eval(progress=False, **options)
-        worker_cpu.clear()
         task = ve.Task(data, solver=ve.generate(chat), scorer=ve.detect_includes(), dir=logs)
         before = descendants_cpu(os.getpid())
         wall0, cpu0 = time.perf_counter(), time.process_time()
@@ -153,19 +142,25 @@ def child_run(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
         after = descendants_cpu(os.getpid())
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         records = task._state.records or []
+        if kind == "ray":
+            import ray
+
+            from vitals_engine.distributed.pool import POOL
+
+            workers = [ray.get(worker.pid.remote()) for worker in POOL.idle()]
         calls = (
             sum(r["calls"] for r in getattr(driver, "LAST_REPORT", {}).values())
             if kind == "ray"
             else 0
         )
-    # Ray's own processes: those alive at the end (the killed actors are gone by then).
-    system = sum(cpu_s - before.get(pid, 0.0) for pid, cpu_s in after.items())
+    spent = {pid: cpu_s - before.get(pid, 0.0) for pid, cpu_s in after.items()}
+    worker_cpu = [spent.get(pid, 0.0) for pid in workers] if kind == "ray" else []
     return {
         "wall": wall,
         "cpu": cpu,
-        "workers_cpu": sum(worker_cpu) if kind == "ray" else 0.0,
+        "workers_cpu": sum(worker_cpu),
         "workers_reported": len(worker_cpu),
-        "system_cpu": system if kind == "ray" else 0.0,
+        "system_cpu": sum(spent.values()) - sum(worker_cpu) if kind == "ray" else 0.0,
         "rss_mb": rss,
         "coordinator_calls": calls,
         "finished": sum(1 for r in records if r.score is not None and r.error is None),

@@ -301,3 +301,34 @@ async def test_a_dead_workers_slots_go_to_the_others():
         coordinator.forget(1)
         await got.wait()
     assert coordinator.held == {0: math.ceil(4 / 2) + 2}
+
+
+async def test_a_kept_hub_starts_each_run_afresh_and_late_calls_change_nothing():
+    """A hub kept for a second run: `begin` drops the first run's coordinators. A late
+    give-back or grow from a first-run worker (its id unknown now) neither frees nor
+    takes slots of the second run, and a push meant for another worker id leaves a
+    worker's limiter alone."""
+    clock = VirtualClock()
+    limits_hub = LimitsHub(4, 2)
+    hub = Actor(limits_hub)
+    first = SharedLimitsRegistry(hub, 0, Actor(WorkerHandle()), Limits(max_concurrency=4), 4)
+    await first.get(ENDPOINT, None).acquire_slot()
+    limits_hub.begin(4, 1)
+    assert limits_hub.coordinators == {}
+    assert limits_hub.grow(ENDPOINT, 0, 3) == (0, 0.0)  # before anyone joined this run
+    handle = WorkerHandle()
+    second = SharedLimitsRegistry(hub, 7, Actor(handle), Limits(max_concurrency=4), 4, clock)
+    handle.registry = second
+    limiter = second.get(ENDPOINT, None)
+    await limiter.acquire_slot()
+    coordinator = limits_hub.coordinators[ENDPOINT]
+    assert coordinator.held == {7: 4}
+    limits_hub.give_back(ENDPOINT, 0, 2)
+    assert limits_hub.grow(ENDPOINT, 0, 3) == (0, 0.0)
+    assert coordinator.held == {7: 4}
+    assert coordinator.wants == {}  # nobody is asked to give slots back for it
+    size = limiter.slots.size
+    second.adjust(0, ENDPOINT, 5, 0, 0.0)
+    assert limiter.slots.size == size
+    second.adjust(7, ENDPOINT, 1, 0, 0.0)
+    assert limiter.slots.size == size + 1

@@ -6,6 +6,7 @@ One local Ray (two CPUs) is started for the whole session; it takes a few second
 
 import os
 import threading
+import time
 
 import anyio
 import pytest
@@ -392,3 +393,78 @@ async def test_the_live_viewer_shows_the_text_streamed_on_workers(server, tmp_pa
     ]
     assert not list(tmp_path.glob("*.live"))
     assert task.metrics == {"accuracy": 1.0}
+
+
+# -- workers kept between runs ----------------------------------------------------------
+
+
+def meeting(directory, fail_on=None):
+    """A solver that answers with its worker's process id, each sample once workers of two
+    ids have started one (so a run of two workers with one slot each uses both); the
+    sample `fail_on` then breaks the solver contract (the run fails). Made here: the
+    workers cannot import this module."""
+    directory.mkdir()
+
+    async def solve(input):
+        (directory / str(os.getpid())).touch()
+        with anyio.fail_after(60):  # met in other processes: there is no event to await
+            while len(list(directory.iterdir())) < 2:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+        if input == fail_on:
+            return [input]
+        return str(os.getpid())
+
+    return solve
+
+
+def run_on_two_workers(directory, **options):
+    """The two workers' process ids, from a run that used both."""
+    task = ve.Task(sums(6), solver=meeting(directory), scorer=ve.detect_includes())
+    task.eval(backend=ve.Ray(workers=2, max_concurrency=2, **options))
+    pids = {int(r) for r in task.get_samples()["result"]}
+    assert len(pids) == 2
+    return pids
+
+
+def test_a_run_after_one_that_ended_well_starts_on_its_workers(tmp_path):
+    first = run_on_two_workers(tmp_path / "first")
+    assert run_on_two_workers(tmp_path / "second") == first
+
+
+def test_with_keep_alive_0_each_run_has_workers_of_its_own(tmp_path):
+    first = run_on_two_workers(tmp_path / "first", keep_alive=0)
+    assert run_on_two_workers(tmp_path / "second").isdisjoint(first)
+
+
+def test_the_workers_of_a_run_that_failed_are_not_kept(tmp_path):
+    met = tmp_path / "failed"
+    solver = meeting(met, fail_on="What's 4+4?")
+    task = ve.Task(sums(6), solver=solver, scorer=ve.detect_includes())
+    with pytest.raises(ve.SolverError):
+        task.eval(backend=ve.Ray(workers=2, max_concurrency=2))
+    first = {int(path.name) for path in met.iterdir()}
+    assert run_on_two_workers(tmp_path / "second").isdisjoint(first)
+
+
+def test_kept_workers_that_died_while_idle_are_replaced(tmp_path):
+    from vitals_engine.distributed.pool import POOL
+
+    first = run_on_two_workers(tmp_path / "first")
+    for worker in POOL.idle():
+        ray.kill(worker)
+        deadline = time.monotonic() + 60  # a hang guard: the kill takes effect soon
+        with pytest.raises(ray.exceptions.RayActorError):  # calls fail once it is dead
+            while time.monotonic() < deadline:
+                ray.get(worker.ready.remote(), timeout=60)
+    assert run_on_two_workers(tmp_path / "second").isdisjoint(first)
+
+
+def answer_here(input):
+    """A solver the workers cannot load: they cannot import this module."""
+    return input
+
+
+def test_a_solver_the_workers_cannot_load_is_a_config_error_saying_why(tmp_path):
+    task = ve.Task(sums(4), solver=answer_here, scorer=ve.detect_includes(), dir=tmp_path)
+    with pytest.raises(ve.ConfigError, match=r"No module named 'test_ray'.*runtime_env"):
+        task.eval(backend=ve.Ray(workers=2))

@@ -17,6 +17,9 @@ import vitals_engine as ve
         ({"max_concurrency": -1}, "max_concurrency"),
         ({"address": ""}, "address"),
         ({"address": 5}, "address"),
+        ({"keep_alive": -1}, "keep_alive"),
+        ({"keep_alive": "5m"}, "keep_alive"),
+        ({"keep_alive": float("nan")}, "keep_alive"),
     ],
 )
 def test_ray_options_are_checked(kwargs, field):

@@ -53,7 +53,8 @@ async def test_a_worker_reports_what_its_samples_at_work_have_spent():
         limits=None,
         retry=None,
     )
-    worker = SampleWorker(cloudpickle.dumps(plan))
+    worker = SampleWorker()
+    await worker.begin(cloudpickle.dumps(plan))
     records = [SampleRecord(Sample(i, 1, f"What's {i}+{i}?", str(2 * i))) for i in (1, 2)]
     await worker.feed(batch_out(records, fresh=True))
     reports = worker.serve()

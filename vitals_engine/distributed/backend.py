@@ -30,6 +30,9 @@ class Ray:
         workers: Ray actors running samples (default: one per CPU Ray sees).
         max_concurrency: samples at work across the cluster, shared among the
             workers (default: the run's `max_concurrency`).
+        keep_alive: seconds the workers (and the run's limits hub) are kept, idle,
+            after a run that ended well, for the next run in this process to start
+            at once; 0 stops them at the end of each run.
 
     Example:
         >>> task.eval(backend=ve.Ray(address="auto", workers=8, max_concurrency=500))
@@ -38,6 +41,7 @@ class Ray:
     address: str | None = None
     workers: int | None = None
     max_concurrency: int | None = None
+    keep_alive: float = 300.0
 
     def __post_init__(self) -> None:
         if self.address is not None and (not isinstance(self.address, str) or not self.address):
@@ -47,6 +51,12 @@ class Ray:
             )
         _positive_int("workers", self.workers)
         _positive_int("max_concurrency", self.max_concurrency)
+        keep = self.keep_alive
+        if isinstance(keep, bool) or not isinstance(keep, int | float) or not keep >= 0:
+            raise ConfigError(
+                f"Ray(keep_alive={keep!r}) must be a number of seconds, at least 0 (0: stop "
+                "the workers at the end of each run)."
+            )
 
 
 def import_ray() -> Any:

@@ -182,6 +182,8 @@ class EndpointCoordinator:
         What cannot be granted now is kept as a want and pushed when slots come back;
         workers holding more than their fair share are asked to give some back."""
         self.calls += 1
+        if worker not in self.handles:  # a worker of an earlier run, late: it is gone
+            return 0, self._pause_left()
         self._succeeded(successes)
         held = self.held.get(worker, 0)
         granted = max(0, min(demand - held, self.free))
@@ -325,7 +327,7 @@ class EndpointCoordinator:
     ) -> None:
         handle = self.handles.get(worker)
         if handle is not None:
-            handle.adjust.remote(self.endpoint, grant, shed, pause_for, trim)
+            handle.adjust.remote(worker, self.endpoint, grant, shed, pause_for, trim)
 
     def report(self) -> dict[str, Any]:
         """What the run's log and benchmark want to know of the endpoint."""
@@ -358,9 +360,17 @@ class LimitsHub:
     that worker sees. One actor serves every endpoint: leasing in chunks keeps calls
     few (a couple per thousand requests at scale), and a run pays for one more Ray
     process, not one per endpoint.
+
+    A hub serves one run at a time and is kept for the next (`begin` starts afresh).
+    Workers have ids unique over the hub's life, so a call from a worker of an earlier
+    run that arrives late changes nothing: its endpoint or its worker is unknown.
     """
 
     def __init__(self, concurrency: int, workers: int) -> None:
+        self.begin(concurrency, workers)
+
+    def begin(self, concurrency: int, workers: int) -> None:
+        """A new run: no coordinators yet, `workers` workers sharing `concurrency`."""
         self.concurrency = concurrency
         self.workers = workers
         self.coordinators: dict[Endpoint, EndpointCoordinator] = {}
@@ -378,21 +388,28 @@ class LimitsHub:
         return coordinator.join(worker, handle, limits)
 
     def configure(self, endpoint: Endpoint, limits: Limits) -> None:
-        self.coordinators[endpoint].configure(limits)
+        if endpoint in self.coordinators:
+            self.coordinators[endpoint].configure(limits)
 
     def grow(
         self, endpoint: Endpoint, worker: int, demand: int, successes: int = 0
     ) -> tuple[int, float]:
+        if endpoint not in self.coordinators:
+            return 0, 0.0
         return self.coordinators[endpoint].grow(worker, demand, successes)
 
     def give_back(self, endpoint: Endpoint, worker: int, count: int, successes: int = 0) -> None:
-        self.coordinators[endpoint].give_back(worker, count, successes)
+        if endpoint in self.coordinators:
+            self.coordinators[endpoint].give_back(worker, count, successes)
 
     def take(self, endpoint: Endpoint, kind: str, need: float, want: float) -> tuple[float, float]:
+        if endpoint not in self.coordinators:  # a late call: ask again later
+            return 0.0, LEASE_TTL
         return self.coordinators[endpoint].take(kind, need, want)
 
     def rate_limited(self, endpoint: Endpoint, worker: int, retry_after: float | None) -> None:
-        self.coordinators[endpoint].rate_limited(worker, retry_after)
+        if endpoint in self.coordinators:
+            self.coordinators[endpoint].rate_limited(worker, retry_after)
 
     def forget(self, worker: int) -> None:
         """A worker died: every coordinator frees what it held."""

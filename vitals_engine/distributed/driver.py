@@ -25,6 +25,13 @@ two-node run on one node about half the time), and the hub to the driver's node,
 so that losing another node loses workers but never the hub. A worker whose node
 is gone before it starts cannot be placed: it counts as a worker that died.
 
+Start: a run's workers and hub are Ray actors kept by the process between runs
+(`pool.py`): the first run starts them (a Ray process each, seconds), later runs
+find them ready. A run that ends well gives them back, to be stopped after
+`Ray(keep_alive=...)` seconds idle; a run that does not kills them. A kept actor
+that died meanwhile is replaced. A worker that cannot load the run (a module its
+solver needs is missing on its node) is a ConfigError saying so.
+
 Faults: a worker that dies (its actor killed, its process or node lost) loses
 nothing. Its slots go back to the coordinators. The records it had at work go
 back to the front of a queue that every feeder takes from before the source, and
@@ -59,6 +66,7 @@ from ..samples import SampleError, SampleRecord
 from ..vocab.usage import UsageLedger
 from .backend import Ray, import_ray
 from .coordinator import LimitsHub
+from .pool import POOL
 from .wire import Finished, batch_out, finished_in, live_in
 from .worker import SampleWorker, WorkerPlan
 
@@ -271,18 +279,54 @@ async def execute_on_ray(
     payload = _plan(run, per_worker, concurrency, scorer_label, keep_chats)
     cloudpickle = importlib.import_module("ray.cloudpickle")
     here, nodes = _nodes(ray)
-    hub = ray.remote(num_cpus=0, scheduling_strategy=_on(ray, here, "DEFAULT"))(LimitsHub).remote(
-        concurrency, workers
-    )
-    # serve, feed, stop, and room for the coordinators' pushes beside them
-    actor = ray.remote(num_cpus=0, max_concurrency=16)(SampleWorker)
-    actors = [
-        actor.options(
-            scheduling_strategy=_on(ray, nodes[index % len(nodes)] if nodes else None, "SPREAD")
-        ).remote(payload, hub, index)
-        for index in range(workers)
-    ]
+    key = (ray.get_runtime_context().get_job_id(), SampleWorker)
+    POOL.forget(lambda kept: kept[0] == key[0])  # those of an earlier Ray are gone
     threads = anyio.CapacityLimiter(2 * workers + 1)
+    dead = (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError)
+
+    def new_hub() -> Any:
+        strategy = _on(ray, here, "DEFAULT")
+        hub = ray.remote(num_cpus=0, scheduling_strategy=strategy)(LimitsHub)
+        return hub.remote(concurrency, workers)
+
+    def new_worker(index: int) -> Any:
+        # serve, feed, stop, and room for the coordinators' pushes beside them
+        actor = ray.remote(num_cpus=0, max_concurrency=16)(SampleWorker)
+        strategy = _on(ray, placed[index], "SPREAD")
+        return actor.options(scheduling_strategy=strategy).remote()
+
+    async def reused(handle: Any, call: Callable[[Any], Any]) -> bool:
+        """Start a kept actor on this run: False if it died while it waited."""
+        try:
+            await _result(ray, call(handle), threads)
+        except dead:
+            with contextlib.suppress(Exception):
+                ray.kill(handle)
+            return False
+        return True
+
+    hub: Any = POOL.take_hub(key)
+    placed = [nodes[index % len(nodes)] if nodes else None for index in range(workers)]
+    ids = [POOL.worker_id() for _ in range(workers)]
+    actors: list[Any] = [POOL.take_worker(key, placed[index]) for index in range(workers)]
+
+    async def begin(index: int) -> None:
+        """Start worker `index` on this run (a new one if it had none or its own died)."""
+        start = lambda worker: worker.begin.remote(payload, hub, ids[index])  # noqa: E731
+        try:
+            if actors[index] is not None and await reused(actors[index], start):
+                return
+            actors[index] = new_worker(index)
+            with contextlib.suppress(*dead):  # its feeder and reader hear of it too
+                await _result(ray, start(actors[index]), threads)
+        except ray.exceptions.RayTaskError as exc:
+            raise ConfigError(
+                f"A Ray worker could not load the run's solver and scorer: {exc.cause!r}. "
+                "What they use must be importable on every node: install it there, or "
+                "give Ray a runtime_env (a local Ray shares this environment, but not "
+                "modules found only through the current directory or sys.path changes)."
+            ) from None
+
     alive = [True] * workers
     # the records each worker has at work, by key: sent and not back
     at_work: list[dict[tuple[int | str, int], SampleRecord]] = [{} for _ in range(workers)]
@@ -293,7 +337,6 @@ async def execute_on_ray(
     # what each worker's samples at work had spent, at its last report
     spent_at_work: list[UsageLedger | None] = [None] * workers
     changed = anyio.Event()
-    dead = (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError)
 
     def notify() -> None:
         nonlocal changed
@@ -336,7 +379,7 @@ async def execute_on_ray(
         )
         with contextlib.suppress(Exception):  # if it is only unreachable
             ray.kill(actors[index], no_restart=True)
-        hub.forget.remote(index)
+        hub.forget.remote(ids[index])
         for record in reversed(batch):
             deaths[record.key] = times = deaths.get(record.key, 0) + 1
             if times < MAX_DEATHS:
@@ -409,19 +452,59 @@ async def execute_on_ray(
         except dead as exc:
             await lost(index, exc)
 
+    async def work(index: int) -> None:
+        await begin(index)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader, index)
+            tg.start_soon(feeder, index)
+
+    ended_well = False
     try:
+        if hub is None or not await reused(hub, lambda h: h.begin.remote(concurrency, workers)):
+            hub = new_hub()
         async with anyio.create_task_group() as tg:
             for index in range(workers):
-                tg.start_soon(reader, index)
-                tg.start_soon(feeder, index)
+                tg.start_soon(work, index)
         _keep_history(run, await _result(ray, hub.reports.remote(), threads))
+        ended_well = True
     finally:
         if texts is not None:
             texts.clear()
-        for worker in actors:
-            ray.kill(worker)
-        ray.kill(hub)
+        await _hand_back(ray, backend, key, hub, actors, placed, alive, ended_well, threads)
     run.completed_at = time.time()
+
+
+async def _hand_back(
+    ray: Any,
+    backend: Ray,
+    key: Any,
+    hub: Any,
+    actors: list[Any],
+    placed: list[str | None],
+    alive: list[bool],
+    ended_well: bool,
+    threads: anyio.CapacityLimiter,
+) -> None:
+    """Keep a run's actors for the next run (`POOL`) if it ended well, else kill them."""
+
+    def kill(actor: Any) -> None:
+        with contextlib.suppress(Exception):  # gone already, or Ray with it
+            ray.kill(actor)
+
+    kept: list[tuple[str | None, Any]] = []
+    for index, actor in enumerate(actors):
+        if actor is None:
+            continue
+        if ended_well and alive[index]:
+            with contextlib.suppress(Exception):
+                await _result(ray, actor.end.remote(), threads)
+                kept.append((placed[index], actor))
+                continue
+        kill(actor)
+    if ended_well:
+        POOL.give_back(key, hub, kept, backend.keep_alive, kill)
+    else:
+        kill(hub)
 
 
 def _nodes(ray: Any) -> tuple[str | None, list[str]]:

@@ -295,9 +295,18 @@ class SharedLimitsRegistry(LimitsRegistry):
         return SharedLimiter(link, self.defaults, self.concurrency, self.clock)
 
     def adjust(
-        self, endpoint: Endpoint, grant: int, shed: int, pause_for: float, trim: bool = False
+        self,
+        worker: int,
+        endpoint: Endpoint,
+        grant: int,
+        shed: int,
+        pause_for: float,
+        trim: bool = False,
     ) -> None:
-        """A push from `endpoint`'s coordinator (see `SharedLimiter.adjust`)."""
+        """A push from `endpoint`'s coordinator to `worker` (see `SharedLimiter.adjust`);
+        one meant for this worker's id in an earlier run is left alone."""
+        if worker != self.worker:
+            return
         limiter = self._limiters.get(endpoint)
         if isinstance(limiter, SharedLimiter):
             limiter.adjust(grant, shed, pause_for, trim)

@@ -1,11 +1,13 @@
 """The Ray actor that runs samples through our engine in its own event loop.
 
-It is built from a payload of cloudpickled bytes (the solver's and scorer's specs,
-their keyword arguments, the run's limits and retry policy, its share of the
-concurrency), the run's limits hub and its own index, and holds one `Run` and
-one pool of connections for its lifetime: every batch it works on shares them.
-Its endpoint limiters lease their capacity from the run's coordinators
-(`leases.py`), which push grants, give-back requests and pauses to `adjust`.
+A worker serves one run at a time and may serve several in turn (the driver keeps
+it between runs: `pool.py`). A run begins with `begin(payload, hub, id)`: a payload
+of cloudpickled bytes (the solver's and scorer's specs, their keyword arguments,
+the run's limits and retry policy, its share of the concurrency), the run's limits
+hub and the worker's id there. For the run it holds one `Run` and one pool of
+connections: every batch it works on shares them; `end()` closes them. Its
+endpoint limiters lease their capacity from the run's coordinators (`leases.py`),
+which push grants, give-back requests and pauses to `adjust`.
 
 The driver makes two kinds of calls, so that Ray is called per batch, never per
 sample. `feed(batch)` hands over a batch of records (cloudpickled, one blob) and
@@ -94,34 +96,45 @@ class _BatchTexts(LiveTexts):
 
 
 class SampleWorker:
-    """One worker of a distributed run (made a Ray actor by the driver)."""
+    """One worker of distributed runs (made a Ray actor by the driver), one run at a time:
+    `begin`, then `feed` and `serve` until `stop`, then `end`; then maybe another run."""
 
-    def __init__(self, payload: bytes, hub: Any = None, index: int = 0) -> None:
+    def __init__(self) -> None:
         self.cloudpickle = importlib.import_module("ray.cloudpickle")
-        self.plan: WorkerPlan = self.cloudpickle.loads(payload)
+        self.plan: WorkerPlan | None = None
+
+    async def begin(self, payload: bytes, hub: Any = None, index: int = 0) -> None:
+        """Start a run: its plan (`WorkerPlan`, cloudpickled), its limits hub, and this
+        worker's id there (unique over the hub's life)."""
+        self.plan = plan = self.cloudpickle.loads(payload)
         self.hub = hub
         self.index = index
         self.run: Run | None = None  # made in the actor's event loop, on the first batch
-        self.pool = TransportPool(max(1, self.plan.concurrency))
+        self.pool = TransportPool(max(1, plan.concurrency))
         self.finished: list[Finished] = []
         self.batches: set[asyncio.Task[None]] = set()
         self.failure: BaseException | None = None
         self.stopping = False
         self.more = asyncio.Event()  # something finished, failed or streamed, or stop()
-        self.texts = _BatchTexts(on_change=self._text_changed) if self.plan.live else None
+        self.texts = _BatchTexts(on_change=self._text_changed) if plan.live else None
         self.texts_changed = False
         self.texts_sent = 0.0  # time.monotonic() of the last snapshot sent
         #: The usage of the records sent back, in the roles that run here.
         self.sent = UsageLedger()
-        self.roles = [
-            r for r, spec in (("solver", self.plan.solver), ("scorer", self.plan.scorer)) if spec
-        ]
+        self.roles = [r for r, spec in (("solver", plan.solver), ("scorer", plan.scorer)) if spec]
         self.spent_sent = 0.0  # time.monotonic() of the last report of usage at work
         self.spent_shown: object = []  # what it reported, to send only changes
+
+    async def end(self) -> None:
+        """The run is over (`serve()` has ended): close its connections, let go of it."""
+        await self.pool.aclose()
+        self.run = None
+        self.plan = None
 
     def _run(self) -> Run:
         if self.run is None:
             plan = self.plan
+            assert plan is not None, "begin() first"
             run = Run(
                 solver=plan.solver,
                 scorer=plan.scorer,
@@ -223,19 +236,22 @@ class SampleWorker:
         self.more.set()
 
     def _finished(self, record: SampleRecord) -> Finished:
-        line = encode_sample(compose_sample(record, self.plan.scorer_label))
-        if not self.plan.keep_chats:
+        plan = self.plan
+        assert plan is not None
+        line = encode_sample(compose_sample(record, plan.scorer_label))
+        if not plan.keep_chats:
             usage = record.usage
             record.spill()
             record.usage = usage  # the driver adds it to the run's ledger
         return finished_out(record, line)
 
     async def adjust(
-        self, endpoint: Endpoint, grant: int, shed: int, pause_for: float, trim: bool
+        self, worker: int, endpoint: Endpoint, grant: int, shed: int, pause_for: float, trim: bool
     ) -> None:
-        """A push from an endpoint's coordinator: slots granted or asked back, a pause."""
+        """A push from an endpoint's coordinator to worker id `worker`: slots granted or
+        asked back, a pause (one meant for an earlier run is left alone)."""
         if self.run is not None and isinstance(self.run.limits, SharedLimitsRegistry):
-            self.run.limits.adjust(endpoint, grant, shed, pause_for, trim)
+            self.run.limits.adjust(worker, endpoint, grant, shed, pause_for, trim)
 
     def ready(self) -> bool:
         """True once the actor is up (its constructor ran, the payload loaded)."""
