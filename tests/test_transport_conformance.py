@@ -11,20 +11,24 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import json
 import os
+import random
 import socket
 import ssl
 import threading
 import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 import pytest
 
 import vitals_engine as ve
 from tests.netservers import (
     OPENAI_COMPLETION,
+    Handler,
     Peer,
     Request,
     Route,
@@ -35,7 +39,12 @@ from tests.netservers import (
     running_servers,
     wait_for,
 )
-from vitals_engine import AuthenticationError, ProviderTimeout, ProviderUnavailable
+from vitals_engine import (
+    AuthenticationError,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnavailable,
+)
 from vitals_engine.transport import aiohttp_client, http11, httpx_client
 from vitals_engine.transport.aiohttp_client import AiohttpTransport
 from vitals_engine.transport.base import MAX_REDIRECTS, StreamedResponse, Timeouts, Transport
@@ -543,20 +552,6 @@ async def test_other_redirects_come_back_as_the_response(kind, servers, status, 
     assert target.seen == []
 
 
-async def test_redirect_loop_stops_after_max_redirects(kind, servers):
-    """A 307 to itself is followed MAX_REDIRECTS times; then the 307 is the response."""
-
-    async def loop(peer: Peer, request: Request, route: Route) -> bool:
-        await peer.send(response(b"{}", f"307 Again\r\nLocation: {route.path}/again"))
-        return True
-
-    route = servers.route(loop)
-    async with opened(kind) as transport:
-        reply = await post(transport, route.url())
-    assert reply.status == 307
-    assert len(route.seen) == MAX_REDIRECTS + 1
-
-
 # -- credentials -------------------------------------------------------------------------------
 
 COMPLETION = json.dumps(OPENAI_COMPLETION).encode()
@@ -687,3 +682,348 @@ async def test_stream_is_stopped_by_the_total_timeout(kind, servers):
                 route.url(), HEADERS, BODY.encode(), DRIP_TIMEOUTS
             ) as streamed:
                 await streamed.read()
+
+
+# -- GET, and uploads of other bodies -----------------------------------------------------------
+
+GET_HEADERS = {"accept": "application/json", "authorization": "Bearer k"}
+BATCH = json.dumps(
+    {"id": "batch_1", "status": "completed", "request_counts": {"total": 2, "failed": 0}}
+).encode()
+METHODS = ["POST", "GET"]
+
+
+async def get(transport: Transport, url: str, timeouts: Timeouts = QUICK):
+    return await transport.get(url, GET_HEADERS, timeouts)
+
+
+async def send(transport: Transport, method: str, url: str, timeouts: Timeouts = QUICK):
+    """The usual request of `method` to `url`: `post()` of BODY, or `get()`."""
+    if method == "GET":
+        return await get(transport, url, timeouts)
+    return await post(transport, url, timeouts)
+
+
+def assert_bodiless_get(request: Request) -> None:
+    """A GET as RFC 9110 has it: no body, and no header announcing one."""
+    assert request.method == "GET"
+    assert "content-length" not in request.headers
+    assert "transfer-encoding" not in request.headers
+    assert request.body == b""
+
+
+@pytest.mark.parametrize("on", ["plain", "tls"])
+async def test_get_returns_a_json_answer(kind, servers, trust_ca, on):
+    """A GET of a batch's status: the server sees a GET of the path and query with the
+    caller's headers and no body; the JSON answer comes back whole."""
+    route = servers.route(answer(response(BATCH)))
+    async with opened(kind) as transport:
+        reply = await get(transport, route.url("/v1/batches/batch_1?limit=2", on=on))
+    assert (reply.status, reply.headers["content-type"]) == (200, "application/json")
+    assert json.loads(reply.body)["status"] == "completed"
+    [request] = route.seen
+    assert request.target == f"{route.path}/v1/batches/batch_1?limit=2"
+    assert_bodiless_get(request)
+    assert request.headers["authorization"] == "Bearer k"
+    assert request.headers["accept-encoding"] == "gzip, deflate"
+
+
+@pytest.fixture(scope="module")
+def results_file() -> tuple[bytes, dict[str, bytes]]:
+    """A batch's results: 24 MiB of JSON lines, no two alike; and the server's answers
+    carrying them gzip-compressed, by Content-Length and chunked."""
+    rng = random.Random(7)
+    words = ["the", "answer", "is", "four", "because", "two", "and", "two", "make", "four"]
+    lines = []
+    size = 0
+    while size < 24 << 20:
+        content = " ".join(rng.choices(words, k=30))
+        line = (
+            f'{{"custom_id":"request-{len(lines)}","response":{{"status_code":200,'
+            f'"body":{{"id":"{rng.randbytes(8).hex()}","content":"{content}"}}}}}}\n'
+        ).encode()
+        lines.append(line)
+        size += len(line)
+    data = b"".join(lines)
+    packed = gzip.compress(data, compresslevel=1)
+    answers = {
+        "content-length": response(packed, headers="Content-Encoding: gzip\r\n"),
+        "chunked": response(
+            chunked(packed, 64 * 1024),
+            headers="Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n",
+            length=False,
+        ),
+    }
+    return data, answers
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+async def test_get_reads_a_large_gzip_body_whole(kind, servers, results_file, framing):
+    """A results file of 24 MiB, gzip-compressed by the server (by Content-Length or
+    chunked) comes back whole and decoded, and its connection carries the next request."""
+    data, answers = results_file
+    route = servers.route(answer(answers[framing]))
+    status = servers.route(answer(response(BATCH)))
+    async with opened(kind) as transport:
+        reply = await get(transport, route.url("/v1/files/file_1/content"))
+        assert (await get(transport, status.url("/v1/batches/batch_1"))).body == BATCH
+    assert reply.status == 200
+    assert len(reply.body) == len(data)  # (not reply.body == data: no 24 MiB diff on failure)
+    assert hashlib.sha256(reply.body).digest() == hashlib.sha256(data).digest()
+    assert route.seen[0].connection == status.seen[0].connection
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+async def test_get_follows_every_same_origin_redirect(kind, servers, status):
+    """A GET follows a 301, 302, 303, 307 or 308 to the same origin, still a GET with the
+    same headers and no body; the answer there is the response."""
+    target = servers.route(answer(response(b'{"moved":true}')))
+    moved = f"{status} Moved\r\nLocation: {target.path}/v1/files/file_1/content"
+    route = servers.route(answer(response(b"{}", moved)))
+    async with opened(kind) as transport:
+        reply = await get(transport, route.url("/v1/files/file_1/content"))
+    assert (reply.status, reply.body) == (200, b'{"moved":true}')
+    [request] = target.seen
+    assert_bodiless_get(request)
+    assert request.headers["authorization"] == "Bearer k"
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+async def test_get_hands_back_a_redirect_to_another_origin(kind, servers, status):
+    """A redirect to another origin is not followed, so the credentials never leave theirs:
+    it comes back as the response, its Location for the caller to judge."""
+    target = servers.route(answer(response()))
+    location = target.url("/v1/files/file_1/content", on="other")
+    route = servers.route(answer(response(b"{}", f"{status} Moved\r\nLocation: {location}")))
+    async with opened(kind) as transport:
+        reply = await get(transport, route.url())
+    assert (reply.status, reply.headers["location"]) == (status, location)
+    assert target.seen == []
+
+
+@pytest.mark.parametrize("method", METHODS)
+async def test_redirect_loop_stops_after_max_redirects_whatever_the_method(kind, servers, method):
+    """A redirect to itself is followed MAX_REDIRECTS times, by a POST (307) as by a GET
+    (302); then the redirect is the response."""
+    status = "307" if method == "POST" else "302"
+
+    async def loop(peer: Peer, request: Request, route: Route) -> bool:
+        await peer.send(response(b"{}", f"{status} Again\r\nLocation: {route.path}/again"))
+        return True
+
+    route = servers.route(loop)
+    async with opened(kind) as transport:
+        reply = await send(transport, method, route.url())
+    assert reply.status == int(status)
+    assert [request.method for request in route.seen] == [method] * (MAX_REDIRECTS + 1)
+
+
+@pytest.mark.parametrize("status", ["404 Not Found", "429 Too Many Requests", "500 Server Error"])
+async def test_get_error_status_is_the_response(kind, servers, status):
+    """An error answer to a GET comes back as the response (status, headers, body) for
+    the provider to name, as for a POST; its connection carries the next request."""
+    error = json.dumps({"error": {"message": "No batch found with id 'batch_9'"}}).encode()
+    route = servers.route(answer(response(error, status, "Retry-After: 1\r\n")))
+    async with opened(kind) as transport:
+        replies = [await get(transport, route.url("/v1/batches/batch_9")) for _ in range(2)]
+    for reply in replies:
+        assert (reply.status, reply.body) == (int(status[:3]), error)
+        assert reply.headers["retry-after"] == "1"
+    assert len(route.connections) == 1
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+async def test_get_goes_through_the_proxy(kind, servers, monkeypatch, trust_ca, scheme):
+    """With HTTP_PROXY (HTTPS_PROXY), a GET goes to the proxy in absolute form (through a
+    CONNECT tunnel), with the proxy's credentials for it alone, and reaches the server
+    without a body."""
+    expected = basic("bob:p@ss")
+    servers.proxy.reset(authorization=expected)
+    route = servers.route(answer(response(BATCH)))
+    variable = "HTTP_PROXY" if scheme == "http" else "HTTPS_PROXY"
+    monkeypatch.setenv(variable, f"http://bob:p%40ss@127.0.0.1:{servers.proxy.port}")
+    url = route.url("/v1/batches/batch_1", on="plain" if scheme == "http" else "tls")
+    async with opened(kind) as transport:
+        assert (await get(transport, url)).body == BATCH
+    [seen] = servers.proxy.seen
+    assert seen.headers.get("proxy-authorization") == expected
+    if scheme == "http":
+        assert seen.target == url
+        assert_bodiless_get(seen)
+    else:
+        assert (seen.method, seen.target) == ("CONNECT", f"127.0.0.1:{servers.ports['tls']}")
+    [request] = route.seen
+    assert_bodiless_get(request)
+    assert "proxy-authorization" not in request.headers
+
+
+def multipart(boundary: str, size: int) -> bytes:
+    """A multipart/form-data upload of a batch's input file: a text field, then a file of
+    about `size` bytes holding JSON lines and every byte value (CR, LF and NUL among them)."""
+    every_byte = bytes(range(256))
+    line = b'{"custom_id":"r","body":{"messages":[]}}\n' + every_byte + b"\r\n"
+    data = line * (size // len(line) + 1)
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="in.jsonl"\r\n'
+        "Content-Type: application/octet-stream\r\n\r\n"
+    )
+    return head.encode() + data + f"\r\n--{boundary}--\r\n".encode()
+
+
+@pytest.mark.parametrize("size", [4 * 1024, 3 << 20], ids=["small", "large"])
+async def test_a_multipart_upload_arrives_intact(kind, servers, size):
+    """post() sends a body as given, whatever its type: a multipart/form-data upload (small,
+    or larger than the sockets' buffers) reaches the server byte for byte, with the
+    caller's Content-Type and its length."""
+    boundary = "vitals-7b1f0e5c"
+    body = multipart(boundary, size)
+    headers = {
+        "authorization": "Bearer k",
+        "content-type": f"multipart/form-data; boundary={boundary}",
+    }
+    route = servers.route(answer(response(b'{"id":"file_1"}')))
+    async with opened(kind) as transport:
+        reply = await transport.post(route.url("/v1/files"), headers, body, QUICK)
+    assert (reply.status, reply.body) == (200, b'{"id":"file_1"}')
+    [request] = route.seen
+    assert request.method == "POST"
+    assert request.headers["content-type"] == headers["content-type"]
+    assert request.headers["content-length"] == str(len(body))
+    assert len(request.body) == len(body)
+    assert request.body == body
+
+
+async def test_gets_and_posts_share_keep_alive_connections(kind, servers):
+    """A GET, a JSON POST, a multipart upload and a GET again, one after another, travel
+    over one keep-alive connection, each arriving as it was sent."""
+
+    async def echo(peer: Peer, request: Request, route: Route) -> bool:
+        said = {"method": request.method, "length": len(request.body)}
+        await peer.send(response(json.dumps(said).encode()))
+        return True
+
+    route = servers.route(echo)
+    upload = multipart("b0undary", 100_000)
+    form = {"content-type": "multipart/form-data; boundary=b0undary"}
+    async with opened(kind) as transport:
+        replies = [
+            await get(transport, route.url("/v1/batches/batch_1")),
+            await post(transport, route.url("/v1/batches")),
+            await transport.post(route.url("/v1/files"), form, upload, QUICK),
+            await get(transport, route.url("/v1/files/file_1/content")),
+        ]
+    assert [json.loads(reply.body) for reply in replies] == [
+        {"method": "GET", "length": 0},
+        {"method": "POST", "length": len(BODY)},
+        {"method": "POST", "length": len(upload)},
+        {"method": "GET", "length": 0},
+    ]
+    assert route.seen[1].body == BODY.encode()
+    assert route.seen[2].body == upload
+    for request in (route.seen[0], route.seen[3]):
+        assert_bodiless_get(request)
+    assert len(route.connections) == 1
+
+
+async def test_a_large_upload_keeps_its_connection_for_the_next_request(kind, servers):
+    """After an upload larger than the part sent with the head, answered once it had all
+    arrived, the connection carries the next request: the answer is not mistaken for an
+    early one (on trio the sender may not have run since its last write when the answer
+    is read). Many rounds, since that window is narrow."""
+    route = servers.route(answer(response(b'{"id":"file_1"}')))
+    upload = multipart("b0undary", 100_000)
+    form = {"content-type": "multipart/form-data; boundary=b0undary"}
+    async with opened(kind) as transport:
+        for _ in range(100):
+            assert (await transport.post(route.url("/v1/files"), form, upload, QUICK)).status == 200
+            assert (await get(transport, route.url("/v1/batches/batch_1"))).status == 200
+    assert len(route.seen) == 200
+    assert len(route.connections) == 1
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def _hang_up(peer: Peer, request: Request, route: Route) -> bool:
+    return False  # read, never answered: close
+
+
+async def _never_answer(peer: Peer, request: Request, route: Route) -> bool:
+    await peer.wait_closed()  # until the client gives up
+    return False
+
+
+CUT_CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n5\r\nwor"
+CUT_LENGTH = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b'{"cut": "he'
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A way for a request to fail, and the error it must raise."""
+
+    error: type[ProviderError]
+    handler: Handler | None  # how the route answers; None: nothing listens
+    on: str = "plain"  # the listener
+    proxy: str | None = None  # the variable naming the test proxy
+    proxy_down: bool = False  # ... or a port nothing listens on
+    proxy_credentials: bool = False  # the proxy wants some (that the request lacks)
+    timeouts: Timeouts = QUICK
+
+
+FAILURES = {
+    "refused": Failure(ProviderUnavailable, None),
+    "wrong-certificate": Failure(ProviderUnavailable, answer(response()), on="wrong_name"),
+    "cut-content-length": Failure(ProviderUnavailable, answer(CUT_LENGTH, keep=False)),
+    "cut-chunked": Failure(ProviderUnavailable, answer(CUT_CHUNKED, keep=False)),
+    "oversized": Failure(ProviderUnavailable, answer(OVERSIZED["chunked"], keep=False)),
+    "gzip-bomb": Failure(ProviderUnavailable, answer(OVERSIZED["gzip-bomb"], keep=False)),
+    "garbage-status": Failure(ProviderUnavailable, answer(b"SMTP ready\r\n\r\n", keep=False)),
+    "hung-up": Failure(ProviderUnavailable, _hang_up),
+    "read-timeout": Failure(ProviderTimeout, _never_answer, timeouts=Timeouts(read=0.5)),
+    "total-timeout": Failure(ProviderTimeout, drip, timeouts=DRIP_TIMEOUTS),
+    "proxy-407-http": Failure(
+        AuthenticationError, answer(response()), proxy="HTTP_PROXY", proxy_credentials=True
+    ),
+    "proxy-407-https": Failure(
+        AuthenticationError,
+        answer(response()),
+        on="tls",
+        proxy="HTTPS_PROXY",
+        proxy_credentials=True,
+    ),
+    "proxy-down": Failure(
+        ProviderUnavailable, answer(response()), proxy="HTTP_PROXY", proxy_down=True
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(FAILURES))
+async def test_a_get_fails_as_a_post_does(kind, servers, monkeypatch, trust_ca, small_cap, case):
+    """Whatever fails a POST (a refused connection, a certificate for another name, a body
+    cut short or too large, a server that hangs up, is silent or drips, a proxy that wants
+    credentials or is down) fails a GET the same way: the same ProviderError subclass, the
+    same message, `refused` alike."""
+    failure = FAILURES[case]
+    if failure.handler is None:
+        url = f"http://127.0.0.1:{_closed_port()}/v1/batches/batch_1"
+    else:
+        url = servers.route(failure.handler).url("/v1/batches/batch_1", on=failure.on)
+    if failure.proxy_credentials:
+        servers.proxy.reset(authorization=basic("bob:secret"))
+    if failure.proxy is not None:
+        port = _closed_port() if failure.proxy_down else servers.proxy.port
+        monkeypatch.setenv(failure.proxy, f"http://127.0.0.1:{port}")
+    errors = []
+    async with opened(kind) as transport:
+        for method in METHODS:
+            with pytest.raises(failure.error) as caught:
+                await send(transport, method, url, failure.timeouts)
+            errors.append(caught.value)
+    posted, got = errors
+    assert type(got) is type(posted)
+    assert str(got) == str(posted)
+    assert got.refused == posted.refused == (case == "refused")

@@ -1,11 +1,12 @@
 """`Adapter`: what the aiohttp and httpx adapters share, around the one request each
 library sends for them (`Adapter._send`).
 
-The rules of our own `Http11Transport`, kept the same way over either library: the
-caller's Host, Content-Length, Transfer-Encoding, Connection and Accept-Encoding headers
-are dropped and gzip and deflate asked for; a 307 or 308 to the same origin is followed
-with the same body, at most `MAX_REDIRECTS` times (`same_origin_redirect()`), any other
-answer coming back as the response; `Timeouts.total` bounds the whole attempt, redirects
+The rules of our own `Http11Transport`, kept the same way over either library, for a POST
+and a GET alike: the caller's Host, Content-Length, Transfer-Encoding, Connection and
+Accept-Encoding headers are dropped and gzip and deflate asked for; a GET sends no body
+(nor Content-Length); a 307 or 308 to the same origin is followed with the same body, and
+for a GET a 301, 302 or 303 too, at most `MAX_REDIRECTS` times (`same_origin_redirect()`),
+any other answer coming back as the response; `Timeouts.total` bounds the whole attempt, redirects
 and a streamed body included; bodies are decoded by `decoding.Decoder`, within the
 adapter's `MAX_BODY_BYTES`, raw or decoded; leaving a stream gives the connection back if
 the body was read to its end, else closes it.
@@ -17,7 +18,7 @@ import ssl
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -37,7 +38,10 @@ from .decoding import ACCEPT_ENCODING, BodyError, Decoder, too_large
 from .proxies import Proxy, proxy_for
 from .tls import default_tls
 
-__all__ = ["Adapter", "Exchange"]
+__all__ = ["Adapter", "Exchange", "Method"]
+
+#: The methods the transports send.
+Method = Literal["POST", "GET"]
 
 _MAX_URLS = 1024  # distinct URLs whose proxy we keep
 
@@ -103,10 +107,16 @@ class Adapter(Transport):
 
     @abstractmethod
     async def _send(
-        self, url: str, headers: dict[str, str], body: bytes, timeouts: Timeouts
+        self,
+        method: Method,
+        url: str,
+        headers: dict[str, str],
+        body: bytes | None,
+        timeouts: Timeouts,
     ) -> Exchange:
-        """POST `body` to `url` with exactly `headers` and follow no redirect: the response,
-        its status and headers read. Raises provider errors only."""
+        """Send `method` to `url` with exactly `headers` and `body` (None: no body, as for a
+        GET) and follow no redirect: the response, its status and headers read. Raises
+        provider errors only."""
 
     @abstractmethod
     def _failure(self, url: str, exc: Exception, timeouts: Timeouts) -> ProviderError:
@@ -123,8 +133,28 @@ class Adapter(Transport):
     async def post(
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
     ) -> HttpResponse:
+        """POST `body` to `url` and return the whole response."""
+        return await self._whole("POST", url, headers, body, timeouts)
+
+    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
+        """GET `url` and return the whole response (`Transport.get`): no body, no
+        Content-Length; 301, 302, 303, 307 and 308 to the same origin followed.
+
+        Example:
+            >>> status = await transport.get(f"{base}/v1/batches/{batch}", auth, Timeouts())
+        """
+        return await self._whole("GET", url, headers, None, timeouts)
+
+    async def _whole(
+        self,
+        method: Method,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        timeouts: Timeouts,
+    ) -> HttpResponse:
         with anyio.CancelScope(deadline=deadline(timeouts)):
-            exchange = await self._open(url, headers, body, timeouts)
+            exchange = await self._open(method, url, headers, body, timeouts)
             complete = False
             try:
                 async with aclosing(self._decoded(exchange, timeouts)) as pieces:
@@ -148,7 +178,7 @@ class Adapter(Transport):
         limit = deadline(timeouts)
         exchange = None
         with anyio.CancelScope(deadline=limit):
-            exchange = await self._open(url, headers, body, timeouts)
+            exchange = await self._open("POST", url, headers, body, timeouts)
         if exchange is None:
             raise timed_out(url, timeouts, "total")
         streamed = _Streamed(self, exchange, timeouts, limit)
@@ -158,19 +188,25 @@ class Adapter(Transport):
             await exchange.close(streamed.complete)
 
     async def _open(
-        self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
+        self,
+        method: Method,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        timeouts: Timeouts,
     ) -> Exchange:
-        """Send the request, following same-origin 307/308 redirects."""
+        """Send the request, following the redirects to the same origin that `method`
+        follows."""
         sent = {k: v for k, v in headers.items() if k.lower() not in OWN_HEADERS}
         sent["Accept-Encoding"] = ACCEPT_ENCODING
         for _ in range(MAX_REDIRECTS):
-            exchange = await self._send(url, sent, body, timeouts)
-            target = same_origin_redirect(url, exchange.status, exchange.headers)
+            exchange = await self._send(method, url, sent, body, timeouts)
+            target = same_origin_redirect(url, exchange.status, exchange.headers, method)
             if target is None:
                 return exchange
             await exchange.close(False)  # a redirect's body is not worth reading
             url = target
-        return await self._send(url, sent, body, timeouts)
+        return await self._send(method, url, sent, body, timeouts)
 
     async def _decoded(self, exchange: Exchange, timeouts: Timeouts) -> AsyncGenerator[bytes, None]:
         """The body's bytes as they arrive, decoded and held to the body limit."""

@@ -14,9 +14,9 @@ it shares with the httpx adapter (redirects, the total deadline, bodies) is
   made when aiohttp is imported); certifi's where the system has none. One
   context per such setting, shared by the process's transports (`tls.default_tls()`).
 - Redirects: aiohttp follows none (it would turn a POST into a GET on
-  301-303). A 307 or 308 to the same origin is followed with the same body, at
-  most `MAX_REDIRECTS` times (`same_origin_redirect()`); any other comes back
-  as the response.
+  301-303). A 307 or 308 to the same origin is followed with the same body,
+  and for a GET a 301, 302 or 303 too, at most `MAX_REDIRECTS` times
+  (`same_origin_redirect()`); any other comes back as the response.
 - Timeouts: `connect` for the connection, `read` for each wait for bytes of the
   response (aiohttp's `sock_read`), `total` for the whole request: redirects
   and, for `stream()`, the streamed body included.
@@ -31,7 +31,9 @@ it shares with the httpx adapter (redirects, the total deadline, bodies) is
   before closing it) is closed, never reused, so those bytes are never taken
   as the next answer.
 - Errors: `ProviderTimeout` or `ProviderUnavailable`, saying what happened.
-  A POST is never sent twice: aiohttp resends only idempotent requests.
+  A POST is never sent twice: aiohttp resends only idempotent requests (a GET
+  once, when its connection drops before an answer, as RFC 9112 9.3.1 allows;
+  the other transports leave that to the engine's retry policy).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from typing import Any
 import aiohttp
 
 from .._errors import ProviderError, ProviderUnavailable
-from .adapter import Adapter, Exchange
+from .adapter import Adapter, Exchange, Method
 from .base import Timeouts, lower_headers, refusal, timed_out
 from .decoding import MAX_BODY_BYTES
 from .proxies import Proxy, proxy_refused
@@ -71,7 +73,12 @@ class AiohttpTransport(Adapter):
         )
 
     async def _send(
-        self, url: str, headers: dict[str, str], body: bytes, timeouts: Timeouts
+        self,
+        method: Method,
+        url: str,
+        headers: dict[str, str],
+        body: bytes | None,
+        timeouts: Timeouts,
     ) -> Exchange:
         proxy = self._proxy(url)
         https = url[:6].lower() == "https:"
@@ -86,7 +93,8 @@ class AiohttpTransport(Adapter):
                 else:  # on each request in absolute form
                     headers = {**headers, "Proxy-Authorization": proxy.authorization}
         try:
-            response = await self._session.post(
+            response = await self._session.request(
+                method,
                 url,
                 data=body,
                 headers=headers,

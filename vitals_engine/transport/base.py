@@ -1,8 +1,8 @@
-"""The transport seam: POST a JSON body, get status, headers and body back.
+"""The transport seam: POST a body (or GET a resource), get status, headers and body back.
 
 Providers never touch an HTTP library; they hand a `Transport` the URL, headers,
-encoded body and `Timeouts(connect, read, total)`. Three implementations, one module
-each (`pool.py` picks one):
+encoded body (none for a GET) and `Timeouts(connect, read, total)`. Three
+implementations, one module each (`pool.py` picks one):
 
 - `Http11Transport` (`http11.py`), the default on asyncio and trio: our own
   HTTP/1.1 client over anyio streams, 0.12-0.2 ms CPU per request.
@@ -16,7 +16,8 @@ They follow the same rules (`tests/test_transport_conformance.py` runs the same 
 against each): proxies as HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY say
 (`proxies.proxy_for`); the system's certificates, or those SSL_CERT_FILE / SSL_CERT_DIR
 name (`tls.default_tls`); gzip and deflate bodies decoded, no body over 256 MiB raw or
-decoded (`decoding.py`); 307 and 308 to the same origin followed (`same_origin_redirect`).
+decoded (`decoding.py`); redirects to the same origin followed (`same_origin_redirect`): 307
+and 308 for a POST, also 301, 302 and 303 for a GET.
 
 Errors: `ProviderTimeout` when a limit of `Timeouts` runs out: `connect` for the
 connection, `read` for each wait for bytes of the answer, `total` a deadline for one
@@ -56,8 +57,11 @@ __all__ = [
     "timed_out",
 ]
 
-#: How many 307/308 redirects to the same server one request follows.
+#: How many redirects to the same server one request follows.
 MAX_REDIRECTS = 5
+#: The redirects each method follows to the same origin: a POST only those that keep its
+#: method and body (307, 308), a GET every one, since it stays a GET either way.
+_FOLLOWED = {"POST": frozenset((307, 308)), "GET": frozenset((301, 302, 303, 307, 308))}
 #: Request headers a transport writes itself; the caller's own are dropped.
 OWN_HEADERS = frozenset(
     ("host", "content-length", "transfer-encoding", "connection", "accept-encoding")
@@ -138,13 +142,30 @@ class _Whole(StreamedResponse):
 
 
 class Transport(ABC):
-    """Sends JSON POST requests over a pool of connections."""
+    """Sends POST and GET requests over a pool of connections."""
 
     @abstractmethod
     async def post(
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
     ) -> HttpResponse:
         """POST `body` to `url` and return the whole response."""
+
+    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
+        """GET `url` and return the whole response, as `post` does: the same timeouts,
+        errors, decoding, body limit, connections and proxies. No body goes out, and no
+        Content-Length (RFC 9110 8.6). A 301, 302, 303, 307 or 308 to the same origin is
+        followed, still a GET with the same headers, at most `MAX_REDIRECTS` times; any
+        other redirect, one to another origin too (the credentials stay with their origin),
+        comes back as the response, its Location in the headers.
+
+        The shipped transports implement it; this fallback raises NotImplementedError.
+
+        Example:
+            >>> response = await transport.get(f"{base}/v1/batches/{batch}", auth, Timeouts())
+            >>> json.loads(response.body)["status"]
+            'completed'
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot send GET requests")
 
     def stream(
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
@@ -257,16 +278,22 @@ async def _buffered(
     yield _Whole(await transport.post(url, headers, body, timeouts))
 
 
-def same_origin_redirect(url: str, status: int, headers: Mapping[str, str]) -> str | None:
-    """Where a 307 or 308 answer to a POST of `url` points, if to the same scheme, host and
-    port (so the body and the credentials may go there too); otherwise None: the answer
-    is handed over as it is and the provider names the redirect.
+def same_origin_redirect(
+    url: str, status: int, headers: Mapping[str, str], method: Literal["POST", "GET"] = "POST"
+) -> str | None:
+    """Where a redirect answer to a `method` request of `url` points, if that request
+    follows it (a POST: 307 and 308, which keep its method and body; a GET: 301, 302, 303,
+    307 and 308) and it points to the same scheme, host and port (so the body and the
+    credentials may go there too); otherwise None: the answer is handed over as it is and
+    the provider names the redirect.
 
     Example:
         >>> same_origin_redirect("https://h/v1/x", 308, {"location": "/v2/x"})
         'https://h/v2/x'
+        >>> same_origin_redirect("https://h/v1/x", 302, {"location": "/v2/x"}, "GET")
+        'https://h/v2/x'
     """
-    if status not in (307, 308):
+    if status not in _FOLLOWED[method]:
         return None
     location = headers.get("location")
     if not location:

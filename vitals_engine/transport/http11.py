@@ -3,7 +3,8 @@
 It runs wherever anyio runs (asyncio, uvloop, trio) and costs a small
 fraction of what aiohttp or httpx cost per request, because it does only
 what the providers need: POST a body, read the response whole (`post()`) or
-as it arrives (`stream()`).
+as it arrives (`stream()`); GET a resource, read whole (`get()`). POST and GET
+share one path (`_whole()`): every rule below holds for both.
 
 Invariants:
 
@@ -51,12 +52,13 @@ Invariants:
   fault.
 - Redirects: a 307 or 308 to the same origin (`same_origin_redirect`) is
   followed with the same method, body and headers, at most `MAX_REDIRECTS`
-  times; any other 3xx, and the one after the last hop, is returned as a
-  response.
+  times; a GET follows a 301, 302 or 303 to the same origin too (as a GET).
+  Any other 3xx, and the one after the last hop, is returned as a response.
 
 Requests: header names must be RFC 9110 tokens and values free of CR, LF
 and NUL, or a ValueError is raised before anything is sent; Host,
 Content-Length, Transfer-Encoding, Connection and Accept-Encoding are ours.
+A POST's body goes as given, with its Content-Length; a GET has neither.
 
 Responses: `Content-Length`, `Transfer-Encoding: chunked` (trailers are read
 and dropped) or, with neither, read to EOF (that connection is then not
@@ -88,6 +90,7 @@ from urllib.parse import quote, urlsplit
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 from anyio.abc import SocketAttribute
 from anyio.streams.tls import TLSAttribute, TLSStream
 
@@ -119,8 +122,10 @@ _EARLY_ANSWER = 1.0  # seconds to look for an answer already received after a se
 _MAX_CHUNK_LINE = 4096  # a chunk-size line, extensions included
 _HEX = b"0123456789abcdefABCDEF"
 _NO_BODY = frozenset((204, 304))
-#: A request's head, `% (target's prefix, the caller's header lines, body length)`.
-_HEAD = b"%b%bContent-Length: %d\r\nAccept-Encoding: " + ACCEPT_ENCODING.encode() + b"\r\n\r\n"
+#: A POST's head, `% (target's prefix, the caller's header lines, body length)`.
+_HEAD = b"POST%b%bContent-Length: %d\r\nAccept-Encoding: " + ACCEPT_ENCODING.encode() + b"\r\n\r\n"
+#: A GET's head, `% (target's prefix, the caller's header lines)`: no body, no Content-Length.
+_GET_HEAD = b"GET%b%bAccept-Encoding: " + ACCEPT_ENCODING.encode() + b"\r\n\r\n"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _MAX_TARGETS = 1024  # distinct URLs whose request line we keep
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 token: a field name
@@ -205,7 +210,7 @@ class _Target:
         self.host = host
         self.port = port
         self.tls = tls
-        self.prefix = prefix  # holds Proxy-Authorization for http:// through a proxy
+        self.prefix = prefix  # from the request line after its method; Proxy-Authorization too
         self.pool = pool
         self.proxy = proxy
         self.authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -635,6 +640,23 @@ class Http11Transport(Transport):
     async def post(
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
     ) -> HttpResponse:
+        """POST `body` to `url` and return the whole response."""
+        return await self._whole(url, headers, body, timeouts)
+
+    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
+        """GET `url` and return the whole response (`Transport.get`): no body, no
+        Content-Length; 301, 302, 303, 307 and 308 to the same origin followed.
+
+        Example:
+            >>> status = await transport.get(f"{base}/v1/batches/{batch}", auth, Timeouts())
+        """
+        return await self._whole(url, headers, None, timeouts)
+
+    async def _whole(
+        self, url: str, headers: Mapping[str, str], body: bytes | None, timeouts: Timeouts
+    ) -> HttpResponse:
+        """A POST of `body` (None: a GET) and its whole response, same-origin redirects
+        followed."""
         target, fields = self._begin(url, headers)
         limit = math.inf
         hops = 0
@@ -653,11 +675,13 @@ class Http11Transport(Transport):
             finally:
                 slots.release()
             status = response.status
-            if status != 307 and status != 308:
+            if status < 301 or status > 308:
                 if status == 407 and target.proxy is not None and not target.tls:
                     raise proxy_refused(target.proxy, target.authority, status, "")
                 return response
-            location = same_origin_redirect(url, status, response.headers)
+            location = same_origin_redirect(
+                url, status, response.headers, "GET" if body is None else "POST"
+            )
             if location is None or hops == MAX_REDIRECTS:
                 return response
             hops += 1
@@ -733,11 +757,11 @@ class Http11Transport(Transport):
             path += "?" + quote(parts.query, safe="/%:@!$&'()*+,;=-._~?")
         proxy = proxy_for(url)
         if proxy is not None and scheme == "http":  # absolute form, to the proxy
-            prefix = f"POST http://{authority}{path} HTTP/1.1\r\nHost: {authority}\r\n"
+            prefix = f" http://{authority}{path} HTTP/1.1\r\nHost: {authority}\r\n"
             if proxy.authorization is not None:
                 prefix += f"Proxy-Authorization: {proxy.authorization}\r\n"
         else:  # direct, or inside a CONNECT tunnel
-            prefix = f"POST {path} HTTP/1.1\r\nHost: {authority}\r\n"
+            prefix = f" {path} HTTP/1.1\r\nHost: {authority}\r\n"
         key = (scheme, host, port, proxy)
         pool = self._pools.get(key)
         if pool is None:
@@ -969,8 +993,11 @@ class Http11Transport(Transport):
             await anyio.aclose_forcefully(conn.stream)
 
 
-def _request(target: _Target, fields: bytes, body: bytes) -> tuple[bytes, bytes]:
-    """The request's bytes: (head and body joined, b"") for a small body, else (head, body)."""
+def _request(target: _Target, fields: bytes, body: bytes | None) -> tuple[bytes, bytes]:
+    """The request's bytes: (head and body joined, b"") for a small body, else (head, body);
+    a GET's head alone when `body` is None."""
+    if body is None:
+        return _GET_HEAD % (target.prefix, fields), b""
     head = _HEAD % (
         target.prefix,
         fields,
@@ -1070,6 +1097,10 @@ async def _send_watching(
                 error.__cause__ = failed[0]
         except Exception as exc:  # raised after the task group, never wrapped in a group
             error = exc
+        if answer is not None and not sent.is_set():
+            # A sender whose last write is done may not have run since to say so (trio, with
+            # a quick server): once it has, only a send still under way makes this early.
+            await anyio.lowlevel.checkpoint()
         early = bool(failed) or not sent.is_set()  # answered before all of it had gone
         tg.cancel_scope.cancel()  # done sending, or an early answer: stop
     if error is not None:
