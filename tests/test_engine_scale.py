@@ -286,6 +286,27 @@ def test_progress_bar_renders_failures_retries_tokens_and_eta():
     assert "$0.50" in line
     assert "5.0/s" in line
     assert "ETA 0:30" in line
+    assert "batches" not in line
+
+
+def test_progress_bar_shows_batches_out_waiting_done_and_queued():
+    from vitals_engine.progress import Progress, ProgressBar
+
+    progress = Progress(
+        done=0,
+        total=20_000,
+        failed=0,
+        retries=0,
+        tokens=0,
+        cost=None,
+        elapsed=60.0,
+        batch_queued=40,
+        batch_submitted=2,
+        batch_waiting=12_000,
+        batch_done=1,
+    )
+    line = ProgressBar("t", stream=io.StringIO()).render(progress)
+    assert "batches: 2 out (12.0k waiting), 1 done, 40 queued" in line
 
 
 async def test_endpoint_pause_with_a_virtual_clock():

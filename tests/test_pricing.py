@@ -22,12 +22,19 @@ class _Entry(msgspec.Struct, forbid_unknown_fields=True):
     cached_input: float | None
 
 
+class _Batch(msgspec.Struct, forbid_unknown_fields=True):
+    taken: str
+    source: str
+    share: dict[str, float]
+
+
 class _Table(msgspec.Struct, forbid_unknown_fields=True):
     schema_version: int
     currency: str
     unit: str
     taken: str
     source: str
+    batch: _Batch
     prices: list[_Entry]
 
 
@@ -53,6 +60,18 @@ def test_price_file_parses_into_schema():
     assert table.source
     providers = {entry.provider for entry in table.prices}
     assert {"Mock", "OpenAI", "Anthropic", "Google"} <= providers
+    assert datetime.date.fromisoformat(table.batch.taken)
+    assert table.batch.source
+    assert set(table.batch.share) == {"OpenAI", "Anthropic", "Google"}
+    assert all(0 < share <= 1 for share in table.batch.share.values())
+
+
+def test_a_call_sent_in_a_batch_costs_its_providers_batch_share():
+    tokens = TokenUsage(input=1_000_000, output=1_000_000, cached_input=0)
+    live = cost_of("Anthropic", "claude-sonnet-4-5", tokens)
+    assert live is not None
+    assert cost_of("Anthropic", "claude-sonnet-4-5", tokens, batch=True) == pytest.approx(live / 2)
+    assert cost_of("Mystery", "model", tokens, batch=True) is None  # no batch price known
 
 
 def test_every_entry_is_sane():

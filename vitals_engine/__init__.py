@@ -67,6 +67,7 @@ if _typing.TYPE_CHECKING:
     from .log.logged_eval import LoggedEval
     from .log.reader import read_log
     from .metrics import accuracy
+    from .pacing.batch import Batch
     from .pacing.limits import Limits
     from .pacing.retry import Retry
     from .report import summary
@@ -131,6 +132,7 @@ _LAZY: dict[str, str] = {
     "LoggedEval": ".log.logged_eval",
     "read_log": ".log.reader",
     "accuracy": ".metrics",
+    "Batch": ".pacing.batch",
     "Limits": ".pacing.limits",
     "Retry": ".pacing.retry",
     "summary": ".report",
@@ -165,6 +167,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "AuthenticationError",
+    "Batch",
     "Chat",
     "ConfigError",
     "ContentImage",

@@ -26,6 +26,12 @@ class Progress:
     tokens: int
     cost: float | None
     elapsed: float
+    #: Batch mode: requests queued for a batch, batches submitted and not ended, the
+    #: requests waiting in those, and batches ended.
+    batch_queued: int = 0
+    batch_submitted: int = 0
+    batch_waiting: int = 0
+    batch_done: int = 0
 
     @property
     def rate(self) -> float:
@@ -53,6 +59,17 @@ def _clock(seconds: float | None) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
+def _batches(p: Progress) -> str:
+    """Batch mode's part of the bar, e.g. "batches: 2 out (1.2k waiting), 3 done, 40 queued"."""
+    said = f"batches: {p.batch_submitted} out"
+    if p.batch_waiting:
+        said += f" ({_short(p.batch_waiting)} waiting)"
+    said += f", {p.batch_done} done"
+    if p.batch_queued:
+        said += f", {_short(p.batch_queued)} queued"
+    return said
+
+
 class ProgressBar:
     """Draws progress on one line of a terminal, at most ten times a second.
 
@@ -78,6 +95,8 @@ class ProgressBar:
             parts.append(f"failed {p.failed}")
         if p.retries:
             parts.append(f"retries {p.retries}")
+        if p.batch_queued or p.batch_submitted or p.batch_done:
+            parts.append(_batches(p))
         parts.append(f"tokens {_short(p.tokens)}")
         if p.cost is not None:
             parts.append(f"${p.cost:.2f}")

@@ -23,6 +23,7 @@ import msgspec
 
 from .._errors import ConfigError, ProviderError, ProviderTimeout, RateLimitError
 from .._logging import log
+from ..pacing.batch import BatchCalls
 from ..pacing.clock import Clock, SystemClock
 from ..pacing.limits import EndpointLimiter
 from ..pacing.retry import Retry, backoff_delay
@@ -92,6 +93,16 @@ async def _send(provider: Provider, request: ChatRequest, attempt_timeout: float
         return await provider.generate(request)
 
 
+async def _in_batch(
+    batches: BatchCalls, provider: Provider, request: ChatRequest, seat: Seat | None
+) -> Turn:
+    """The call sent in a provider batch; the sample lends its seat while it waits (no
+    attempt timeout: a batch may take hours)."""
+    if seat is None:
+        return await batches.call(provider, request)
+    return await seat.lent_while(lambda: batches.call(provider, request))
+
+
 async def call_model(provider: Provider, request: ChatRequest) -> Turn:
     """Send `request` to `provider` under the scope's limits and retries; return the
     priced assistant turn."""
@@ -105,14 +116,18 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
             "sample_timeout is a run setting, pass it to eval(retry=Retry(sample_timeout=...))."
         )
     clock = scope.clock if scope and scope.clock else _SYSTEM_CLOCK
-    limiter = scope.limiter(provider.endpoint, provider.limits) if scope else None
+    batches = scope.batches if scope else None
+    if batches is not None and not batches.takes(provider):
+        batches = None
+    # a batched call is no live request: the endpoint's live limits do not apply to it
+    limiter = scope.limiter(provider.endpoint, provider.limits) if scope and not batches else None
     estimate = estimate_tokens(request) if limiter is not None and limiter.tokens else 0
     seat = scope.seat if scope else None
     if seat is not None:
         seat.calls += 1
     try:
         turn, notes, started = await _call_with_retries(
-            provider, request, policy, scope, limiter, estimate, clock, seat
+            provider, request, policy, scope, limiter, estimate, clock, seat, batches
         )
     finally:
         if seat is not None:
@@ -121,7 +136,7 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
     if limiter is not None:
         limiter.on_success()
         limiter.reconcile(estimate, estimate if turn.tokens is None else tokens.total)
-    cost = cost_of(provider.name, turn.model or provider.model, tokens)
+    cost = cost_of(provider.name, turn.model or provider.model, tokens, batch=batches is not None)
     turn = msgspec.structs.replace(turn, cost=cost, retries=len(notes))
     if scope is not None:
         for ledger in scope.ledgers:
@@ -142,6 +157,7 @@ async def _call_with_retries(
     estimate: int,
     clock: Clock,
     seat: Seat | None,
+    batches: BatchCalls | None = None,
 ) -> tuple[Turn, list[RetryNote], float]:
     """Attempts until one succeeds (the reply, the retries, when the call started), or the
     error that ends them, recorded in the scope."""
@@ -153,7 +169,10 @@ async def _call_with_retries(
         if limiter is not None:
             await limiter.wait_turn(estimate)
         try:
-            turn = await _attempt(provider, request, policy.timeout, limiter)
+            if batches is not None:
+                turn = await _in_batch(batches, provider, request, seat)
+            else:
+                turn = await _attempt(provider, request, policy.timeout, limiter)
             break
         except ProviderError as exc:
             if limiter is not None:

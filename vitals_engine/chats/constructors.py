@@ -15,7 +15,10 @@ Every constructor takes the model and these keyword options (`ChatOptions`):
 - `headers`: extra request headers;
 - `stream`: receive the reply as server-sent events (see `ChatOptions`);
 - `limits`: `Limits(max_concurrency=, rpm=, tpm=)` for this model;
-- `retry`: `Retry(max_attempts=, timeout=, ...)` for this model.
+- `retry`: `Retry(max_attempts=, timeout=, ...)` for this model;
+- `batch`: this model's calls in the provider's batch API, at half the price and
+  answered later (True, or `Batch(size=, wait=, poll=)`), even when the run's are
+  live; False keeps them live even in a run in batch mode.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 from typing import Any, TypedDict, Unpack
 
 from .._errors import ConfigError, keyword_hint
+from ..pacing.batch import Batch, batch_option
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
 from ..providers.anthropic import AnthropicProvider
@@ -78,6 +82,7 @@ class ChatOptions(TypedDict, total=False):
     stream: bool | None
     limits: Limits | None
     retry: Retry | None
+    batch: Batch | bool | None
 
 
 def chat_mock(
@@ -155,6 +160,8 @@ def _http_chat(cls: type[HttpProvider], model: str, options: ChatOptions) -> Cha
     )
     provider.limits = options.get("limits")
     provider.retry = options.get("retry")
+    given = options.get("batch")
+    provider.batch = False if given is False else batch_option(given, f"A {cls.name} chat")
     return Chat(provider, system_prompt=options.get("system_prompt"))
 
 

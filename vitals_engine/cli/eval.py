@@ -101,6 +101,7 @@ def run_eval(args: argparse.Namespace) -> int:
             "resume": args.resume,
             "resume_anyway": args.resume_anyway,
             "backend": backend,
+            "batch": True if getattr(args, "batch", False) else None,
         }
         outcomes: list[_Outcome] = []
         debug = bool(getattr(args, "debug", False))

@@ -213,6 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=_positive_int, metavar="N", help="with --ray: Ray workers (actors)"
     )
     run.add_argument(
+        "--batch",
+        action="store_true",
+        help="send every model call in the providers' batch APIs (half the price, answers "
+        "within hours)",
+    )
+    run.add_argument(
         "--fail-on-error",
         type=_fail_on_error,
         metavar="X",

@@ -30,6 +30,8 @@ import anyio
 
 from .._errors import ConfigError, ScorerError, SolverError, TaskStateError
 from .._sync import asyncio_named
+from ..batching.queues import BatchQueues
+from ..pacing.batch import Batch
 from ..pacing.clock import Clock, SystemClock
 from ..pacing.limits import Limits, LimitsRegistry
 from ..pacing.retry import Retry
@@ -175,6 +177,7 @@ class Run:
         total: int | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         live: LiveTexts | None = None,
+        batch: Batch | None = None,
     ) -> None:
         self.solver = solver
         self.scorer = scorer
@@ -197,6 +200,12 @@ class Run:
         self.on_progress = on_progress
         #: The streamed text of in-flight samples, for the live viewer (None: not kept).
         self.live = live
+        #: Batch mode for every model call (None: only for models made with `batch=`).
+        self.batch = batch
+        #: The run's batch queues (from when it starts; their counts stay for the record).
+        self.batches: BatchQueues | None = None
+        #: Samples in a per-sample stage now (for the batch queues: see `BatchQueues`).
+        self.at_work = 0
         self._threads = anyio.CapacityLimiter(concurrency)
 
     def _scope(self, role: str, record: SampleRecord | None) -> CallScope:
@@ -211,6 +220,7 @@ class Run:
             self._count_retry,
             current_seat(),
             live.sink(record.sample, role) if live is not None and record is not None else None,
+            self.batches,
         )
 
     def _count_retry(self, _: RetryNote) -> None:
@@ -229,7 +239,20 @@ class Run:
             tokens=sum(row.tokens.total for row in rows),
             cost=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
             elapsed=time.time() - (self.started_at or time.time()),
+            **self._batch_progress(),
         )
+
+    def _batch_progress(self) -> dict[str, int]:
+        batches = self.batches
+        if batches is None:
+            return {}
+        counts = batches.counts
+        return {
+            "batch_queued": counts.queued,
+            "batch_submitted": counts.submitted,
+            "batch_waiting": counts.waiting,
+            "batch_done": counts.done,
+        }
 
     def _emit(self) -> None:
         if self.on_progress is not None:
@@ -246,6 +269,14 @@ class Run:
     async def solve_one(self, record: SampleRecord) -> None:
         assert self.solver is not None
         record.solve_started = time.time()
+        self.at_work += 1
+        try:
+            await self._solve(record)
+        finally:
+            self._left_stage()
+
+    async def _solve(self, record: SampleRecord) -> None:
+        assert self.solver is not None
         with self._scope("solver", record):
             try:
                 with _deadline(self._time_left(record)):
@@ -265,6 +296,19 @@ class Run:
     async def score_one(self, record: SampleRecord) -> None:
         assert self.scorer is not None
         record.score_started = time.time()
+        self.at_work += 1
+        try:
+            await self._score(record)
+        finally:
+            self._left_stage()
+
+    def _left_stage(self) -> None:
+        self.at_work -= 1
+        if self.batches is not None:
+            self.batches.nudge()
+
+    async def _score(self, record: SampleRecord) -> None:
+        assert self.scorer is not None
         with self._scope("scorer", record):
             try:
                 with _deadline(self._time_left(record)):
@@ -377,7 +421,10 @@ class Run:
 
         try:
             with relaxed_gc(), asyncio_named():
-                await self._execute(records, counted)
+                queues = BatchQueues(self.batch, self.clock, self._emit, at_work=self._at_work)
+                async with queues as batches:
+                    self.batches = batches
+                    await self._execute(records, counted)
         finally:
             if live is not None and live.entries:
                 live.clear()
@@ -404,6 +451,7 @@ class Run:
                 sink=_ignore,
                 concurrency=self.concurrency,
                 total=count,
+                spares=self._spares(),
             ).run(records)
             await self.score_batch(list(records))
             for record in records:
@@ -415,7 +463,18 @@ class Run:
                 sink=sink,
                 concurrency=self.concurrency,
                 total=count,
+                spares=self._spares(),
             ).run(records)
+
+    def _at_work(self) -> int:
+        return self.at_work
+
+    def _spares(self) -> int | None:
+        """Spare workers per stage: in batch mode, enough for every sample that may wait
+        on batches (they lend their seats), else as many as seats."""
+        if self.batch is None:
+            return None
+        return max(self.concurrency, self.batch.pending)
 
 
 async def _ignore(_: SampleRecord) -> None:

@@ -67,6 +67,7 @@ class Supervisor:
         concurrency: int,
         score_concurrency: int | None = None,
         total: int | None = None,
+        spares: int | None = None,
     ) -> None:
         self.solve = solve
         self.score = score
@@ -75,6 +76,8 @@ class Supervisor:
         cap = max(1, total) if total is not None else None
         self.concurrency = _at_most(max(1, concurrency), cap)
         self.score_concurrency = _at_most(max(1, score_concurrency or concurrency), cap)
+        #: Spare workers a stage may start for seats lent (None: as many as seats).
+        self.spares = None if spares is None else _at_most(spares, cap)
 
     async def run(self, records: Iterable[SampleRecord]) -> None:
         source = iter(records)
@@ -103,6 +106,7 @@ class Supervisor:
                                 Seat(solve_seats),
                             ),
                             on_close=spare_send.close,
+                            spares=self.spares,
                         )
                         for _ in range(self.concurrency):
                             tg.start_soon(
@@ -117,6 +121,7 @@ class Supervisor:
                                 Seat(score_seats),
                             ),
                             on_close=spare_receive.close,
+                            spares=self.spares,
                         )
                         for _ in range(self.score_concurrency):
                             tg.start_soon(
@@ -128,6 +133,7 @@ class Supervisor:
                     seats: Seats = Seats(
                         workers,
                         spawn=lambda: tg.start_soon(self._only_stage, source, stage, Seat(seats)),
+                        spares=self.spares,
                     )
                     for _ in range(workers):
                         tg.start_soon(self._only_stage, source, stage, Seat(seats))

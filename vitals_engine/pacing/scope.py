@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..vocab.calls import ModelCall, RetryNote
+from .batch import BatchCalls
 from .clock import Clock
 from .limits import EndpointLimiter, Limits, LimitsRegistry
 from .retry import Retry
@@ -45,6 +46,8 @@ class CallScope:
     on_retry: Callable[[RetryNote], None] | None = None
     seat: Seat | None = None
     on_text: TextSink | None = None
+    #: The run's batch queues (None: every call is live).
+    batches: BatchCalls | None = None
 
     _token: Token[CallScope | None] | None = None
 

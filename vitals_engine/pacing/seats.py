@@ -21,10 +21,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
+from typing import TypeVar
 
 import anyio
 
 __all__ = ["Seat", "Seats", "current_seat"]
+
+T = TypeVar("T")
 
 
 class Seats:
@@ -42,13 +45,14 @@ class Seats:
         *,
         spawn: Callable[[], object] | None = None,
         on_close: Callable[[], object] | None = None,
+        spares: int | None = None,
     ) -> None:
         self.limit = count
         self.active = 0
         self._parked: deque[anyio.Event] = deque()
         self._closed = False
         self._spawn = spawn
-        self._spares = count if spawn is not None else 0
+        self._spares = (count if spares is None else spares) if spawn is not None else 0
         self._on_close = on_close
 
     async def take(self) -> None:
@@ -121,14 +125,19 @@ class Seat:
     async def wait_out(self, seconds: float, sleep: Callable[[float], Awaitable[None]]) -> None:
         """Wait `seconds` before a retry, lending the seat to another sample if this
         sample's only call in progress is the one waiting."""
+        await self.lent_while(lambda: sleep(seconds))
+
+    async def lent_while(self, wait: Callable[[], Awaitable[T]]) -> T:
+        """Await `wait()` (a retry's wait, a batch's answer), lending the seat to another
+        sample meanwhile if this sample's only call in progress is the one waiting."""
         if self.calls != 1 or not self.held:
-            await sleep(seconds)
-            return
+            return await wait()
         self.held = False
         self.seats.lend()
-        await sleep(seconds)
+        value = await wait()
         self.seats.come_back()
         self.held = True
+        return value
 
 
 _current: ContextVar[Seat | None] = ContextVar("vitals_seat", default=None)

@@ -9,6 +9,7 @@ from ..vocab.calls import ChatRequest
 from ..vocab.turns import Turn
 
 if TYPE_CHECKING:
+    from ..pacing.batch import Batch
     from ..pacing.limits import Limits
     from ..pacing.retry import Retry
 
@@ -34,6 +35,9 @@ class Provider(ABC):
         #: This model's own rate limits and retry policy (None: the run's).
         self.limits: Limits | None = None
         self.retry: Retry | None = None
+        #: This model's calls in provider batches: `Batch` options, False for never
+        #: (even in a run in batch mode), None as the run says.
+        self.batch: Batch | bool | None = None
 
     @property
     def endpoint(self) -> tuple[str, str, str]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from .._errors import ConfigError
 from ..distributed.backend import Ray
+from ..pacing.batch import Batch, batch_option
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
 
@@ -74,6 +75,8 @@ class RunOptions:
     resume_anyway: bool = False
     #: Where the samples run: None in this process, a `Ray(...)` on Ray workers.
     backend: Ray | None = None
+    #: Every model call in provider batches (None: only models made with `batch=`).
+    batch: Batch | None = None
 
     @classmethod
     def check(
@@ -88,6 +91,7 @@ class RunOptions:
         log_format: str | None = None,
         resume_anyway: bool = False,
         backend: Any = None,
+        batch: Any = None,
     ) -> RunOptions:
         if limits is not None and not isinstance(limits, Limits):
             raise ConfigError(f"`limits` must be a ve.Limits(...), not {type(limits).__name__}.")
@@ -97,6 +101,12 @@ class RunOptions:
             raise ConfigError(
                 f"`backend` must be None (this process) or a ve.Ray(...), not "
                 f"{type(backend).__name__}."
+            )
+        batched = batch_option(batch, "eval()")
+        if batched is not None and backend is not None:
+            raise ConfigError(
+                "batch= and backend=ve.Ray() do not go together yet: batches wait hours, "
+                "so one process is enough to hold them. Run in batch mode without a backend."
             )
         if log_format not in (None, "json", "eval"):
             raise ConfigError(f"`log_format` must be 'json' or 'eval', not {log_format!r}.")
@@ -110,4 +120,5 @@ class RunOptions:
             log_format=log_format or "json",
             resume_anyway=bool(resume_anyway),
             backend=backend,
+            batch=batched,
         )

@@ -121,6 +121,7 @@ async def run_task(
         total=total,
         on_progress=bar.update if bar is not None else None,
         live=texts,
+        batch=options.batch,
     )
     if options.backend is not None:  # before the run starts: nothing to log if it cannot go
         check_sendable(run, setup.rows[0] if setup.rows else None)

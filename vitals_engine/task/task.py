@@ -25,6 +25,7 @@ from ..engine.calls import describe, route_kwargs
 from ..frames import dataset_frame, records_frame
 from ..log.writer import clean_task_name
 from ..metrics import Metric, check_metrics, compute_metrics, score_series
+from ..pacing.batch import Batch
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
 from ..vocab.usage import UsageLedger
@@ -221,6 +222,7 @@ class Task:
         resume: bool | str | Path | None = None,
         resume_anyway: bool = False,
         backend: Ray | None = None,
+        batch: Batch | bool | None = None,
         **kwargs: Any,
     ) -> Task:
         """Solve, score, measure and log, then return the task.
@@ -249,6 +251,10 @@ class Task:
                 keeping the samples that still match.
             backend: where the samples run: None (default) in this process;
                 `ve.Ray(...)` on Ray workers (needs `vitals-engine[ray]`).
+            batch: send every model call in the providers' batch APIs, at their
+                batch prices (answers may take hours): True, or `ve.Batch(size=,
+                wait=, poll=, max_pending=)`. A model made with `batch=True` goes in
+                batches whatever this says.
             **kwargs: routed to the solver and/or scorer by their signatures,
                 so `task.eval(solver_chat=other_chat)` re-runs on another model.
         """
@@ -266,6 +272,7 @@ class Task:
                 resume=resume,
                 resume_anyway=resume_anyway,
                 backend=backend,
+                batch=batch,
                 **kwargs,
             )
         )
@@ -284,6 +291,7 @@ class Task:
         resume: bool | str | Path | None = None,
         resume_anyway: bool = False,
         backend: Ray | None = None,
+        batch: Batch | bool | None = None,
         **kwargs: Any,
     ) -> Task:
         """The async form of `eval()`."""
@@ -297,6 +305,7 @@ class Task:
             log_format=log_format,
             resume_anyway=resume_anyway,
             backend=backend,
+            batch=batch,
         )
         await self._evaluate(options, kwargs, None, resumable(self._setup, resume))
         if view:
@@ -313,6 +322,7 @@ class Task:
         fail_on_error: bool | int | float | None = None,
         progress: bool | None = False,
         backend: Ray | None = None,
+        batch: Batch | bool | None = None,
         **kwargs: Any,
     ) -> SampleStream:
         """Evaluate, handing each sample to the caller as soon as it is solved and scored.
@@ -333,6 +343,7 @@ class Task:
             fail_on_error=fail_on_error,
             progress=progress,
             backend=backend,
+            batch=batch,
         )
         return SampleStream(functools.partial(self._evaluate, options, kwargs))
 

@@ -44,6 +44,38 @@ server.stream_delay = 0.05
 server.fail("cut", after=3)                    # the next streamed reply breaks off
 server.fail("stream-error", status=429)        # ... or carries a rate-limit error event
 ```
+
+Batches: the three providers' batch APIs (OpenAI `/v1/files` + `/v1/batches`,
+Anthropic `/v1/messages/batches`, Gemini `models/{model}:batchGenerateContent`
++ `batches/{id}`; the wire shapes are in `batches.py`). Each request of a batch
+is answered as a live one would be (same brain, same `render()`, usage
+included), logged in `server.log` with its `batch` and `custom_id`, and
+counted in `requests`. Their knobs and counters:
+
+- `batch_delay`: seconds from submission until a batch has ended (default
+  0.02; 0 ends it at once); until then it is in progress, its requests
+  finishing one by one;
+- `fail_in_batch(kind, times=1, model=None)`: the next batched requests fail,
+  as the provider reports a failed request inside a batch: "400" (invalid
+  request), "429" (rate limited), "500" (server error), "expired";
+  `fail()` is for live requests only, and this for batched ones only;
+- `expire_batches(times=1, finished=0)`: the next batches expire after the
+  delay, `finished` of their requests done and the rest expired; cancelling
+  through the API makes a batch cancelling, then cancelled, its unfinished
+  requests cancelled;
+- `batches_enabled = False`: every batch route answers 404 (a server without them);
+- `max_batch_requests`: a batch of more requests is refused with 400;
+- `batches` (id → `MockBatch`: state, outcome, counts, times, custom_ids),
+  `batch_submissions` (a Counter of the custom ids submitted in accepted
+  batches: nothing sent twice means no count above 1) and `batch_polls` (a
+  Counter of status requests by batch id).
+
+```python
+server.batch_delay = 0
+server.fail_in_batch("429", times=1)
+server.expire_batches(finished=2)
+assert max(server.batch_submissions.values()) == 1
+```
 """
 
 from __future__ import annotations
@@ -61,6 +93,7 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
+from .batches import BatchItem, BatchStore, MockBatch, add_routes
 from .brain import MockReply, MockRequest, Script, answer
 from .formats import WireFormat
 
@@ -142,6 +175,8 @@ class RecordedRequest:
     body: Any
     outcome: str = "ok"
     answered: float = 0.0  # when the answer (or failure) was sent
+    batch: str | None = None  # the batch it came in, if it did
+    custom_id: str | None = None  # its id in that batch
 
 
 def _wait(kind: str, retry_after: float | None) -> float | None:
@@ -188,6 +223,7 @@ class MockServer:
         seed: seed of the random draws (latency ranges, failure rates).
         keep_log: remember every request in `server.log` (turn off for benchmarks).
         stream_delay: seconds between two events of a streamed reply.
+        batch_delay: seconds from a batch's submission until it has ended.
     """
 
     def __init__(
@@ -199,6 +235,7 @@ class MockServer:
         seed: int = 0,
         keep_log: bool = True,
         stream_delay: float = 0.0,
+        batch_delay: float = 0.02,
     ) -> None:
         self.host = host
         self.port = port
@@ -220,6 +257,9 @@ class MockServer:
         self._runner: web.AppRunner | None = None
         self._closing: asyncio.Event | None = None
         self._hang_release: asyncio.Event | None = None
+        self._batches = BatchStore(
+            self._lock, reply=self._reply, record=self._record_batched, delay=batch_delay
+        )
 
     # -- knobs ------------------------------------------------------------------
 
@@ -308,6 +348,69 @@ class MockServer:
         self._state.hold = hold
         return hold
 
+    # -- batches --------------------------------------------------------------------------
+
+    @property
+    def batch_delay(self) -> float:
+        """Seconds from a batch's submission until it has ended."""
+        return self._batches.delay
+
+    @batch_delay.setter
+    def batch_delay(self, value: float) -> None:
+        self._batches.delay = value
+
+    @property
+    def batches_enabled(self) -> bool:
+        """False: every batch route answers 404, as from a server without batch APIs."""
+        return self._batches.enabled
+
+    @batches_enabled.setter
+    def batches_enabled(self, value: bool) -> None:
+        self._batches.enabled = value
+
+    @property
+    def max_batch_requests(self) -> int | None:
+        """The most requests a batch may hold (None: no cap); more is refused with 400."""
+        return self._batches.max_requests
+
+    @max_batch_requests.setter
+    def max_batch_requests(self, value: int | None) -> None:
+        self._batches.max_requests = value
+
+    @property
+    def batches(self) -> dict[str, MockBatch]:
+        """The batches submitted, by id ("batch_…", "msgbatch_…", "batches/…")."""
+        return self._batches.batches
+
+    @property
+    def batch_submissions(self) -> collections.Counter[str]:
+        """How many times each custom id came in an accepted batch."""
+        return self._batches.submissions
+
+    @property
+    def batch_polls(self) -> collections.Counter[str]:
+        """Status requests (`GET` of a batch), by batch id."""
+        return self._batches.polls
+
+    def fail_in_batch(self, kind: str, *, times: int | None = 1, model: str | None = None) -> None:
+        """Fail the next `times` batched requests (for `model`, or any) with `kind`: one of
+        "400", "429", "500" (answered with that error inside the batch's results) or
+        "expired" (reported expired while the batch completes).
+
+        Example:
+            >>> server.fail_in_batch("429", times=2, model="gpt-4.1-mini")
+        """
+        self._batches.fail_in_batch(kind, times=times, model=model)
+
+    def expire_batches(self, times: int = 1, *, finished: int = 0) -> None:
+        """Let the next `times` batches expire after `batch_delay`, their first `finished`
+        requests answered and the rest expired.
+
+        Example:
+            >>> server.expire_batches(finished=2)    # the next batch: 2 results, the rest expired
+        """
+        self._batches.expire_batches(times, finished=finished)
+
     def per_second(self) -> list[int]:
         """Requests received in each whole second of the clock (from the first request's
         second to the last's, empty seconds included), from the request log.
@@ -329,7 +432,8 @@ class MockServer:
 
     def reset(self) -> None:
         """Back to how the server started: counters, request log, failures, limits,
-        scripts, latency, stream delay, held streams and token knobs."""
+        scripts, latency, stream delay, held streams, token knobs, and batches with
+        their knobs, plans and counters."""
         with self._lock:
             self._state.latency = self._initial_latency
             self._state.stream_delay = self._initial_stream_delay
@@ -347,6 +451,7 @@ class MockServer:
             self._state.rpm_limit = None
             self._state.script = None
             self._minute.clear()
+        self._batches.reset()
         self._release_hangs()
 
     def _release_hangs(self) -> None:
@@ -416,6 +521,7 @@ class MockServer:
         self._closing = asyncio.Event()
         self._hang_release = asyncio.Event()
         app = web.Application(client_max_size=64 * 1024 * 1024)
+        add_routes(app.router, self._batches, self._formats)  # first: see add_routes
         for fmt in self._formats.values():
             app.router.add_post(fmt.route, self._handler(fmt))
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -511,13 +617,7 @@ class MockServer:
             record.outcome = failure.kind
             record.answered = time.time()
             return await self._fail(fmt, http, failure)
-        reply = answer(request, self._state.script)
-        reply.cached_tokens = reply.cached_tokens or min(
-            self._state.cached_tokens, reply.input_tokens
-        )
-        if self._state.reasoning_tokens and not reply.reasoning_tokens:
-            reply.reasoning_tokens = self._state.reasoning_tokens
-            reply.output_tokens += reply.reasoning_tokens
+        reply = self._reply(request)
         if request.stream:
             return await self._stream(fmt, http, request, reply, record, failure)
         record.answered = time.time()
@@ -526,6 +626,39 @@ class MockServer:
             content_type="application/json",
             headers={"x-request-id": f"req_{self.requests}"},
         )
+
+    def _reply(self, request: MockRequest) -> MockReply:
+        """The brain's reply to `request`, with the server's script and token knobs."""
+        reply = answer(request, self._state.script)
+        reply.cached_tokens = reply.cached_tokens or min(
+            self._state.cached_tokens, reply.input_tokens
+        )
+        if self._state.reasoning_tokens and not reply.reasoning_tokens:
+            reply.reasoning_tokens = self._state.reasoning_tokens
+            reply.output_tokens += reply.reasoning_tokens
+        return reply
+
+    def _record_batched(self, batch: MockBatch, item: BatchItem) -> None:
+        """Log and count a request a batch has processed, as a live request is."""
+        assert item.request is not None
+        outcome = {"succeeded": "ok", "errored": str(item.status)}.get(str(item.outcome), "expired")
+        record = RecordedRequest(
+            batch.created_at,
+            batch.format,
+            item.request.model,
+            item.request,
+            batch.headers,
+            item.body,
+            outcome,
+            item.done_at or time.time(),
+            batch=batch.id,
+            custom_id=item.custom_id,
+        )
+        with self._lock:
+            self.requests += 1
+            self.requests_by_model[item.request.model] += 1
+            if self._state.keep_log:
+                self.log.append(record)
 
     async def _stream(
         self,

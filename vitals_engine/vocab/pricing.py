@@ -1,7 +1,10 @@
 """Prices per million tokens, from `data/prices.json` plus what the user sets.
 
 A call's cost is its tokens times the model's prices. When a model has no
-price the cost is `None` (unknown), never 0.
+price the cost is `None` (unknown), never 0. A call sent in a provider's batch
+costs its provider's batch share of those prices (`batch.share` in the file: a half
+for OpenAI, Anthropic and Google); a provider with no batch share has no known
+batch price.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import msgspec
 
 from .turns import TokenUsage
 
-__all__ = ["Price", "cost_of", "find_price", "set_price"]
+__all__ = ["Price", "batch_share", "cost_of", "find_price", "set_price"]
 
 
 class Price(msgspec.Struct, frozen=True):
@@ -27,10 +30,17 @@ class Price(msgspec.Struct, frozen=True):
     cached_input: float | None = None
 
 
+class _BatchPrices(msgspec.Struct):
+    share: dict[str, float]
+    taken: str = ""
+    source: str = ""
+
+
 class _PriceFile(msgspec.Struct):
     schema_version: int
     prices: list[Price]
     taken: str = ""
+    batch: _BatchPrices | None = None
 
 
 _user_prices: dict[tuple[str, str], Price] = {}
@@ -38,10 +48,30 @@ _lock = threading.Lock()
 
 
 @cache
-def _builtin() -> dict[tuple[str, str], Price]:
+def _table() -> _PriceFile:
     raw = importlib.resources.files("vitals_engine").joinpath("data/prices.json").read_bytes()
-    table = msgspec.json.decode(raw, type=_PriceFile)
-    return {(p.provider.lower(), p.model): p for p in table.prices}
+    return msgspec.json.decode(raw, type=_PriceFile)
+
+
+@cache
+def _builtin() -> dict[tuple[str, str], Price]:
+    return {(p.provider.lower(), p.model): p for p in _table().prices}
+
+
+@cache
+def batch_share(provider: str) -> float | None:
+    """What a batched request costs on `provider`, as a share of its standard price
+    (None: no known batch price).
+
+    Example:
+        >>> batch_share("Anthropic")
+        0.5
+    """
+    batch = _table().batch
+    if batch is None:
+        return None
+    shares = {name.lower(): share for name, share in batch.share.items()}
+    return shares.get(provider.lower())
 
 
 def set_price(
@@ -94,12 +124,21 @@ def _lookup(provider: str, model: str) -> Price | None:
     return _user_prices.get((key, "*")) or _builtin().get((key, "*"))
 
 
-def cost_of(provider: str, model: str, tokens: TokenUsage) -> float | None:
-    """USD cost of `tokens` on `model`, or None when its price is unknown."""
+def cost_of(provider: str, model: str, tokens: TokenUsage, *, batch: bool = False) -> float | None:
+    """USD cost of `tokens` on `model` (sent in a batch, if `batch`), or None when its
+    price is unknown."""
     price = find_price(provider, model)
     if price is None:
         return None
+    share = 1.0
+    if batch:
+        found = batch_share(provider)
+        if found is None:
+            return None
+        share = found
     cached = price.cached_input if price.cached_input is not None else price.input
     return (
-        tokens.input * price.input + tokens.cached_input * cached + tokens.output * price.output
-    ) / 1_000_000
+        share
+        * (tokens.input * price.input + tokens.cached_input * cached + tokens.output * price.output)
+        / 1_000_000
+    )

@@ -1,0 +1,81 @@
+"""Anthropic's Message Batches API: `/messages/batches` takes the requests in one JSON
+body, says how the batch is doing (`processing_status`: in_progress, canceling,
+ended), and once it has ended serves every request's result as JSON Lines at its
+`results_url`: `{"custom_id", "result": {"type": "succeeded", "message"} | {"type":
+"errored", "error"} | {"type": "expired"} | {"type": "canceled"}}`.
+
+Example:
+    >>> api = AnthropicBatchApi(provider)
+    >>> batch_id = await api.submit(entries)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import msgspec
+
+from .batch import BatchApi, BatchEntry, BatchOutcome, BatchState, jsonl
+
+__all__ = ["AnthropicBatchApi"]
+
+_encoder = msgspec.json.Encoder()
+
+#: The HTTP status each error type stands for (as a live call would have been answered).
+_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+class AnthropicBatchApi(BatchApi):
+    """`/v1/messages/batches`."""
+
+    max_requests: ClassVar[int] = 100_000
+    max_bytes: ClassVar[int] = 250_000_000  # the cap is 256 MB
+    endpoint: ClassVar[str] = "/messages/batches"
+
+    async def submit(self, entries: Sequence[BatchEntry]) -> str:
+        requests = [{"custom_id": e.custom_id, "params": e.body} for e in entries]
+        made = await self.post("/messages/batches", _encoder.encode({"requests": requests}))
+        return str(made["id"])
+
+    async def state(self, batch_id: str) -> BatchState:
+        batch: dict[str, Any] = msgspec.json.decode(
+            (await self.get(f"/messages/batches/{batch_id}")).body
+        )
+        status = str(batch.get("processing_status"))
+        counts = {k: int(v) for k, v in (batch.get("request_counts") or {}).items()}
+        results = batch.get("results_url") or f"/messages/batches/{batch_id}/results"
+        return BatchState(batch_id, status, status == "ended", counts, None, results)
+
+    async def outcomes(self, state: BatchState) -> list[BatchOutcome]:
+        return [_outcome(line) for line in jsonl((await self.get(str(state.results))).body)]
+
+    async def cancel(self, batch_id: str) -> None:
+        await self.post(f"/messages/batches/{batch_id}/cancel", b"")
+
+
+def _outcome(line: dict[str, Any]) -> BatchOutcome:
+    custom_id = str(line["custom_id"])
+    result = line.get("result") or {}
+    kind = result.get("type")
+    if kind == "succeeded":
+        return BatchOutcome(custom_id, "succeeded", 200, result.get("message"))
+    if kind == "expired":
+        return BatchOutcome(custom_id, "expired", 0, result)
+    if kind == "canceled":
+        return BatchOutcome(custom_id, "cancelled", 0, result)
+    error = result.get("error") or {}
+    inner: dict[str, Any] = error["error"] if isinstance(error.get("error"), dict) else error
+    status = _STATUS.get(str(inner.get("type")), 500)
+    return BatchOutcome(custom_id, "errored", status, {"type": "error", "error": inner})

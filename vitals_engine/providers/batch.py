@@ -1,0 +1,208 @@
+"""A provider's batch API: submit many requests at once, ask how the batch is doing,
+take each request's outcome, cancel. One subclass per wire format (`openai_batch.py`,
+`anthropic_batch.py`, `google_batch.py`); this module holds what they share: the HTTP
+calls (through the run's connection pool, with the provider's headers and errors) and
+the shapes the batch queue works with.
+
+Every request in a batch has a `custom_id` the caller chose; its outcome comes back
+under it: a reply body (parsed by the provider as a live reply is), an error body
+(classified as a live error is), or the news that it expired or was cancelled before
+it ran.
+
+A server that answers the batch API's endpoint with 404 has none (most local
+OpenAI-compatible servers): `BatchUnsupported`, which says to run without batch mode.
+
+Example:
+    >>> api = batch_api(provider)
+    >>> batch_id = await api.submit([BatchEntry("s1-e1-0", provider.body(request))])
+    >>> state = await api.state(batch_id)
+    >>> if state.ended:
+    ...     outcomes = await api.outcomes(state)
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+from .._errors import ProviderError
+from ..transport.base import HttpResponse
+from ..transport.pool import current_pool, transport_scope
+from ..vocab.turns import Turn
+from .http import HttpProvider
+
+__all__ = [
+    "BatchApi",
+    "BatchEntry",
+    "BatchOutcome",
+    "BatchState",
+    "BatchUnsupported",
+]
+
+_encoder = msgspec.json.Encoder()
+
+Kind = Literal["succeeded", "errored", "expired", "cancelled"]
+
+
+class BatchUnsupported(ProviderError):
+    """The server has no batch API (it answered the batch endpoint with 404)."""
+
+    retryable = False
+
+
+@dataclass(frozen=True, slots=True)
+class BatchEntry:
+    """One request of a batch: the caller's id for it, and the body a live call would POST."""
+
+    custom_id: str
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchState:
+    """What the provider says of a submitted batch.
+
+    `ended`: its outcomes can be taken (it completed, expired or was cancelled);
+    `failed`: the whole batch was refused (say, it did not validate), with the reason;
+    `counts`: requests by state, in the provider's words.
+    """
+
+    id: str
+    status: str
+    ended: bool
+    counts: Mapping[str, int] = field(default_factory=dict)
+    failed: str | None = None
+    #: What the provider needs to fetch the outcomes (an output file's id, a URL...).
+    results: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOutcome:
+    """One request's outcome: a reply or an error body (with the HTTP status it stands
+    for), or that it expired or was cancelled before it ran."""
+
+    custom_id: str
+    kind: Kind
+    status: int = 200
+    body: Any = None
+
+
+class BatchApi(ABC):
+    """A provider's batch API, over the provider's own connection settings and errors."""
+
+    #: Requests one batch may hold, and its size in bytes, at most (the provider's caps).
+    max_requests: ClassVar[int] = 50_000
+    max_bytes: ClassVar[int] = 100_000_000
+    #: The endpoint named in errors (relative to the base URL).
+    endpoint: ClassVar[str] = ""
+
+    def __init__(self, provider: HttpProvider) -> None:
+        self.provider = provider
+
+    # -- what a wire format implements ---------------------------------------------
+
+    def entry_size(self, entry: BatchEntry) -> int:
+        """Bytes `entry` adds to a batch (its request body, encoded, with some room)."""
+        return len(_encoder.encode(entry.body)) + len(entry.custom_id) + 64
+
+    @abstractmethod
+    async def submit(self, entries: Sequence[BatchEntry]) -> str:
+        """Submit `entries` as one batch; its id."""
+
+    @abstractmethod
+    async def state(self, batch_id: str) -> BatchState:
+        """How batch `batch_id` is doing."""
+
+    @abstractmethod
+    async def outcomes(self, state: BatchState) -> list[BatchOutcome]:
+        """Every request's outcome, once `state.ended`."""
+
+    @abstractmethod
+    async def cancel(self, batch_id: str) -> None:
+        """Ask the provider to cancel batch `batch_id` (its unfinished requests)."""
+
+    # -- what the queue does with an outcome ----------------------------------------
+
+    def turn(self, outcome: BatchOutcome) -> Turn:
+        """The assistant turn of a reply, or the `ProviderError` an error stands for
+        (raised), as a live call's reply or error would be."""
+        provider = self.provider
+        body = outcome.body if isinstance(outcome.body, bytes) else _encoder.encode(outcome.body)
+        response = HttpResponse(outcome.status, {}, body)
+        try:
+            return provider._read_whole(self.url(self.endpoint), response)
+        except ProviderError as exc:
+            exc.provider, exc.model = provider.name, provider.model
+            provider._redact(exc)
+            raise
+
+    # -- HTTP --------------------------------------------------------------------------
+
+    def url(self, path: str) -> str:
+        return f"{self.provider.base_url}{path}"
+
+    def headers(self, **extra: str) -> dict[str, str]:
+        return {**self.provider._request_headers(), **extra}
+
+    async def post(self, path: str, body: bytes, **headers: str) -> Any:
+        """POST `body` to `path` (relative to the base URL); the decoded JSON answer."""
+        return await self._call("POST", path, body, headers)
+
+    async def get(self, path: str) -> HttpResponse:
+        """GET `path` (relative to the base URL, or a whole URL); the whole response."""
+        return await self._call("GET", path, b"", {}, decode=False)
+
+    async def _call(
+        self, method: str, path: str, body: bytes, headers: dict[str, str], *, decode: bool = True
+    ) -> Any:
+        provider = self.provider
+        provider.check_key()
+        url = path if "://" in path else self.url(path)
+        sent = self.headers(**headers)
+        if method == "GET":
+            sent.pop("content-type", None)
+        pool = current_pool()
+        try:
+            if pool is None:
+                async with transport_scope(pool_size=2) as own:
+                    response = await self._exchange(own, method, url, sent, body)
+            else:
+                response = await self._exchange(pool, method, url, sent, body)
+        except ProviderError as exc:
+            exc.provider, exc.model = provider.name, provider.model
+            provider._redact(exc)
+            raise
+        if response.status == 404:
+            raise BatchUnsupported(
+                f"{url} answered 404: the server at {provider.base_url} has no batch API "
+                f"for {provider.name} (or no such batch). Run without batch mode (batch=False)",
+                provider=provider.name,
+                model=provider.model,
+                status=404,
+            )
+        if response.status >= 400:
+            error = provider._error(response)
+            provider._redact(error)
+            raise error
+        if not decode:
+            return response
+        return provider._decode(response)
+
+    async def _exchange(
+        self, pool: Any, method: str, url: str, headers: dict[str, str], body: bytes
+    ) -> HttpResponse:
+        provider = self.provider
+        transport = pool.get(provider.base_url, provider.client)
+        if method == "GET":
+            return await transport.get(url, headers, provider.timeouts)
+        return await transport.post(url, headers, body, provider.timeouts)
+
+
+def jsonl(data: bytes) -> list[Any]:
+    """The JSON values of a JSON Lines body (blank lines skipped)."""
+    decoder = msgspec.json.Decoder()
+    return [decoder.decode(line) for line in data.splitlines() if line.strip()]

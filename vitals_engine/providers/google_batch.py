@@ -1,0 +1,107 @@
+"""Gemini's Batch API, with the requests inline: `models/{model}:batchGenerateContent`
+takes them in one JSON body, each with its key in `metadata`, and answers with a
+long-running operation named `batches/{id}`. `GET batches/{id}` says how the batch is
+doing (`metadata.state`: BATCH_STATE_PENDING, _RUNNING, _SUCCEEDED, _FAILED,
+_CANCELLED, _EXPIRED) and, once `done`, holds each request's `response` (a
+generateContent reply) or `error` (`{code, message, status}`), in the order sent, with
+its `metadata` echoed, under `response.inlinedResponses.inlinedResponses` (also under
+`metadata.output`, which is read when the first is missing). A request's error carries
+a gRPC code, mapped to the HTTP status a live call would have had; DEADLINE_EXCEEDED
+and CANCELLED mean it did not run before the batch expired or was cancelled.
+
+Example:
+    >>> api = GeminiBatchApi(provider)
+    >>> batch_id = await api.submit(entries)      # "batches/123"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+from .batch import BatchApi, BatchEntry, BatchOutcome, BatchState
+
+__all__ = ["GeminiBatchApi"]
+
+_encoder = msgspec.json.Encoder()
+#: A request's error is a google.rpc.Status: its `code` is a gRPC code, here the HTTP
+#: status a live call would have had (as the live API maps them).
+_HTTP = {3: 400, 5: 404, 7: 403, 8: 429, 9: 400, 11: 400, 13: 500, 14: 503, 16: 401}
+_GONE: dict[int, Literal["expired", "cancelled"]] = {4: "expired", 1: "cancelled"}
+_ENDED = {
+    "BATCH_STATE_SUCCEEDED": "succeeded",
+    "BATCH_STATE_FAILED": "failed",
+    "BATCH_STATE_CANCELLED": "cancelled",
+    "BATCH_STATE_EXPIRED": "expired",
+}
+
+
+class GeminiBatchApi(BatchApi):
+    """`models/{model}:batchGenerateContent` and `batches/{id}`, requests inline."""
+
+    max_requests: ClassVar[int] = 50_000
+    max_bytes: ClassVar[int] = 19_000_000  # inline requests: 20 MB in all
+    endpoint: ClassVar[str] = ":batchGenerateContent"
+
+    def __init__(self, provider: Any) -> None:
+        super().__init__(provider)
+        self._orders: dict[str, list[str]] = {}
+
+    async def submit(self, entries: Sequence[BatchEntry]) -> str:
+        requests = [{"request": e.body, "metadata": {"key": e.custom_id}} for e in entries]
+        body = {
+            "batch": {
+                "display_name": f"vitals-{entries[0].custom_id}" if entries else "vitals",
+                "input_config": {"requests": {"requests": requests}},
+            }
+        }
+        provider: Any = self.provider
+        made = await self.post(
+            f"{provider._model_url()}:batchGenerateContent", _encoder.encode(body)
+        )
+        name = str(made["name"])
+        self._orders[name] = [e.custom_id for e in entries]  # for responses without keys
+        return name
+
+    async def state(self, batch_id: str) -> BatchState:
+        operation: dict[str, Any] = msgspec.json.decode((await self.get(f"/{batch_id}")).body)
+        metadata = operation.get("metadata") or {}
+        done = bool(operation.get("done"))
+        status = str(metadata.get("state") or ("BATCH_STATE_SUCCEEDED" if done else ""))
+        ended = done or status in _ENDED
+        failed = None
+        if status == "BATCH_STATE_FAILED" or operation.get("error"):
+            error = operation.get("error") or {}
+            failed = str(error.get("message") or "the batch failed")
+        stats = metadata.get("batchStats") or {}
+        counts = {k: int(v) for k, v in stats.items() if str(v).isdigit()}
+        return BatchState(batch_id, status, ended, counts, failed, operation)
+
+    async def outcomes(self, state: BatchState) -> list[BatchOutcome]:
+        operation: dict[str, Any] = state.results or {}
+        output = operation.get("response") or (operation.get("metadata") or {}).get("output") or {}
+        items = (output.get("inlinedResponses") or {}).get("inlinedResponses") or []
+        order = self._orders.pop(state.id, [])
+        found: list[BatchOutcome] = []
+        for index, item in enumerate(items):
+            key = (item.get("metadata") or {}).get("key")
+            if key is None and index < len(order):
+                key = order[index]
+            if key is None:
+                continue
+            if "response" in item:
+                found.append(BatchOutcome(str(key), "succeeded", 200, item["response"]))
+                continue
+            error = item.get("error") or {}
+            code = int(error.get("code") or 13)
+            if code in _GONE:  # ran out of time, or the batch was cancelled, before it ran
+                found.append(BatchOutcome(str(key), _GONE[code], 0, error))
+                continue
+            status = _HTTP.get(code, 500)
+            found.append(BatchOutcome(str(key), "errored", status, {"error": error}))
+        return found
+
+    async def cancel(self, batch_id: str) -> None:
+        await self.post(f"/{batch_id}:cancel", b"")

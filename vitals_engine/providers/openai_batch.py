@@ -1,0 +1,127 @@
+"""OpenAI's Batch API for chat completions: a JSONL file of requests uploaded to
+`/files`, a batch made of it at `/batches`, and the outcomes read from the batch's
+output and error files.
+
+Each input line is `{"custom_id", "method": "POST", "url": "/v1/chat/completions",
+"body"}`. An output line holds `{"custom_id", "response": {"status_code", "body"}}`;
+the error file holds the requests that failed, with an error response or, for those
+that expired or were cancelled before they ran, `{"error": {"code": "batch_expired" |
+"batch_cancelled"}}` and no response. A batch that did not validate ends "failed" with
+its errors.
+
+Example:
+    >>> api = OpenAIBatchApi(provider)
+    >>> batch_id = await api.submit(entries)
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import msgspec
+
+from .batch import BatchApi, BatchEntry, BatchOutcome, BatchState, jsonl
+
+__all__ = ["OpenAIBatchApi"]
+
+_encoder = msgspec.json.Encoder()
+
+#: Statuses after which a batch's files are final.
+_ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
+_GONE = {"batch_expired": "expired", "batch_cancelled": "cancelled"}
+
+
+class OpenAIBatchApi(BatchApi):
+    """`/v1/files` and `/v1/batches`, for `/v1/chat/completions` requests."""
+
+    max_requests: ClassVar[int] = 50_000
+    max_bytes: ClassVar[int] = 190_000_000  # the file cap is 200 MB
+    endpoint: ClassVar[str] = "/batches"
+
+    def entry_size(self, entry: BatchEntry) -> int:
+        return len(self._line(entry))
+
+    def _line(self, entry: BatchEntry) -> bytes:
+        line = {
+            "custom_id": entry.custom_id,
+            "method": "POST",
+            "url": "/v1/chat/completions",
+            "body": entry.body,
+        }
+        return _encoder.encode(line) + b"\n"
+
+    async def submit(self, entries: Sequence[BatchEntry]) -> str:
+        content = b"".join(self._line(entry) for entry in entries)
+        boundary = f"vitals-{secrets.token_hex(12)}"
+        form = _multipart(boundary, {"purpose": "batch"}, ("file", "batch.jsonl", content))
+        uploaded = await self.post(
+            "/files", form, **{"content-type": f"multipart/form-data; boundary={boundary}"}
+        )
+        body = {
+            "input_file_id": uploaded["id"],
+            "endpoint": "/v1/chat/completions",
+            "completion_window": "24h",
+        }
+        made = await self.post("/batches", _encoder.encode(body))
+        return str(made["id"])
+
+    async def state(self, batch_id: str) -> BatchState:
+        data = (await self.get(f"/batches/{batch_id}")).body
+        batch: dict[str, Any] = msgspec.json.decode(data)
+        status = str(batch.get("status"))
+        failed = None
+        if status == "failed":
+            errors = (batch.get("errors") or {}).get("data") or []
+            failed = "; ".join(str(e.get("message")) for e in errors) or "the batch failed"
+        counts = {k: int(v) for k, v in (batch.get("request_counts") or {}).items()}
+        files = (batch.get("output_file_id"), batch.get("error_file_id"))
+        return BatchState(batch_id, status, status in _ENDED, counts, failed, files)
+
+    async def outcomes(self, state: BatchState) -> list[BatchOutcome]:
+        found: list[BatchOutcome] = []
+        for file_id in state.results or ():
+            if not file_id:
+                continue
+            for line in jsonl((await self.get(f"/files/{file_id}/content")).body):
+                found.append(_outcome(line))
+        return found
+
+    async def cancel(self, batch_id: str) -> None:
+        await self.post(f"/batches/{batch_id}/cancel", b"")
+
+
+def _outcome(line: dict[str, Any]) -> BatchOutcome:
+    custom_id = str(line["custom_id"])
+    response = line.get("response")
+    if response:
+        status = int(response.get("status_code") or 200)
+        kind = "succeeded" if status < 400 else "errored"
+        return BatchOutcome(custom_id, kind, status, response.get("body"))
+    error = line.get("error") or {}
+    gone = _GONE.get(str(error.get("code")))
+    if gone == "expired":
+        return BatchOutcome(custom_id, "expired", 0, error)
+    if gone == "cancelled":
+        return BatchOutcome(custom_id, "cancelled", 0, error)
+    return BatchOutcome(custom_id, "errored", 500, {"error": error})
+
+
+def _multipart(boundary: str, fields: dict[str, str], file: tuple[str, str, bytes]) -> bytes:
+    """A multipart/form-data body of text `fields` and one file (name, filename, bytes)."""
+    parts: list[bytes] = []
+    for name, value in fields.items():
+        parts.append(
+            f'--{boundary}\r\ncontent-disposition: form-data; name="{name}"\r\n\r\n'
+            f"{value}\r\n".encode()
+        )
+    name, filename, content = file
+    parts.append(
+        f'--{boundary}\r\ncontent-disposition: form-data; name="{name}"; '
+        f'filename="{filename}"\r\ncontent-type: application/jsonl\r\n\r\n'.encode()
+        + content
+        + b"\r\n"
+    )
+    parts.append(f"--{boundary}--\r\n".encode())
+    return b"".join(parts)
