@@ -452,11 +452,19 @@ def test_kept_workers_that_died_while_idle_are_replaced(tmp_path):
     first = run_on_two_workers(tmp_path / "first")
     for worker in POOL.idle():
         ray.kill(worker)
-        deadline = time.monotonic() + 60  # a hang guard: the kill takes effect soon
-        with pytest.raises(ray.exceptions.RayActorError):  # calls fail once it is dead
-            while time.monotonic() < deadline:
-                ray.get(worker.ready.remote(), timeout=60)
+        wait_until_dead(worker)
     assert run_on_two_workers(tmp_path / "second").isdisjoint(first)
+
+
+def wait_until_dead(worker):
+    """Until calls to `worker` fail (a kill takes effect soon; a hang guard of 60 s)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            ray.get(worker.ready.remote(), timeout=60)
+        except ray.exceptions.RayActorError:
+            return
+    pytest.fail("a killed worker still answered after 60 s")
 
 
 def answer_here(input):
