@@ -25,6 +25,12 @@ def chat(server, provider="openai", **options):
     return MAKERS[provider](model, base_url=server.base_url(provider), api_key="k", **options)
 
 
+def sums_task(server, tmp_path, n, provider="openai", **chat_options):
+    """A task of `n` sums, solved by `provider`'s model on the mock server."""
+    solver = ve.generate(chat(server, provider, **chat_options))
+    return ve.Task(sums(n), solver=solver, scorer=ve.detect_includes(), dir=tmp_path)
+
+
 def outcome(task):
     return task.get_samples().select("id", "result", "score").rows()
 
@@ -32,16 +38,10 @@ def outcome(task):
 @pytest.mark.parametrize("provider", list(MAKERS))
 def test_a_run_in_batch_mode_gives_what_a_live_run_gives(server, tmp_path, provider):
     server.batch_delay = 0.02
-    make = lambda: ve.Task(  # noqa: E731
-        sums(25),
-        solver=ve.generate(chat(server, provider)),
-        scorer=ve.detect_includes(),
-        dir=tmp_path,
-    )
-    live = make().eval()
+    live = sums_task(server, tmp_path, 25, provider).eval()
     assert all(entry.batch is None for entry in server.log)
     server.reset()
-    batched = make().eval(batch=QUICK)
+    batched = sums_task(server, tmp_path, 25, provider).eval(batch=QUICK)
     assert outcome(batched) == outcome(live)
     assert batched.metrics == {"accuracy": 1.0}
     assert batched.get_cost()["requests"].to_list() == live.get_cost()["requests"].to_list()
@@ -68,12 +68,7 @@ def test_a_judge_in_batches_beside_a_live_solver(server, tmp_path):
 
 
 def test_a_model_made_live_stays_live_in_a_run_in_batch_mode(server, tmp_path):
-    task = ve.Task(
-        sums(4),
-        solver=ve.generate(chat(server, batch=False)),
-        scorer=ve.detect_includes(),
-        dir=tmp_path,
-    )
+    task = sums_task(server, tmp_path, 4, batch=False)
     task.eval(batch=QUICK)
     assert len(server.log) == 4
     assert all(entry.batch is None for entry in server.log)
@@ -83,9 +78,7 @@ def test_samples_waiting_on_a_batch_lend_their_places_so_batches_fill(server, tm
     """Two samples at work at once, batches of ten: a sample waiting on its batch does
     not hold its place, so the batch fills with ten requests, not two."""
     server.batch_delay = 0.02
-    task = ve.Task(
-        sums(20), solver=ve.generate(chat(server)), scorer=ve.detect_includes(), dir=tmp_path
-    )
+    task = sums_task(server, tmp_path, 20)
     task.eval(max_concurrency=2, batch=ve.Batch(size=10, wait=30, poll=0.02))
     assert task.metrics == {"accuracy": 1.0}
     assert sorted(len(b.custom_ids) for b in server.batches.values()) == [10, 10]
@@ -94,12 +87,7 @@ def test_samples_waiting_on_a_batch_lend_their_places_so_batches_fill(server, tm
 @pytest.mark.parametrize("provider", list(MAKERS))
 def test_requests_a_batch_failed_for_a_while_go_in_a_later_batch(server, tmp_path, provider):
     server.fail_in_batch("500", times=2)
-    task = ve.Task(
-        sums(6),
-        solver=ve.generate(chat(server, provider)),
-        scorer=ve.detect_includes(),
-        dir=tmp_path,
-    )
+    task = sums_task(server, tmp_path, 6, provider)
     task.eval(batch=QUICK, retry=ve.Retry(backoff=0.01))
     assert task.metrics == {"accuracy": 1.0}
     assert sorted(entry.outcome for entry in server.log) == ["500", "500"] + ["ok"] * 6
@@ -109,12 +97,7 @@ def test_requests_a_batch_failed_for_a_while_go_in_a_later_batch(server, tmp_pat
 @pytest.mark.parametrize("provider", list(MAKERS))
 def test_a_request_a_batch_refused_fails_its_sample(server, tmp_path, provider):
     server.fail_in_batch("400", times=1)
-    task = ve.Task(
-        sums(4),
-        solver=ve.generate(chat(server, provider)),
-        scorer=ve.detect_includes(),
-        dir=tmp_path,
-    )
+    task = sums_task(server, tmp_path, 4, provider)
     task.eval(batch=QUICK, fail_on_error=False)
     failed = [r for r in ve.read_log(task.log_path).records() if r.error is not None]
     assert len(failed) == 1
@@ -124,12 +107,7 @@ def test_a_request_a_batch_refused_fails_its_sample(server, tmp_path, provider):
 @pytest.mark.parametrize("provider", list(MAKERS))
 def test_the_unfinished_requests_of_an_expired_batch_run_in_the_next(server, tmp_path, provider):
     server.expire_batches(times=1, finished=2)
-    task = ve.Task(
-        sums(5),
-        solver=ve.generate(chat(server, provider)),
-        scorer=ve.detect_includes(),
-        dir=tmp_path,
-    )
+    task = sums_task(server, tmp_path, 5, provider)
     task.eval(batch=QUICK)
     assert task.metrics == {"accuracy": 1.0}
     first, *later = sorted(server.batches.values(), key=lambda b: b.created_at)
@@ -139,9 +117,7 @@ def test_the_unfinished_requests_of_an_expired_batch_run_in_the_next(server, tmp
 
 def test_a_server_without_batch_apis_stops_the_run_saying_so(server, tmp_path):
     server.batches_enabled = False
-    task = ve.Task(
-        sums(4), solver=ve.generate(chat(server)), scorer=ve.detect_includes(), dir=tmp_path
-    )
+    task = sums_task(server, tmp_path, 4)
     with pytest.raises(ve.ConfigError, match=r"no batch API.*without batch mode"):
         task.eval(batch=QUICK)
     assert ve.read_log(task.log_path).status == "error"
@@ -186,9 +162,7 @@ async def test_when_every_sample_waits_on_a_batch_the_queue_goes_without_waiting
     """Batches of up to 100 that wait an hour for more: with 5 samples, all waiting on
     the batch, no request can come, so it goes at once (the guard fails the test after a
     minute)."""
-    task = ve.Task(
-        sums(5), solver=ve.generate(chat(server)), scorer=ve.detect_includes(), dir=tmp_path
-    )
+    task = sums_task(server, tmp_path, 5)
     with anyio.fail_after(60):
         await task.eval_async(batch=ve.Batch(size=100, wait=3600, poll=0.02))
     assert task.metrics == {"accuracy": 1.0}
@@ -196,9 +170,7 @@ async def test_when_every_sample_waits_on_a_batch_the_queue_goes_without_waiting
 
 
 def test_the_progress_bar_counts_the_batches(server, tmp_path, capsys):
-    task = ve.Task(
-        sums(12), solver=ve.generate(chat(server)), scorer=ve.detect_includes(), dir=tmp_path
-    )
+    task = sums_task(server, tmp_path, 12)
     task.eval(batch=QUICK, progress=True)
     last = capsys.readouterr().err.strip().split("\r")[-1]
     assert "12/12" in last
@@ -209,12 +181,11 @@ def test_a_batched_run_costs_the_batch_price(server, tmp_path):
     """Anthropic bills batched tokens at half the standard price: so does the cost table."""
 
     def run(**options):
-        judge = ve.chat_anthropic(
-            "claude-sonnet-4-5", base_url=server.base_url("anthropic"), api_key="k"
+        model = "claude-sonnet-4-5"  # a model with a known price
+        solver = ve.generate(
+            ve.chat_anthropic(model, base_url=server.base_url("anthropic"), api_key="k")
         )
-        task = ve.Task(
-            sums(4), solver=ve.generate(judge), scorer=ve.detect_includes(), dir=tmp_path
-        )
+        task = ve.Task(sums(4), solver=solver, scorer=ve.detect_includes(), dir=tmp_path)
         return task.eval(**options).get_cost()["cost"].to_list()
 
     [live] = run()

@@ -69,7 +69,7 @@ _FINISH = {
 
 
 #: The HTTP status an error event's type stands for (Anthropic's error types).
-_ERROR_STATUS = {
+ERROR_STATUS = {
     "invalid_request_error": 400,
     "authentication_error": 401,
     "billing_error": 402,
@@ -201,7 +201,7 @@ class _AnthropicStream(StreamReader):
         if kind == "error":
             error = data.get("error")
             name = error.get("type") if isinstance(error, dict) else None
-            raise StreamErrorEvent(_ERROR_STATUS.get(name or "", 500), event.data)
+            raise StreamErrorEvent(ERROR_STATUS.get(name or "", 500), event.data)
         if kind == "message_start":
             self._message = dict(data["message"])
             self._message["usage"] = dict(self._message.get("usage") or {})

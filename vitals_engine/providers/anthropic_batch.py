@@ -16,25 +16,12 @@ from typing import Any, ClassVar
 
 import msgspec
 
+from .anthropic import ERROR_STATUS
 from .batch import BatchApi, BatchEntry, BatchOutcome, BatchState, jsonl
 
 __all__ = ["AnthropicBatchApi"]
 
 _encoder = msgspec.json.Encoder()
-
-#: The HTTP status each error type stands for (as a live call would have been answered).
-_STATUS = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-}
 
 
 class AnthropicBatchApi(BatchApi):
@@ -77,5 +64,5 @@ def _outcome(line: dict[str, Any]) -> BatchOutcome:
         return BatchOutcome(custom_id, "cancelled", 0, result)
     error = result.get("error") or {}
     inner: dict[str, Any] = error["error"] if isinstance(error.get("error"), dict) else error
-    status = _STATUS.get(str(inner.get("type")), 500)
+    status = ERROR_STATUS.get(str(inner.get("type")), 500)
     return BatchOutcome(custom_id, "errored", status, {"type": "error", "error": inner})
