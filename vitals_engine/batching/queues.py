@@ -135,7 +135,7 @@ class BatchQueues:
     def nudge(self) -> None:
         """Something changed in the run (a request joined a queue, a sample left a stage):
         if every sample at work now waits on a batch, submit what is queued."""
-        if self.at_work is None or self._checking or self._tg is None:
+        if self.at_work is None or self._checking or self._tg is None or not self._quiet():
             return
         if not any(queue.waiting for queue in self._queues.values()):
             return
@@ -148,11 +148,14 @@ class BatchQueues:
                 await anyio.lowlevel.checkpoint()
         finally:
             self._checking = False
-        assert self.at_work is not None
-        counts = self.counts
-        if self.at_work() <= counts.queued + counts.waiting:
+        if self._quiet():
             for queue in self._queues.values():
                 queue._flush()
+
+    def _quiet(self) -> bool:
+        """Whether every sample at work waits on a batch (no request can join a queue)."""
+        assert self.at_work is not None
+        return self.at_work() <= self.counts.queued + self.counts.waiting
 
     def _custom_id(self) -> str:
         return f"ve-{self._prefix}-{next(self._ids)}"

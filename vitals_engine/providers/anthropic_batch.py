@@ -31,9 +31,12 @@ class AnthropicBatchApi(BatchApi):
     max_bytes: ClassVar[int] = 250_000_000  # the cap is 256 MB
     endpoint: ClassVar[str] = "/messages/batches"
 
+    def encode(self, entry: BatchEntry) -> bytes:
+        return _encoder.encode({"custom_id": entry.custom_id, "params": entry.body})
+
     async def submit(self, entries: Sequence[BatchEntry]) -> str:
-        requests = [{"custom_id": e.custom_id, "params": e.body} for e in entries]
-        made = await self.post("/messages/batches", _encoder.encode({"requests": requests}))
+        requests = b",".join(self.take_encoded(entry) for entry in entries)
+        made = await self.post("/messages/batches", b'{"requests":[' + requests + b"]}")
         return str(made["id"])
 
     async def state(self, batch_id: str) -> BatchState:

@@ -102,12 +102,13 @@ class BatchApi(ABC):
 
     def __init__(self, provider: HttpProvider) -> None:
         self.provider = provider
+        self._encoded: dict[str, bytes] = {}
 
     # -- what a wire format implements ---------------------------------------------
 
     def entry_size(self, entry: BatchEntry) -> int:
-        """Bytes `entry` adds to a batch (its request body, encoded, with some room)."""
-        return len(_encoder.encode(entry.body)) + len(entry.custom_id) + 64
+        """Bytes `entry` adds to a batch (encoded as the batch holds it, with some room)."""
+        return len(self.encoded(entry)) + len(entry.custom_id) + 64
 
     @abstractmethod
     async def submit(self, entries: Sequence[BatchEntry]) -> str:
@@ -131,6 +132,11 @@ class BatchApi(ABC):
         """The assistant turn of a reply, or the `ProviderError` an error stands for
         (raised), as a live call's reply or error would be."""
         provider = self.provider
+        if outcome.kind == "succeeded" and 200 <= outcome.status < 300:
+            try:  # the body is decoded already: parse it as a live reply's
+                return provider.parse(outcome.body)
+            except (KeyError, TypeError, IndexError, ValueError, AttributeError):
+                pass  # malformed: said as a live call would say it, below
         body = outcome.body if isinstance(outcome.body, bytes) else _encoder.encode(outcome.body)
         response = HttpResponse(outcome.status, {}, body)
         try:
@@ -139,6 +145,23 @@ class BatchApi(ABC):
             exc.provider, exc.model = provider.name, provider.model
             provider._redact(exc)
             raise
+
+    def encoded(self, entry: BatchEntry) -> bytes:
+        """`entry` as the batch's body holds it (what `entry_size` counts), encoded once:
+        kept until `submit` takes it."""
+        found = self._encoded.get(entry.custom_id)
+        if found is None:
+            found = self._encoded[entry.custom_id] = self.encode(entry)
+        return found
+
+    def take_encoded(self, entry: BatchEntry) -> bytes:
+        """`encoded(entry)`, forgotten here (a batch submits an entry once)."""
+        found = self._encoded.pop(entry.custom_id, None)
+        return found if found is not None else self.encode(entry)
+
+    def encode(self, entry: BatchEntry) -> bytes:
+        """`entry` as the batch's body holds it (default: its request body as JSON)."""
+        return _encoder.encode(entry.body)
 
     # -- HTTP --------------------------------------------------------------------------
 

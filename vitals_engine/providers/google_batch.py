@@ -49,18 +49,21 @@ class GeminiBatchApi(BatchApi):
         super().__init__(provider)
         self._orders: dict[str, list[str]] = {}
 
+    def encode(self, entry: BatchEntry) -> bytes:
+        return _encoder.encode({"request": entry.body, "metadata": {"key": entry.custom_id}})
+
     async def submit(self, entries: Sequence[BatchEntry]) -> str:
-        requests = [{"request": e.body, "metadata": {"key": e.custom_id}} for e in entries]
-        body = {
-            "batch": {
-                "display_name": f"vitals-{entries[0].custom_id}" if entries else "vitals",
-                "input_config": {"requests": {"requests": requests}},
-            }
-        }
-        provider: Any = self.provider
-        made = await self.post(
-            f"{provider._model_url()}:batchGenerateContent", _encoder.encode(body)
+        name = f"vitals-{entries[0].custom_id}" if entries else "vitals"
+        requests = b",".join(self.take_encoded(entry) for entry in entries)
+        body = (
+            b'{"batch":{"display_name":'
+            + _encoder.encode(name)
+            + b',"input_config":{"requests":{"requests":['
+            + requests
+            + b"]}}}}"
         )
+        provider: Any = self.provider
+        made = await self.post(f"{provider._model_url()}:batchGenerateContent", body)
         name = str(made["name"])
         self._orders[name] = [e.custom_id for e in entries]  # for responses without keys
         return name

@@ -40,10 +40,7 @@ class OpenAIBatchApi(BatchApi):
     max_bytes: ClassVar[int] = 190_000_000  # the file cap is 200 MB
     endpoint: ClassVar[str] = "/batches"
 
-    def entry_size(self, entry: BatchEntry) -> int:
-        return len(self._line(entry))
-
-    def _line(self, entry: BatchEntry) -> bytes:
+    def encode(self, entry: BatchEntry) -> bytes:
         line = {
             "custom_id": entry.custom_id,
             "method": "POST",
@@ -53,7 +50,7 @@ class OpenAIBatchApi(BatchApi):
         return _encoder.encode(line) + b"\n"
 
     async def submit(self, entries: Sequence[BatchEntry]) -> str:
-        content = b"".join(self._line(entry) for entry in entries)
+        content = b"".join(self.take_encoded(entry) for entry in entries)
         boundary = f"vitals-{secrets.token_hex(12)}"
         form = _multipart(boundary, {"purpose": "batch"}, ("file", "batch.jsonl", content))
         uploaded = await self.post(

@@ -64,6 +64,12 @@ def main() -> None:
         help="share of requests answered 429 + Retry-After",
     )
     parser.add_argument("--retry-after", type=float, default=1.0)
+    parser.add_argument(
+        "--batch-delay",
+        type=float,
+        default=None,
+        help="seconds from a batch's submission until it has ended (batch APIs)",
+    )
     parser.add_argument("--rpm", type=int, default=None, help="requests per minute before 429")
     parser.add_argument(
         "--record",
@@ -84,6 +90,8 @@ def main() -> None:
         server.failure_rate(args.failure_rate, "429", retry_after=args.retry_after)
     if args.rpm:
         server.rpm(args.rpm)
+    if args.batch_delay is not None:
+        server.batch_delay = args.batch_delay
     print(
         f"Mock models at http://{args.host}:{args.port}/v1 (OpenAI, Anthropic) "
         f"and /v1beta (Gemini). Ctrl-C or SIGTERM stops.",
