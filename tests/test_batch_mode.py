@@ -192,3 +192,33 @@ def test_a_batched_run_costs_the_batch_price(server, tmp_path):
     [batched] = run(batch=QUICK)
     assert live > 0
     assert batched == pytest.approx(live / 2)
+
+
+@pytest.mark.parametrize("cancel", [None, False])
+def test_a_run_stopped_by_an_error_cancels_the_batches_it_left_unless_told_not_to(
+    server, tmp_path, cancel
+):
+    """Four samples wait in a batch that takes a minute; the fifth breaks the solver's
+    contract once that batch is out, which stops the run: the batch is cancelled with the
+    provider (by default), or left running (cancel_batches=False)."""
+    server.batch_delay = 60
+    model = chat(server)
+
+    async def solve(input):
+        if input == "What's 4+4?":
+            with anyio.fail_after(60):
+                while not server.batches:  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
+            return ["not", "a", "string"]
+        own = model.clone()
+        return ve.Solution(await own.chat_async(input), chat=own)
+
+    task = ve.Task(sums(5), solver=solve, scorer=ve.detect_includes(), dir=tmp_path)
+    options = ve.Batch(size=4, wait=0.05, poll=0.05, cancel_batches=cancel)
+    with pytest.raises(ve.SolverError):
+        task.eval(batch=options)
+    [batch] = server.batches.values()
+    if cancel is False:
+        assert batch.cancel_requested_at is None
+    else:
+        assert batch.cancel_requested_at is not None

@@ -12,6 +12,10 @@ cancelled before it ran, a place in the next batch.
 At most `Batch.pending` calls wait in batches at once: the next ones wait for room
 before they join a queue, so memory stays bounded whatever the dataset's size.
 
+A run that ends with batches still out (an error stopped it, or it was cancelled)
+asks their providers to cancel them, unless `Batch(cancel_batches=False)`: nothing
+would take their results.
+
 A server without the batch API (404 at the first submission) stops the run with a
 `ConfigError` naming the endpoint: every later call in batch mode would fail alike.
 
@@ -48,6 +52,8 @@ __all__ = ["BatchCounts", "BatchQueues"]
 
 #: A request that expired or was cancelled this many times fails (retryable).
 MAX_REQUEUES = 3
+#: Seconds an ended run gives its providers to take the cancellation of its batches.
+CANCEL_WITHIN = 30.0
 #: Body keys a batch request must not carry (a batch is never streamed).
 _STREAM_KEYS = ("stream", "stream_options")
 
@@ -115,6 +121,21 @@ class BatchQueues:
         assert self._tg is not None
         self._tg.cancel_scope.cancel()  # timers and pollers of calls no one waits for
         await self._tg.__aexit__(None, None, None)  # the run's own error goes on as itself
+        out = [(queue, batch_id) for queue in self._queues.values() for batch_id in queue.out]
+        if out and (self.options or Batch()).cancel_batches is not False:
+            await self._cancel(out)
+
+    async def _cancel(self, out: list[tuple[_EndpointQueue, str]]) -> None:
+        """The run ended before these batches did (an error, a cancelled run): nothing will
+        take their results, so ask their providers to cancel them (what ran is billed)."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WITHIN):
+            for queue, batch_id in out:
+                try:
+                    await queue.api.cancel(batch_id)
+                except ProviderError as exc:
+                    log.warning("could not cancel a batch", batch=batch_id, error=str(exc))
+                else:
+                    log.info("cancelled a batch the run left", batch=batch_id)
 
     def takes(self, provider: Any) -> bool:
         own = getattr(provider, "batch", None)
@@ -182,6 +203,7 @@ class _EndpointQueue:
         self.waiting: list[_Call] = []
         self.bytes = 0
         self.generation = 0  # bumped at each flush: a timer of an earlier one does nothing
+        self.out: set[str] = set()  # ids of the batches submitted and not ended
         self.unsupported: BaseException | None = None
 
     async def call(self, request: ChatRequest) -> Turn:
@@ -254,10 +276,13 @@ class _EndpointQueue:
         counts.submitted += 1
         counts.waiting += len(calls)
         counts.requests += len(calls)
+        self.out.add(batch_id)
         self.owner._changed()
         try:
             outcomes = await self._outcomes(batch_id)
+            self.out.discard(batch_id)
         except ProviderError as exc:
+            self.out.discard(batch_id)
             self._settle(calls, error=exc)
             return
         finally:

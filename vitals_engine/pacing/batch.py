@@ -34,10 +34,9 @@ class Batch:
             grows to ten times this for a batch that runs long).
         max_pending: samples that may wait on batches at once (default: two full
             batches); memory grows with it, not with the dataset.
-        cancel_batches: what a cancelled run (Ctrl-C) does with the batches it submitted:
-            True cancels them with the provider, False leaves them running for
-            `resume=True` to take their results, None asks when run in a terminal
-            (and leaves them otherwise).
+        cancel_batches: what a run that ends early (Ctrl-C, an error that stops it) does
+            with the batches it submitted and that have not ended: True or None (the
+            default) asks their providers to cancel them, False leaves them running.
 
     Example:
         >>> task.eval(batch=Batch(size=10_000, wait=60, poll=30))
