@@ -222,3 +222,23 @@ def test_a_run_stopped_by_an_error_cancels_the_batches_it_left_unless_told_not_t
         assert batch.cancel_requested_at is None
     else:
         assert batch.cancel_requested_at is not None
+
+
+def test_the_log_says_which_model_calls_were_batched_and_in_which_batch(server, tmp_path):
+    import json
+
+    judge = chat(server, "anthropic", batch=QUICK)
+    task = ve.Task(
+        [{"input": "What's 2+2?", "target": "4"}],
+        solver=ve.generate(chat(server, "openai")),
+        scorer=ve.model_graded_qa(scorer_chat=judge),
+        dir=tmp_path,
+    )
+    task.eval()
+    [sample] = json.loads(task.log_path.read_text())["samples"]
+    events = [e for e in sample["events"] if e["event"] == "model"]
+    live, batched = sorted(events, key=lambda e: "batch" in e["config"])
+    assert "batch" not in live["config"]
+    assert "batch" not in (live.get("metadata") or {})
+    assert batched["config"]["batch"] is True
+    assert batched["metadata"]["batch"] in server.batches

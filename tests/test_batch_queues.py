@@ -90,7 +90,9 @@ async def run_calls(options, prompts, script=None, *, setup=None):
 
     async def one(index, prompt):
         try:
-            got[index] = (await queues.call(model, request(prompt))).text
+            turn, batch_id = await queues.call(model, request(prompt))
+            assert batch_id in api.batches
+            got[index] = turn.text
         except ve.VitalsError as exc:
             got[index] = exc
 

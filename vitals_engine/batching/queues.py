@@ -75,6 +75,7 @@ class _Call:
     done: anyio.Event = field(default_factory=anyio.Event)
     outcome: BatchOutcome | None = None
     error: BaseException | None = None
+    batch_id: str = ""
 
 
 class BatchQueues:
@@ -143,7 +144,7 @@ class BatchQueues:
             return False
         return own is not None or self.options is not None
 
-    async def call(self, provider: Any, request: ChatRequest) -> Turn:
+    async def call(self, provider: Any, request: ChatRequest) -> tuple[Turn, str]:
         async with self._room:
             queue = self._queues.get(provider.endpoint)
             if queue is None:
@@ -206,7 +207,7 @@ class _EndpointQueue:
         self.out: set[str] = set()  # ids of the batches submitted and not ended
         self.unsupported: BaseException | None = None
 
-    async def call(self, request: ChatRequest) -> Turn:
+    async def call(self, request: ChatRequest) -> tuple[Turn, str]:
         body = {k: v for k, v in self.provider.body(request).items() if k not in _STREAM_KEYS}
         gone = "expired"
         for _ in range(MAX_REQUEUES):
@@ -217,7 +218,7 @@ class _EndpointQueue:
             outcome = call.outcome
             assert outcome is not None
             if outcome.kind in ("succeeded", "errored"):
-                return self.api.turn(outcome)
+                return self.api.turn(outcome), call.batch_id
             gone = outcome.kind
             log.info(
                 "batched request re-queued",
@@ -292,6 +293,7 @@ class _EndpointQueue:
             self.owner._changed()
         by_id = {outcome.custom_id: outcome for outcome in outcomes}
         for call in calls:
+            call.batch_id = batch_id
             call.outcome = by_id.get(call.entry.custom_id) or BatchOutcome(
                 call.entry.custom_id, "expired", 0, None
             )

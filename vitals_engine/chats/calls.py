@@ -95,9 +95,9 @@ async def _send(provider: Provider, request: ChatRequest, attempt_timeout: float
 
 async def _in_batch(
     batches: BatchCalls, provider: Provider, request: ChatRequest, seat: Seat | None
-) -> Turn:
-    """The call sent in a provider batch; the sample lends its seat while it waits (no
-    attempt timeout: a batch may take hours)."""
+) -> tuple[Turn, str]:
+    """The call sent in a provider batch (its reply, the batch's id); the sample lends its
+    seat while it waits (no attempt timeout: a batch may take hours)."""
     if seat is None:
         return await batches.call(provider, request)
     return await seat.lent_while(lambda: batches.call(provider, request))
@@ -126,7 +126,7 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
     if seat is not None:
         seat.calls += 1
     try:
-        turn, notes, started = await _call_with_retries(
+        turn, notes, started, batch_id = await _call_with_retries(
             provider, request, policy, scope, limiter, estimate, clock, seat, batches
         )
     finally:
@@ -143,7 +143,16 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
             ledger.record(scope.role, provider.name, provider.model, tokens, cost)
         if scope.calls is not None:
             scope.calls.append(
-                ModelCall(scope.role, provider.model_id, request, turn, started, time.time(), notes)
+                ModelCall(
+                    scope.role,
+                    provider.model_id,
+                    request,
+                    turn,
+                    started,
+                    time.time(),
+                    notes,
+                    batch=batch_id,
+                )
             )
     return turn
 
@@ -158,19 +167,21 @@ async def _call_with_retries(
     clock: Clock,
     seat: Seat | None,
     batches: BatchCalls | None = None,
-) -> tuple[Turn, list[RetryNote], float]:
-    """Attempts until one succeeds (the reply, the retries, when the call started), or the
-    error that ends them, recorded in the scope."""
+) -> tuple[Turn, list[RetryNote], float, str | None]:
+    """Attempts until one succeeds (the reply, the retries, when the call started, the id
+    of the batch that answered it if any), or the error that ends them, recorded in the
+    scope."""
     notes: list[RetryNote] = []
     started = time.time()
     attempt = 0
+    batch_id: str | None = None
     while True:
         attempt += 1
         if limiter is not None:
             await limiter.wait_turn(estimate)
         try:
             if batches is not None:
-                turn = await _in_batch(batches, provider, request, seat)
+                turn, batch_id = await _in_batch(batches, provider, request, seat)
             else:
                 turn = await _attempt(provider, request, policy.timeout, limiter)
             break
@@ -211,7 +222,7 @@ async def _call_with_retries(
                 await seat.wait_out(wait, clock.sleep)  # lends the sample's seat meanwhile
             else:
                 await clock.sleep(wait)
-    return turn, notes, started
+    return turn, notes, started, batch_id
 
 
 def _announce(provider: Provider, limiter: EndpointLimiter | None, note: RetryNote) -> None:

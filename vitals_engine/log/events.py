@@ -121,7 +121,7 @@ def _model_event(
         if call.request.tools
         else [],
         "tool_choice": "auto" if call.request.tools else "none",
-        "config": call.request.params,
+        "config": {**call.request.params, "batch": True} if call.batch else call.request.params,
         "output": output,
         "completed": iso(call.completed),
         "working_time": round(call.completed - call.started, 6),
@@ -137,6 +137,8 @@ def _model_event(
     if call.retries:
         event["retries"] = len(call.retries)
         event["metadata"] = {"retries": [_retry(note, iso) for note in call.retries]}
+    if call.batch:
+        event.setdefault("metadata", {})["batch"] = call.batch
     if call.error is not None:
         event["error"] = call.error
     return event

@@ -99,7 +99,7 @@ class BatchCalls(Protocol):
         """Whether `provider`'s calls go in batches in this run."""
         ...
 
-    async def call(self, provider: Any, request: ChatRequest) -> Turn:
-        """Send `request` in a batch and return its reply (raising a `ProviderError` for a
-        request the batch failed, as a live call would)."""
+    async def call(self, provider: Any, request: ChatRequest) -> tuple[Turn, str]:
+        """Send `request` in a batch and return its reply and the batch's id (raising a
+        `ProviderError` for a request the batch failed, as a live call would)."""
         ...

@@ -59,3 +59,5 @@ class ModelCall:
     completed: float
     retries: list[RetryNote] = field(default_factory=list)
     error: str | None = None
+    #: The provider's id of the batch that answered it (None: a live call).
+    batch: str | None = None
