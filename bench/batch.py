@@ -19,7 +19,6 @@ run of 10,000.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import resource
@@ -33,16 +32,8 @@ HERE = Path(__file__).resolve().parent
 DELAY = 5.0
 
 
-def _bench_throughput() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_throughput", HERE / "throughput.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+import throughput as _throughput  # noqa: E402  (bench/ is this script's folder)
 
-
-_throughput = _bench_throughput()
 mock_server, verdict = _throughput.mock_server, _throughput.verdict
 
 
