@@ -11,9 +11,10 @@ process, after a warm-up sample. The batched run uses `Batch(size=10_000, wait=5
 poll=2)` at `max_concurrency=100`: samples lend their seats while they wait, so each
 batch fills.
 
-Measured: wall time, CPU per sample of the run's process, its peak RSS and the log's
-size. Targets: CPU under 0.2 ms per sample in batch mode; peak RSS under 2x the live
-run of 10,000.
+Measured: wall time, CPU per sample of the run's process, its peak RSS, the log's size,
+and the journal's size at the end of the run (what its batch records take of it).
+Targets: CPU under 0.2 ms per sample in batch mode; peak RSS under 2x the live run of
+10,000.
 """
 
 from __future__ import annotations
@@ -37,8 +38,29 @@ import throughput as _throughput  # noqa: E402  (bench/ is this script's folder)
 mock_server, verdict = _throughput.mock_server, _throughput.verdict
 
 
+def _journal_sizes() -> dict[str, int]:
+    """Measure each run's journal (gone once its log is written) as it is finalized:
+    its whole size, and the part its batch records take."""
+    from vitals_engine.log.writer import LogWriter
+
+    sizes = {"journal": 0, "batch_records": 0}
+    finalize = LogWriter.finalize
+
+    def measured(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self.journal.open("rb") as fh:
+            lines = list(fh)
+        sizes["journal"] = sum(map(len, lines))
+        sizes["batch_records"] = sum(len(x) for x in lines if x.startswith(b'{"kind":"batch"'))
+        return finalize(self, *args, **kwargs)
+
+    LogWriter.finalize = measured  # type: ignore[method-assign]
+    return sizes
+
+
 def child_run(kind: str, port: int, n: int) -> dict[str, Any]:
     import vitals_engine as ve
+
+    journal = _journal_sizes()
 
     data = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
     chat = ve.chat_openai("gpt-bench", base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-bench")
@@ -59,6 +81,8 @@ def child_run(kind: str, port: int, n: int) -> dict[str, Any]:
         "cpu": cpu,
         "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "log_mb": size / 1e6,
+        "journal_mb": journal["journal"] / 1e6,
+        "batch_records_mb": journal["batch_records"] / 1e6,
         "finished": sum(1 for r in records if r.score is not None and r.error is None),
     }
 
@@ -81,6 +105,9 @@ def report(n: int, live_n: int) -> list[str]:
         f"  {'batched':<8} wall {batched['wall']:7.2f} s  CPU {cpu_ms:6.3f} ms/sample  "
         f"peak RSS {batched['rss_mb']:5.0f} MB  log {batched['log_mb']:6.1f} MB  "
         f"finished {batched['finished']}/{n}",
+        f"  journal of the batched run {batched['journal_mb']:.1f} MB, of which batch "
+        f"records {batched['batch_records_mb']:.1f} MB "
+        f"({batched['batch_records_mb'] * 1e6 / n:.0f} bytes per sample)",
     ]
     lines += [
         verdict(cpu_ms < 0.2, f"CPU {cpu_ms:.3f} ms/sample in batch mode (target < 0.2)"),

@@ -144,6 +144,7 @@ def test_vitals_usage_keys_and_bare_model_in_cost(tmp_path):
             "role": "solver",
             "provider": "Anthropic",
             "model": "claude-3-7-sonnet-latest",
+            "batch": False,
             "requests": 2,
             "input_tokens": 28,
             "cached_input_tokens": 7,
@@ -432,7 +433,8 @@ def test_journal_round_trip_and_replacement(tmp_path):
         fh.write(encode_sample(first))
         for sample in full.samples:
             fh.write(encode_sample(sample))
-    header, samples, damage, _ = read_journal(path)
+    contents = read_journal(path)
+    header, samples, damage = contents.header, contents.samples, contents.damage
     assert damage is None
     assert header.status == "started"
     assert [(x.id, x.epoch) for x in samples] == [(x.id, x.epoch) for x in full.samples]
@@ -464,7 +466,8 @@ def test_journal_truncated_mid_line_reports_damage(tmp_path):
     cut = len(lines[-1]) // 2
     path = tmp_path / "run.journal"
     path.write_bytes(b"".join(lines)[: sum(map(len, lines)) - cut])
-    _, samples, damage, skipped = read_journal(path)
+    contents = read_journal(path)
+    samples, damage, skipped = contents.samples, contents.damage, contents.skipped
     assert skipped == ()
     assert len(samples) == len(full.samples) - 1
     assert damage is not None

@@ -39,7 +39,8 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def format_cost(task: Task) -> str:
-    """The cost table of a task: one line per role and model, with a total."""
+    """The cost table of a task: one line per role and model, "(batch)" after the model
+    of the calls sent in provider batches."""
     frame = task.get_cost()
     rows = []
     for r in frame.iter_rows(named=True):
@@ -47,7 +48,7 @@ def format_cost(task: Task) -> str:
         rows.append(
             [
                 r["role"],
-                f"{r['provider']}/{r['model']}",
+                f"{r['provider']}/{r['model']}" + (" (batch)" if r["batch"] else ""),
                 f"{r['requests']:,}",
                 f"{r['input_tokens']:,}",
                 f"{r['cached_input_tokens']:,}",

@@ -130,6 +130,9 @@ class SampleRecord:
     spilled: bool = False
     #: Retries read back from a log, whose model calls are not in memory.
     logged_retries: list[RetryNote] | None = None
+    #: Read back from a log: per role ("solver", "scorer") with model calls, whether
+    #: they were all sent in provider batches (the log's model events, `config.batch`).
+    logged_batch: dict[str, bool] | None = None
 
     @property
     def retries(self) -> int:

@@ -19,6 +19,15 @@ would take their results.
 A server without the batch API (404 at the first submission) stops the run with a
 `ConfigError` naming the endpoint: every later call in batch mode would fail alike.
 
+Crash safety: given a `journal`, each batch is recorded before it is submitted (its
+endpoint and requests: the caller and a digest of the body of each) and again once the
+provider took it (its id) and once it ended. A run resumed from that journal passes the
+records back (`earlier`): a call that the earlier run already sent (same sample, epoch,
+role, endpoint and body) takes its outcome from that batch, polled anew, instead of
+going out again. A batch recorded but never known to be submitted (the process died
+between the two records, or the provider refused it) is not followed: its requests go
+out again.
+
 `BatchQueues` runs its timers and pollers in a task group of its own, entered by the
 engine around the run (`async with queues:`).
 
@@ -29,26 +38,32 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import itertools
 import secrets
-from collections.abc import Callable
+import sys
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import anyio.to_thread
+import msgspec
 
 from .._errors import ConfigError, ProviderError, ProviderUnavailable
 from .._logging import log
-from ..pacing.batch import Batch
+from ..pacing.batch import Batch, Caller
 from ..pacing.clock import Clock, SystemClock
-from ..providers.batch import BatchApi, BatchEntry, BatchOutcome, BatchUnsupported
+from ..providers.batch import BatchApi, BatchEntry, BatchOutcome, BatchState, BatchUnsupported
+from ..vocab.batches import BatchRecord, BatchRequest, body_digest
 from ..vocab.calls import ChatRequest
 from ..vocab.turns import Turn
 from .apis import batch_api
 
-__all__ = ["BatchCounts", "BatchQueues"]
+__all__ = ["BatchCounts", "BatchQueues", "ask_in_terminal"]
 
 #: A request that expired or was cancelled this many times fails (retryable).
 MAX_REQUEUES = 3
@@ -56,6 +71,30 @@ MAX_REQUEUES = 3
 CANCEL_WITHIN = 30.0
 #: Body keys a batch request must not carry (a batch is never streamed).
 _STREAM_KEYS = ("stream", "stream_options")
+
+
+def ask_in_terminal(batches: int, requests: int) -> bool:
+    """Ask on the terminal whether to cancel the batches a stopped run left out with
+    their providers (yes unless the answer is no); yes at once without a terminal.
+
+    Example:
+        >>> ask_in_terminal(2, 20000)   # the user answers "n"
+        False
+    """
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return True
+    sys.stderr.write(
+        f"\nThe run stopped with {batches} batch{'es' if batches != 1 else ''} out "
+        f"({requests} requests). Cancel {'them' if batches != 1 else 'it'} with the "
+        "provider? Answer n to leave them running: eval(resume=True) takes their "
+        "results later. [Y/n] "
+    )
+    sys.stderr.flush()
+    try:
+        answer = sys.stdin.readline()
+    except (OSError, ValueError):
+        return True
+    return answer.strip().lower() not in ("n", "no")
 
 
 @dataclass(slots=True)
@@ -72,10 +111,27 @@ class BatchCounts:
 @dataclass(slots=True, eq=False)
 class _Call:
     entry: BatchEntry
+    caller: Caller | None
+    digest: str
     done: anyio.Event = field(default_factory=anyio.Event)
     outcome: BatchOutcome | None = None
     error: BaseException | None = None
     batch_id: str = ""
+
+
+@dataclass(slots=True, eq=False)
+class _Earlier:
+    """A batch an earlier run of these samples submitted: followed once a call needs it."""
+
+    record: BatchRecord
+    followed: bool = False
+    done: anyio.Event = field(default_factory=anyio.Event)
+    outcomes: dict[str, BatchOutcome] = field(default_factory=dict)
+    error: BaseException | None = None
+
+
+#: What finds an earlier run's request: (sample id, epoch, role, endpoint, body digest).
+_EarlierKey = tuple[Any, int, str, tuple[str, str, str], str]
 
 
 class BatchQueues:
@@ -90,6 +146,11 @@ class BatchQueues:
         at_work: how many samples the run has at work (in a stage); when every one of
             them waits on a batch, no request can join a queue before a batch answers,
             so the queues go at once instead of waiting out `Batch.wait`.
+        journal: takes what is known of each batch, before it is submitted and as it
+            goes (the run's journal: see the module's docstring).
+        earlier: the batches an earlier run of these samples recorded (a resumed run).
+        ask: asked (batches, requests) whether to cancel the batches left out by a run
+            the user stopped, when `Batch.cancel_batches` is None (None: cancel them).
     """
 
     def __init__(
@@ -99,16 +160,27 @@ class BatchQueues:
         on_change: Callable[[], None] | None = None,
         apis: Callable[[Any], BatchApi] = batch_api,
         at_work: Callable[[], int] | None = None,
+        journal: Callable[[BatchRecord], None] | None = None,
+        earlier: Sequence[BatchRecord] = (),
+        ask: Callable[[int, int], bool] | None = ask_in_terminal,
     ) -> None:
         self.options = options
         self.clock = clock or SystemClock()
         self.on_change = on_change
         self.apis = apis
         self.at_work = at_work
+        self.journal = journal
+        self.ask = ask
         self._checking = False
         self.counts = BatchCounts()
+        #: What is known of every batch of the run (and of those it resumed), by key,
+        #: without their requests: for the log and the viewer.
+        self.records: dict[str, BatchRecord] = {}
+        self._earlier: dict[_EarlierKey, collections.deque[tuple[_Earlier, str]]] = {}
+        self._take_in(earlier)
         self._queues: dict[tuple[str, str, str], _EndpointQueue] = {}
         self._ids = itertools.count()
+        self._batch_keys = itertools.count()
         self._prefix = secrets.token_hex(4)
         self._room = anyio.Semaphore((options or Batch()).pending)
         self._tg: anyio.abc.TaskGroup | None = None
@@ -118,13 +190,35 @@ class BatchQueues:
         await self._tg.__aenter__()
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, *exc: Any) -> None:
         assert self._tg is not None
         self._tg.cancel_scope.cancel()  # timers and pollers of calls no one waits for
-        await self._tg.__aexit__(None, None, None)  # the run's own error goes on as itself
-        out = [(queue, batch_id) for queue in self._queues.values() for batch_id in queue.out]
-        if out and (self.options or Batch()).cancel_batches is not False:
-            await self._cancel(out)
+        try:
+            await self._tg.__aexit__(None, None, None)  # the run's own error goes on as itself
+        finally:  # a cancelled run (Ctrl-C) too: its own cancellation is raised here
+            out = [(q, batch_id) for q in self._queues.values() for batch_id in q.out]
+            requests = sum(n for q in self._queues.values() for n in q.out.values())
+            if out and await self._cancelling(exc_type, len(out), requests):
+                await self._cancel(out)
+
+    async def _cancelling(
+        self, exc_type: type[BaseException] | None, batches: int, requests: int
+    ) -> bool:
+        """Whether to cancel the batches a run that ended early left out: as
+        `Batch.cancel_batches` says, else, for a run the user stopped (Ctrl-C), as they
+        answer `ask` (a terminal's question), else yes."""
+        choice = (self.options or Batch()).cancel_batches
+        if choice is not None:
+            return choice
+        stopped = exc_type is not None and issubclass(
+            exc_type, (KeyboardInterrupt, anyio.get_cancelled_exc_class())
+        )
+        if not stopped or self.ask is None:
+            return True
+        answer = True
+        with anyio.CancelScope(shield=True):
+            answer = await anyio.to_thread.run_sync(self.ask, batches, requests)
+        return answer
 
     async def _cancel(self, out: list[tuple[_EndpointQueue, str]]) -> None:
         """The run ended before these batches did (an error, a cancelled run): nothing will
@@ -138,13 +232,65 @@ class BatchQueues:
                 else:
                     log.info("cancelled a batch the run left", batch=batch_id)
 
+    def _take_in(self, earlier: Sequence[BatchRecord]) -> None:
+        """Index the requests of the batches an earlier run submitted, by the call each was."""
+        lost = 0
+        for record in earlier:
+            self.records[record.key] = msgspec.structs.replace(record, entries=None)
+            if record.id is None:
+                lost += record.status != "not submitted"
+                continue
+            batch = _Earlier(self.records[record.key])
+            for request in record.entries or ():
+                if request.sample is None:
+                    continue
+                key = (request.sample, request.epoch, request.role, record.endpoint, request.digest)
+                self._earlier.setdefault(key, collections.deque()).append(
+                    (batch, request.custom_id)
+                )
+        if lost:
+            log.warning(
+                "batches of the earlier run were being submitted when it stopped: whether "
+                "the provider took them is unknown, so their requests are sent again",
+                batches=lost,
+            )
+
+    def _take_earlier(
+        self, caller: Caller | None, endpoint: tuple[str, str, str], digest: str
+    ) -> tuple[_Earlier, str] | None:
+        """The earlier run's request of this call, if it sent one not yet taken."""
+        if caller is None or not self._earlier:
+            return None
+        key = (caller[0], caller[1], caller[2], endpoint, digest)
+        found = self._earlier.get(key)
+        if not found:
+            return None
+        taken = found.popleft()
+        if not found:
+            del self._earlier[key]
+        return taken
+
+    def _record(self, record: BatchRecord) -> None:
+        """Journal what is now known of a batch (raising the journal's write error: a batch
+        must not go out unrecorded) and keep it, without requests, for the log."""
+        if self.journal is not None:
+            self.journal(record)
+        known = self.records.get(record.key)
+        compact = msgspec.structs.replace(record, entries=None) if record.entries else record
+        self.records[record.key] = compact if known is None else known.merged(compact)
+
+    def _batch_key(self) -> str:
+        return f"vb-{self._prefix}-{next(self._batch_keys)}"
+
     def takes(self, provider: Any) -> bool:
         own = getattr(provider, "batch", None)
         if own is False:
             return False
         return own is not None or self.options is not None
 
-    async def call(self, provider: Any, request: ChatRequest) -> tuple[Turn, str]:
+    async def call(
+        self, provider: Any, request: ChatRequest, caller: Caller | None = None
+    ) -> tuple[Turn, str]:
         async with self._room:
             queue = self._queues.get(provider.endpoint)
             if queue is None:
@@ -152,7 +298,7 @@ class BatchQueues:
                 options = own if isinstance(own, Batch) else (self.options or Batch())
                 queue = _EndpointQueue(self, provider, self.apis(provider), options)
                 self._queues[provider.endpoint] = queue
-            return await queue.call(request)
+            return await queue.call(request, caller)
 
     def nudge(self) -> None:
         """Something changed in the run (a request joined a queue, a sample left a stage):
@@ -204,21 +350,28 @@ class _EndpointQueue:
         self.waiting: list[_Call] = []
         self.bytes = 0
         self.generation = 0  # bumped at each flush: a timer of an earlier one does nothing
-        self.out: set[str] = set()  # ids of the batches submitted and not ended
+        #: The batches submitted and not ended: id -> how many requests.
+        self.out: dict[str, int] = {}
         self.unsupported: BaseException | None = None
 
-    async def call(self, request: ChatRequest) -> tuple[Turn, str]:
+    async def call(self, request: ChatRequest, caller: Caller | None) -> tuple[Turn, str]:
         body = {k: v for k, v in self.provider.body(request).items() if k not in _STREAM_KEYS}
+        owner = self.owner
+        digest = body_digest(body) if owner.journal is not None or owner._earlier else ""
         gone = "expired"
         for _ in range(MAX_REQUEUES):
-            call = self._enqueue(body)
-            await call.done.wait()
-            if call.error is not None:
-                raise call.error
-            outcome = call.outcome
-            assert outcome is not None
+            earlier = owner._take_earlier(caller, self.provider.endpoint, digest)
+            if earlier is not None:
+                outcome, batch_id = await self._from_earlier(*earlier)
+            else:
+                call = self._enqueue(body, caller, digest)
+                await call.done.wait()
+                if call.error is not None:
+                    raise call.error
+                assert call.outcome is not None
+                outcome, batch_id = call.outcome, call.batch_id
             if outcome.kind in ("succeeded", "errored"):
-                return self.api.turn(outcome), call.batch_id
+                return self.api.turn(outcome), batch_id
             gone = outcome.kind
             log.info(
                 "batched request re-queued",
@@ -231,14 +384,68 @@ class _EndpointQueue:
             model=self.provider.model,
         )
 
-    def _enqueue(self, body: dict[str, Any]) -> _Call:
+    async def _from_earlier(self, batch: _Earlier, custom_id: str) -> tuple[BatchOutcome, str]:
+        """The outcome of request `custom_id` of a batch an earlier run submitted."""
+        counts = self.owner.counts
+        counts.waiting += 1
+        self.owner._changed()
+        try:
+            if not batch.followed:
+                batch.followed = True
+                self.owner._start(self._follow, batch)
+            await batch.done.wait()
+        finally:
+            counts.waiting -= 1
+            self.owner._changed()
+        if batch.error is not None:
+            raise batch.error
+        batch_id = batch.record.id or ""
+        found = batch.outcomes.get(custom_id)
+        return found or BatchOutcome(custom_id, "expired", 0, None), batch_id
+
+    async def _follow(self, batch: _Earlier) -> None:
+        """Poll a batch an earlier run submitted until it has ended; take its outcomes. One
+        the provider no longer knows (or refuses to say) counts as expired: its calls go
+        out again."""
+        batch_id = batch.record.id
+        assert batch_id is not None
+        counts = self.owner.counts
+        counts.submitted += 1
+        self.out[batch_id] = batch.record.requests or 0
+        self.owner._changed()
+        try:
+            state, outcomes = await self._outcomes(batch_id, at_once=True)
+        except ProviderError as exc:
+            log.warning(
+                "could not take the outcomes of a batch of the earlier run: its requests are "
+                "sent again",
+                batch=batch_id,
+                error=str(exc),
+            )
+        else:
+            batch.outcomes = {outcome.custom_id: outcome for outcome in outcomes}
+            if batch.record.ended is None:
+                self._ended(batch.record.key, state)
+        finally:
+            self.out.pop(batch_id, None)
+            counts.submitted -= 1
+            counts.done += 1
+            batch.done.set()
+            self.owner._changed()
+
+    def _ended(self, key: str, state: BatchState) -> None:
+        self.owner._record(
+            BatchRecord(key=key, ended=time.time(), status=state.status, counts=dict(state.counts))
+        )
+
+    def _enqueue(self, body: dict[str, Any], caller: Caller | None, digest: str) -> _Call:
         if self.unsupported is not None:
             raise self.unsupported
         entry = BatchEntry(self.owner._custom_id(), body)
         size = self.api.entry_size(entry)
         if self.waiting and self.bytes + size > self.api.max_bytes:
             self._flush()
-        call = _Call(entry)
+        call = _Call(entry, caller, digest)
         self.waiting.append(call)
         self.bytes += size
         counts = self.owner.counts
@@ -263,27 +470,51 @@ class _EndpointQueue:
             self.owner._start(self._run_batch, calls)
 
     async def _run_batch(self, calls: list[_Call]) -> None:
-        counts = self.owner.counts
+        owner = self.owner
+        counts = owner.counts
         counts.queued -= len(calls)
+        key = owner._batch_key()
+        provider = self.provider
+        try:
+            owner._record(
+                BatchRecord(
+                    key=key,
+                    provider=provider.name,
+                    base_url=provider.base_url,
+                    model=provider.model,
+                    requests=len(calls),
+                    created=time.time(),
+                    entries=[_request(call) for call in calls]
+                    if owner.journal is not None
+                    else None,
+                )
+            )
+        except Exception as exc:  # the journal could not take it: the batch stays here
+            self._settle(calls, error=exc)
+            return
         try:
             batch_id = await self.api.submit([call.entry for call in calls])
-        except BatchUnsupported as exc:
-            self.unsupported = ConfigError(f"Batch mode: {exc.message}.")
-            self._settle(calls, error=self.unsupported)
-            return
         except ProviderError as exc:
+            owner._record(BatchRecord(key=key, status="not submitted", ended=time.time()))
+            if isinstance(exc, BatchUnsupported):
+                self.unsupported = exc = ConfigError(f"Batch mode: {exc.message}.")
             self._settle(calls, error=exc)
             return
         counts.submitted += 1
         counts.waiting += len(calls)
         counts.requests += len(calls)
-        self.out.add(batch_id)
-        self.owner._changed()
+        self.out[batch_id] = len(calls)
         try:
-            outcomes = await self._outcomes(batch_id)
-            self.out.discard(batch_id)
+            owner._record(BatchRecord(key=key, id=batch_id, submitted=time.time()))
+        finally:
+            owner._changed()
+        try:
+            state, outcomes = await self._outcomes(batch_id)
+            self.out.pop(batch_id, None)
+            self._ended(key, state)
         except ProviderError as exc:
-            self.out.discard(batch_id)
+            self.out.pop(batch_id, None)
+            owner._record(BatchRecord(key=key, ended=time.time(), status=f"failed: {exc}"))
             self._settle(calls, error=exc)
             return
         finally:
@@ -299,12 +530,16 @@ class _EndpointQueue:
             )
             call.done.set()
 
-    async def _outcomes(self, batch_id: str) -> list[BatchOutcome]:
-        """Poll batch `batch_id` until it has ended; its outcomes. A poll that fails is
-        tried again at the next turn (a batch runs for hours: a blip must not lose it)."""
+    async def _outcomes(
+        self, batch_id: str, *, at_once: bool = False
+    ) -> tuple[BatchState, list[BatchOutcome]]:
+        """Poll batch `batch_id` until it has ended (asking at once, for a batch submitted
+        long ago); its last state and outcomes. A poll that fails is tried again at the
+        next turn (a batch runs for hours: a blip must not lose it)."""
         asked = 0
         while True:
-            await self.owner.clock.sleep(_poll_wait(self.options.poll, asked))
+            if asked or not at_once:
+                await self.owner.clock.sleep(_poll_wait(self.options.poll, asked))
             asked += 1
             try:
                 state = await self.api.state(batch_id)
@@ -322,13 +557,20 @@ class _EndpointQueue:
                     model=self.provider.model,
                 )
             if state.ended:
-                return await self.api.outcomes(state)
+                return state, await self.api.outcomes(state)
 
     def _settle(self, calls: list[_Call], *, error: BaseException) -> None:
         for call in calls:
             call.error = error
             call.done.set()
         self.owner._changed()
+
+
+def _request(call: _Call) -> BatchRequest:
+    caller = call.caller
+    if caller is None:
+        return BatchRequest(call.entry.custom_id, None, 0, "", call.digest)
+    return BatchRequest(call.entry.custom_id, caller[0], caller[1], caller[2], call.digest)
 
 
 def _poll_wait(poll: float, asked: int) -> float:

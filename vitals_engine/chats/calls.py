@@ -94,13 +94,19 @@ async def _send(provider: Provider, request: ChatRequest, attempt_timeout: float
 
 
 async def _in_batch(
-    batches: BatchCalls, provider: Provider, request: ChatRequest, seat: Seat | None
+    batches: BatchCalls,
+    provider: Provider,
+    request: ChatRequest,
+    scope: CallScope | None,
+    seat: Seat | None,
 ) -> tuple[Turn, str]:
     """The call sent in a provider batch (its reply, the batch's id); the sample lends its
     seat while it waits (no attempt timeout: a batch may take hours)."""
+    sample = scope.sample if scope is not None else None
+    caller = (sample[0], sample[1], scope.role) if scope is not None and sample else None
     if seat is None:
-        return await batches.call(provider, request)
-    return await seat.lent_while(lambda: batches.call(provider, request))
+        return await batches.call(provider, request, caller)
+    return await seat.lent_while(lambda: batches.call(provider, request, caller))
 
 
 async def call_model(provider: Provider, request: ChatRequest) -> Turn:
@@ -140,7 +146,9 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
     turn = msgspec.structs.replace(turn, cost=cost, retries=len(notes))
     if scope is not None:
         for ledger in scope.ledgers:
-            ledger.record(scope.role, provider.name, provider.model, tokens, cost)
+            ledger.record(
+                scope.role, provider.name, provider.model, tokens, cost, batch=batches is not None
+            )
         if scope.calls is not None:
             scope.calls.append(
                 ModelCall(
@@ -181,7 +189,7 @@ async def _call_with_retries(
             await limiter.wait_turn(estimate)
         try:
             if batches is not None:
-                turn, batch_id = await _in_batch(batches, provider, request, seat)
+                turn, batch_id = await _in_batch(batches, provider, request, scope, seat)
             else:
                 turn = await _attempt(provider, request, policy.timeout, limiter)
             break

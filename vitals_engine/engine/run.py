@@ -39,6 +39,7 @@ from ..pacing.scope import CallScope, TextSink
 from ..pacing.seats import current_seat
 from ..progress import Progress
 from ..samples import Sample, SampleError, SampleRecord
+from ..vocab.batches import BatchRecord
 from ..vocab.calls import RetryNote
 from ..vocab.usage import UsageLedger
 from .calls import (
@@ -178,6 +179,8 @@ class Run:
         on_progress: Callable[[Progress], None] | None = None,
         live: LiveTexts | None = None,
         batch: Batch | None = None,
+        batch_journal: Callable[[BatchRecord], None] | None = None,
+        earlier_batches: Sequence[BatchRecord] = (),
     ) -> None:
         self.solver = solver
         self.scorer = scorer
@@ -204,6 +207,10 @@ class Run:
         self.batch = batch
         #: The run's batch queues (from when it starts; their counts stay for the record).
         self.batches: BatchQueues | None = None
+        #: Takes what is known of each provider batch, before it goes (the run's journal).
+        self.batch_journal = batch_journal
+        #: The batches an earlier run of these samples sent (a resumed run reattaches).
+        self.earlier_batches = earlier_batches
         #: Samples in a per-sample stage now (for the batch queues: see `BatchQueues`).
         self.at_work = 0
         self._threads = anyio.CapacityLimiter(concurrency)
@@ -221,6 +228,7 @@ class Run:
             current_seat(),
             live.sink(record.sample, role) if live is not None and record is not None else None,
             self.batches,
+            record.key if record is not None and self.batches is not None else None,
         )
 
     def _count_retry(self, _: RetryNote) -> None:
@@ -421,7 +429,14 @@ class Run:
 
         try:
             with relaxed_gc(), asyncio_named():
-                queues = BatchQueues(self.batch, self.clock, self._emit, at_work=self._at_work)
+                queues = BatchQueues(
+                    self.batch,
+                    self.clock,
+                    self._emit,
+                    at_work=self._at_work,
+                    journal=self.batch_journal,
+                    earlier=self.earlier_batches,
+                )
                 async with queues as batches:
                     self.batches = batches
                     await self._execute(records, counted)

@@ -10,9 +10,11 @@ import msgspec
 
 from ..chats.chat import Chat
 from ..samples import SampleRecord
+from ..vocab.batches import BatchRecord
 from ..vocab.turns import Turn
 from ..vocab.usage import UsageLedger
 from . import schema as s
+from .batches import with_batches
 from .events import ChatLog, sample_events
 from .messages import chat_messages, model_usage, stop_reason, to_builtins
 
@@ -46,7 +48,7 @@ def _usage(ledger: UsageLedger) -> tuple[dict[str, s.ModelUsage], dict[str, s.Mo
     """A sample's usage by model and by role (one row each, the common case, costs one)."""
     rows = ledger.rows
     if len(rows) == 1:
-        (role, provider, model), row = next(iter(rows.items()))
+        (role, provider, model, _), row = next(iter(rows.items()))
         usage = model_usage(row.tokens, row.cost)
         return {f"{provider.lower()}/{model}": usage}, {role: usage}
     return _by_model(ledger), _by_role(ledger)
@@ -206,6 +208,7 @@ class RunHeader:
     limit_history: list[s.ConnectionLimitChange] = field(default_factory=list)
     max_samples: int | None = None
     packages: dict[str, str] = field(default_factory=dict)
+    batches: list[BatchRecord] = field(default_factory=list)
 
 
 def compose_header(run: RunHeader) -> s.EvalLog:
@@ -251,6 +254,7 @@ def compose_header(run: RunHeader) -> s.EvalLog:
             solver=run.solver,
             packages=run.packages,
             scorers=scorers,
+            metadata=with_batches(None, run.batches),
         ),
         plan=s.EvalPlan(steps=[s.EvalPlanStep(run.solver)]),
         results=results,

@@ -8,6 +8,7 @@ A journal is a JSON Lines file next to the final log, named
 {"journal": 1, "kind": "start", "log": "<final log file name>", "header": <EvalLog>}
 {"kind": "sample", "sample": <EvalSample>}
 {"kind": "sample", "sample": <EvalSample>}
+{"kind": "batch", "batch": <BatchRecord>}
 {"kind": "header", "header": <EvalLog>}
 ```
 
@@ -20,6 +21,11 @@ A journal is a JSON Lines file next to the final log, named
 - A `header` record replaces the header; the latest one wins. The writer
   appends one when the run ends, just before it composes the final log, so a
   journal whose last header says "success" holds a whole run.
+- A `batch` record says what is known of one provider batch (`vocab/batches.py`):
+  before it is submitted, its endpoint and requests; after, its provider id; once
+  it ended, its status and counts. Records of one batch (same `key`) are merged in
+  order. A resumed run reattaches to the batches they name instead of sending their
+  requests again.
 - Records of an unknown `kind` are skipped, so later versions may add kinds;
   a start record with a `journal` version above 1 is refused.
 
@@ -45,6 +51,7 @@ import msgspec
 
 from .._errors import LogFormatError
 from .._logging import log
+from ..vocab.batches import BatchRecord
 from ..vocab.text import WritableEncoder
 from . import schema as s
 
@@ -56,6 +63,7 @@ __all__ = [
     "JournalHeader",
     "JournalSample",
     "JournalStart",
+    "encode_batch",
     "encode_header",
     "encode_sample",
     "encode_start",
@@ -63,6 +71,7 @@ __all__ = [
     "journal_path",
     "one_line",
     "read_journal",
+    "read_journal_batches",
     "read_journal_header",
 ]
 
@@ -93,6 +102,13 @@ class JournalHeader(msgspec.Struct, kw_only=True):
     header: s.EvalLog
 
 
+class JournalBatch(msgspec.Struct, kw_only=True):
+    """What is known of one provider batch; merged with the earlier records of its key."""
+
+    kind: Literal["batch"] = "batch"
+    batch: BatchRecord
+
+
 class _Line(msgspec.Struct):
     """Any record, as read: which fields are set depends on `kind`."""
 
@@ -101,6 +117,7 @@ class _Line(msgspec.Struct):
     log: str | None = None
     header: s.EvalLog | None = None
     sample: s.EvalSample | None = None
+    batch: BatchRecord | None = None
 
 
 encoder = WritableEncoder(enc_hook=s.enc_hook)  # lone surrogates as escapes (vocab/text.py)
@@ -156,6 +173,11 @@ def encode_header(header: s.EvalLog) -> bytes:
     return encoder.encode(JournalHeader(header=_no_samples(header))) + b"\n"
 
 
+def encode_batch(record: BatchRecord) -> bytes:
+    """The line of what is known of a provider batch."""
+    return encoder.encode(JournalBatch(batch=record)) + b"\n"
+
+
 def journal_path(log_path: str | Path) -> Path:
     """Where the journal of the final log `log_path` lies: same stem, `.journal`."""
     path = Path(log_path)
@@ -176,12 +198,14 @@ class JournalDamage:
 
 class JournalContents(NamedTuple):
     """What a journal holds: the latest header, the samples, a damaged last line (`damage`,
-    what a crash mid-write leaves) and the damaged lines before it that were skipped."""
+    what a crash mid-write leaves), the damaged lines before it that were skipped, and
+    the provider batches the run sent (each key's records merged)."""
 
     header: s.EvalLog
     samples: list[s.EvalSample]
     damage: JournalDamage | None
     skipped: tuple[JournalDamage, ...] = ()
+    batches: tuple[BatchRecord, ...] = ()
 
 
 def _reason(exc: Exception, complete: bool) -> str:
@@ -224,18 +248,27 @@ def read_journal(path: str | Path) -> JournalContents:
         )
 
     with bulk_objects():
-        header, samples, damage, skipped = _read_records(data, len(first) + 1, start.header)
+        header, samples, damage, skipped, batches = _read_records(
+            data, len(first) + 1, start.header
+        )
     for bad in skipped:
         log.warning(f"{path}: skipped a damaged journal line, {bad}; the records after it are read")
-    return JournalContents(_no_samples(header), samples, damage, tuple(skipped))
+    return JournalContents(_no_samples(header), samples, damage, tuple(skipped), batches)
 
 
 def _read_records(
     data: bytes, offset: int, header: s.EvalLog
-) -> tuple[s.EvalLog, list[s.EvalSample], JournalDamage | None, list[JournalDamage]]:
+) -> tuple[
+    s.EvalLog,
+    list[s.EvalSample],
+    JournalDamage | None,
+    list[JournalDamage],
+    tuple[BatchRecord, ...],
+]:
     """The records after the start line: the latest header, the samples, a damaged last
-    line, and the damaged lines skipped before it."""
+    line, the damaged lines skipped before it, and the batches."""
     samples: dict[tuple[int | str, int], s.EvalSample] = {}
+    batches: dict[str, BatchRecord] = {}
     damage: JournalDamage | None = None
     skipped: list[JournalDamage] = []
     view = memoryview(data)
@@ -258,9 +291,11 @@ def _read_records(
                     samples[(sample.id, sample.epoch)] = sample
                 elif record.kind == "header" and record.header is not None:
                     header = record.header
+                elif record.kind == "batch" and record.batch is not None:
+                    _merge(batches, record.batch)
                 elif record.kind == "start":
                     bad = "a second start record"
-                elif record.kind in ("sample", "header"):
+                elif record.kind in ("sample", "header", "batch"):
                     bad = f"a {record.kind!r} record lacks its body"
             if bad is not None:
                 problem = JournalDamage(line_no, offset, bad)
@@ -269,7 +304,35 @@ def _read_records(
                     break
                 skipped.append(problem)
         offset = size if end < 0 else end + 1
-    return header, list(samples.values()), damage, skipped
+    return header, list(samples.values()), damage, skipped, tuple(batches.values())
+
+
+def _merge(batches: dict[str, BatchRecord], record: BatchRecord) -> None:
+    known = batches.get(record.key)
+    batches[record.key] = record if known is None else known.merged(record)
+
+
+_BATCH_PREFIX = b'{"kind":"batch",'
+_batch_decoder = msgspec.json.Decoder(JournalBatch)
+
+
+def read_journal_batches(path: str | Path) -> tuple[BatchRecord, ...]:
+    """The provider batches a journal records (each key's records merged), without
+    decoding its samples. Lines that do not decode are passed over."""
+    batches: dict[str, BatchRecord] = {}
+    try:
+        with Path(path).open("rb") as fh:
+            for line in fh:
+                if line.startswith(_BATCH_PREFIX) and line.endswith(b"\n"):
+                    try:
+                        _merge(batches, _batch_decoder.decode(line).batch)
+                    except (msgspec.DecodeError, msgspec.ValidationError):
+                        continue
+    except FileNotFoundError:
+        return ()
+    except OSError as exc:
+        raise LogFormatError(f"{path}: cannot read the journal: {exc}") from None
+    return tuple(batches.values())
 
 
 _HEADER_LINE = b'\n{"kind":"header"'

@@ -8,23 +8,37 @@ header-only read, what needs the samples reads the whole log first.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
+
+import msgspec
 
 from .._words import plural
 from ..frames import records_frame
 from ..providers.replay import provider_display_name, split_model_id
 from ..samples import SampleRecord
-from ..vocab.usage import cost_schema
+from ..vocab.batches import BatchRecord
+from ..vocab.usage import UsageRow, cost_schema
 from . import schema as s
+from .batches import logged_batches
 from .formats import read_parts
-from .journal_format import JournalDamage, bulk_objects
-from .logged_sample import first_score, normalize_model, sample_record
+from .journal_format import JOURNAL_SUFFIX, JournalDamage, bulk_objects, read_journal_batches
+from .logged_sample import first_score, is_batched, normalize_model, sample_record
 from .logged_turns import usage_tokens
 
 if TYPE_CHECKING:
     import polars as pl
 
 __all__ = ["LoggedEval"]
+
+
+class _CostRow(NamedTuple):
+    """One row of `get_cost()`: who, which model, batched or not, spent what."""
+
+    role: str
+    model_id: str | None
+    batch: bool | None
+    usage: UsageRow
+    requests: int | None
 
 
 class LoggedEval:
@@ -69,6 +83,17 @@ class LoggedEval:
     @property
     def run_id(self) -> str | None:
         return self.header.eval.run_id
+
+    @property
+    def batches(self) -> list[BatchRecord]:
+        """The provider batches the run sent (batch mode): id, provider, model, requests,
+        times, status and counts of each; [] for a run without them. A journal (a run
+        going on, or killed) says what it knows so far."""
+        if self.path.suffix == JOURNAL_SUFFIX:
+            return [
+                msgspec.structs.replace(b, entries=None) for b in read_journal_batches(self.path)
+            ]
+        return logged_batches(self.header)
 
     @property
     def model(self) -> str:
@@ -123,17 +148,64 @@ class LoggedEval:
         )
         return records_frame(records, self.scorer, scored=scored)
 
-    def _requests(self, role: str) -> int | None:
+    def _requests(self, role: str, batch: bool | None = None) -> int | None:
+        """The replies of `role`'s rebuilt chats (only of the samples whose calls of
+        `role` were batched, or were not, when `batch` is given)."""
         if self.header_only:
             return None
         count = 0
         for record in self.records():
+            if batch is not None and is_batched(record, role) != batch:
+                continue
             chat = record.solver_chat if role == "solver" else None
             if role == "scorer" and record.score is not None:
                 chat = record.score.chat
             if chat is not None:
                 count += sum(1 for t in chat.turns if t.role == "assistant")
         return count
+
+    def _role_rows(self, role: str, usage: s.ModelUsage) -> list[_CostRow]:
+        """`role`'s cost rows: its live calls and its batched ones (as the samples' model
+        events say, `config.batch`), live first. A sample's usage is logged by role, not
+        by call: a sample whose calls of `role` were all batched counts as batched, any
+        other as live. Batch is None after a header-only read (the samples say it)."""
+        model = self._role_model(role)
+        total = UsageRow(0, usage_tokens(usage), usage.total_cost)
+        if self.header_only:
+            return [_CostRow(role, model, None, total, None)]
+        batched = UsageRow()
+        records = self.records()
+        for sample, record in zip(self.samples, records, strict=True):
+            logged = sample.role_usage.get(role)
+            if logged is not None and is_batched(record, role):
+                batched.absorb(UsageRow(0, usage_tokens(logged), logged.total_cost))
+        if not batched.tokens.total:
+            return [_CostRow(role, model, False, total, self._requests(role))]
+        live = total.less(batched)
+        if not live.tokens.total:
+            return [_CostRow(role, model, True, total, self._requests(role))]
+        return [
+            _CostRow(role, model, False, live, self._requests(role, batch=False)),
+            _CostRow(role, model, True, batched, self._requests(role, batch=True)),
+        ]
+
+    def _all_batched(self) -> bool | None:
+        """Whether every model call of the samples went in a provider batch (None after a
+        header-only read)."""
+        if self.header_only:
+            return None
+        any_batched = False
+        records = self.records()
+        for sample, record in zip(self.samples, records, strict=True):
+            flags = record.logged_batch
+            if flags is None:
+                if sample.model_usage:
+                    return False  # calls, none of them batched
+                continue
+            if not all(flags.values()):
+                return False
+            any_batched = any_batched or bool(flags)
+        return any_batched
 
     def _role_model(self, role: str) -> str | None:
         solver = normalize_model(self.header.eval.model)
@@ -151,42 +223,48 @@ class LoggedEval:
         return others[0] if len(others) == 1 else None
 
     def get_cost(self) -> pl.DataFrame:
-        """Requests, tokens and cost by role and model, with `Task.get_cost()`'s columns.
+        """Requests, tokens and cost by role, model and batch, with `Task.get_cost()`'s
+        columns.
 
         From the log's per-role usage when it has solver/scorer rows, else its
         per-model usage (as role "solver"). `requests` counts the rebuilt
-        chats' replies (None after a header-only read).
+        chats' replies; `batch` says which calls went in provider batches, as the
+        samples' model events record it (`config.batch`). Both are None after a
+        header-only read.
         """
         import polars as pl
 
         stats = self.header.stats
         order = {"solver": 0, "scorer": 1}
-        rows: list[tuple[str, str | None, s.ModelUsage, int | None]] = []
+        rows: list[_CostRow] = []
         roles = {r: u for r, u in stats.role_usage.items() if r in order}
         if roles:
             for role in sorted(roles, key=order.__getitem__):
-                rows.append((role, self._role_model(role), roles[role], self._requests(role)))
+                rows.extend(self._role_rows(role, roles[role]))
         else:
             single = len(stats.model_usage) == 1
+            batch = self._all_batched()
             for key, usage in stats.model_usage.items():
                 requests = self._requests("solver") if single else None
-                rows.append(("solver", normalize_model(key), usage, requests))
+                total = UsageRow(0, usage_tokens(usage), usage.total_cost)
+                rows.append(_CostRow("solver", normalize_model(key), batch, total, requests))
         providers, models = [], []
-        for _, model_id, _, _ in rows:
-            prefix, model = split_model_id(model_id) if model_id else (None, None)
+        for row in rows:
+            prefix, model = split_model_id(row.model_id) if row.model_id else (None, None)
             providers.append(provider_display_name(prefix) if prefix else None)
             models.append(model)
         return pl.DataFrame(
             {
-                "role": [r[0] for r in rows],
+                "role": [r.role for r in rows],
                 "provider": providers,
                 "model": models,
-                "requests": [r[3] for r in rows],
-                "input_tokens": [usage_tokens(r[2]).input for r in rows],
-                "cached_input_tokens": [usage_tokens(r[2]).cached_input for r in rows],
-                "output_tokens": [r[2].output_tokens for r in rows],
-                "reasoning_tokens": [r[2].reasoning_tokens or 0 for r in rows],
-                "cost": [r[2].total_cost for r in rows],
+                "batch": [r.batch for r in rows],
+                "requests": [r.requests for r in rows],
+                "input_tokens": [r.usage.tokens.input for r in rows],
+                "cached_input_tokens": [r.usage.tokens.cached_input for r in rows],
+                "output_tokens": [r.usage.tokens.output for r in rows],
+                "reasoning_tokens": [r.usage.tokens.reasoning for r in rows],
+                "cost": [r.usage.cost for r in rows],
             },
             schema=cost_schema(),
         )

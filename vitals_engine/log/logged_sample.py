@@ -28,6 +28,8 @@ __all__ = [
     "LoggedSampleError",
     "add_chat_usage",
     "first_score",
+    "is_batched",
+    "logged_batch",
     "normalize_model",
     "sample_record",
     "sample_result",
@@ -237,6 +239,44 @@ def _logged_retries(events: msgspec.Raw) -> list[RetryNote] | None:
     return notes or None
 
 
+class _CallConfig(msgspec.Struct):
+    event: str
+    role: str | None = None
+    config: dict[str, Any] | None = None
+
+
+_call_configs = msgspec.json.Decoder(list[_CallConfig])
+_BATCH_KEY = re.compile(rb'"batch"\s*:')
+#: A model event's role (ours write "grader" for the scorer's calls, as Inspect names a
+#: judge) as the role of a cost row; a model event without one is the solver's.
+_EVENT_ROLES = {"grader": "scorer", "scorer": "scorer"}
+
+
+def logged_batch(events: msgspec.Raw) -> dict[str, bool] | None:
+    """Per role with model events, whether its calls were all sent in provider batches:
+    their `config.batch` (ours write `true`; Inspect's may be a batch size or settings).
+    None when no event mentions batches (most samples: no copy, no decode)."""
+    if _BATCH_KEY.search(memoryview(events)) is None:
+        return None
+    try:
+        decoded = _call_configs.decode(events)
+    except msgspec.ValidationError:  # events of a shape we do not know: no batch read
+        return None
+    out: dict[str, bool] = {}
+    for event in decoded:
+        if event.event != "model":
+            continue
+        role = _EVENT_ROLES.get(event.role or "", "solver")
+        batched = (event.config or {}).get("batch") not in (None, False)
+        out[role] = out.get(role, True) and batched
+    return out
+
+
+def is_batched(record: SampleRecord, role: str) -> bool:
+    """Whether `record`'s (read back from a log) calls of `role` went in provider batches."""
+    return bool(record.logged_batch and record.logged_batch.get(role))
+
+
 def sample_record(sample: s.EvalSample, default_model: str, ours: bool) -> SampleRecord:
     """One logged sample as the engine's record (chats rebuilt on replay providers)."""
     metadata = sample.metadata
@@ -257,16 +297,21 @@ def sample_record(sample: s.EvalSample, default_model: str, ours: bool) -> Sampl
         score=score,
         error=_error(sample.error),
         logged_retries=_logged_retries(sample.events),
+        logged_batch=logged_batch(sample.events),
     )
 
 
 def add_chat_usage(record: SampleRecord, *ledgers: UsageLedger) -> None:
-    """Add the tokens and cost of each reply in `record`'s chats to `ledgers`, by role."""
+    """Add the tokens and cost of each reply in `record`'s chats to `ledgers`, by role,
+    as batched when the log says the role's calls went in provider batches."""
     judge = record.score.chat if record.score is not None else None
     for role, chat in (("solver", record.solver_chat), ("scorer", judge)):
         if chat is None:
             continue
+        batch = is_batched(record, role)
         for turn in chat.turns:
             if turn.role == "assistant" and turn.tokens is not None:
                 for ledger in ledgers:
-                    ledger.record(role, chat.provider.name, chat.model, turn.tokens, turn.cost)
+                    ledger.record(
+                        role, chat.provider.name, chat.model, turn.tokens, turn.cost, batch=batch
+                    )

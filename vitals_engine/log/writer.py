@@ -45,9 +45,11 @@ import anyio.to_thread
 import msgspec
 
 from .._errors import LogWriteError
+from ..vocab.batches import BatchRecord
 from . import schema as s
 from .atomic import replace_atomically
 from .journal_format import (
+    encode_batch,
     encode_header,
     encode_sample,
     encode_start,
@@ -490,6 +492,16 @@ class LogWriter:
     def add_many(self, samples: Iterable[s.EvalSample]) -> None:
         """Write finished samples to the journal, now, in one write (see `add`)."""
         self.add_lines((encode_sample(x), (x.id, x.epoch)) for x in samples)
+
+    def add_batch(self, record: BatchRecord) -> None:
+        """Write what is known of a provider batch to the journal, now: before a batch is
+        submitted, so that a run killed at any moment after knows its requests went out.
+        Raises the `LogWriteError` of a failed write (the batch must not go out unrecorded)."""
+        self._pending.append((encode_batch(record), None))
+        if self._fd is not None and self.failure is None:
+            self._write_pending()
+        if self.failure is not None:
+            raise self.failure
 
     def add_lines(self, lines: Iterable[tuple[bytes, tuple[Any, int]]]) -> None:
         """Write samples already encoded as journal lines (`encode_sample`, as a Ray

@@ -20,7 +20,11 @@ from .._errors import ConfigError
 from ..vocab.calls import ChatRequest
 from ..vocab.turns import Turn
 
-__all__ = ["Batch", "BatchCalls", "batch_option"]
+__all__ = ["Batch", "BatchCalls", "Caller", "batch_option"]
+
+#: Who makes a call: (sample id, epoch, role). A batch's journal records it per request,
+#: so a resumed run knows its own calls among the requests an earlier run sent.
+Caller = tuple[int | str, int, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +103,10 @@ class BatchCalls(Protocol):
         """Whether `provider`'s calls go in batches in this run."""
         ...
 
-    async def call(self, provider: Any, request: ChatRequest) -> tuple[Turn, str]:
-        """Send `request` in a batch and return its reply and the batch's id (raising a
+    async def call(
+        self, provider: Any, request: ChatRequest, caller: Caller | None = None
+    ) -> tuple[Turn, str]:
+        """Send `request` in a batch (or take its outcome from a batch an earlier run of
+        the same samples sent) and return its reply and the batch's id (raising a
         `ProviderError` for a request the batch failed, as a live call would)."""
         ...

@@ -48,6 +48,8 @@ class CallScope:
     on_text: TextSink | None = None
     #: The run's batch queues (None: every call is live).
     batches: BatchCalls | None = None
+    #: The (id, epoch) of the sample whose stage this is (None: a batch stage).
+    sample: tuple[int | str, int] | None = None
 
     _token: Token[CallScope | None] | None = None
 

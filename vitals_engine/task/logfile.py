@@ -10,15 +10,20 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from .._errors import LogWriteError, TaskStateError, VitalsError
 from .._version import version
 from ..chats.chat import Chat
 from ..engine.calls import FunctionSpec
 from ..log import schema as log_schema
+from ..log.batches import with_batches
 from ..log.compose import RunHeader, compose_header, compose_sample
+from ..log.journal_format import read_journal_batches
 from ..log.reader import read_log
 from ..log.writer import LogWriter, log_file_name, new_id, write_json_log
 from ..samples import SampleRecord
+from ..vocab.batches import BatchRecord
 from ..vocab.usage import UsageLedger
 from .spill import is_spilled, rehydrate
 from .state import RunState, TaskSetup
@@ -59,8 +64,26 @@ def finalize_log(
     setup: TaskSetup, state: RunState, writer: LogWriter, path: Path | None = None
 ) -> Path:
     header = compose_header(run_header(setup, state, state.records or []))
+    if state.batches and state.status != "success":
+        batches = batches_to_resume(writer.journal, state.records or [])
+        header.eval.metadata = with_batches(header.eval.metadata, batches)
     state.log_path = writer.finalize(header, path, check=_reads_back(header, writer.journal))
     return state.log_path
+
+
+def batches_to_resume(journal: Path, records: Iterable[SampleRecord]) -> list[BatchRecord]:
+    """The journal's provider batches, each with its requests of the samples that did not
+    finish (a run that stopped: resuming its log takes their outcomes, not sending them)."""
+    finished = {record.key for record in records if record.error is None}
+    batches = []
+    for batch in read_journal_batches(journal):
+        entries = [
+            entry
+            for entry in batch.entries or ()
+            if entry.sample is not None and (entry.sample, entry.epoch) not in finished
+        ]
+        batches.append(msgspec.structs.replace(batch, entries=entries or None))
+    return batches
 
 
 def _reads_back(header: log_schema.EvalLog, journal: Path) -> Callable[[Path], None]:
@@ -180,6 +203,7 @@ def run_header(setup: TaskSetup, state: RunState, records: list[SampleRecord]) -
         limit_history=state.limit_history,
         max_samples=state.concurrency,
         packages={"vitals_engine": version()},
+        batches=list(state.batches.values()),
     )
 
 

@@ -33,12 +33,14 @@ from .._logging import log
 from ..chats.chat import Chat
 from ..dataset import DatasetRow
 from ..log import schema as s
+from ..log.batches import logged_batches
 from ..log.compose import logged_input
 from ..log.journal_format import JOURNAL_SUFFIX, JournalStart, read_journal
 from ..log.listing import LISTING
 from ..log.logged_sample import add_chat_usage, normalize_model, sample_record
 from ..log.reader import read_log
 from ..samples import SampleRecord
+from ..vocab.batches import BatchRecord
 from ..vocab.usage import UsageLedger
 
 __all__ = ["UNFINISHED", "Resumed", "find_resumable", "load_resume", "newest_run", "reconcile"]
@@ -65,6 +67,9 @@ class Resumed:
     #: Samples of the source the final log leaves out unless this run logs them anew:
     #: failed, unscored, changed, or gone from the dataset.
     stale: set[tuple[Any, int]] = field(default_factory=set)
+    #: The provider batches the source sent (with the requests of unfinished samples):
+    #: the resumed run takes their outcomes instead of sending those requests again.
+    batches: tuple[BatchRecord, ...] = ()
 
 
 def _start_record(journal: Path) -> JournalStart | None:
@@ -146,9 +151,11 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
             raise LogFormatError(f"{path}: not a journal: its first line is not a start record.")
         contents = read_journal(path)
         header, samples, log_name = contents.header, contents.samples, start.log
+        batches = contents.batches
     else:
         logged = read_log(path)
         header, samples, log_name = logged.header, logged.samples, path.name
+        batches = tuple(logged_batches(logged.header))
     if header.eval.task != task_name:
         raise ConfigError(
             f"Cannot resume task '{task_name}' from '{path}': it is a log of task "
@@ -188,6 +195,7 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
         solver=header.eval.solver,
         model=default_model,
         keys=keys,
+        batches=batches,
     )
 
 

@@ -122,6 +122,7 @@ async def run_task(
         on_progress=bar.update if bar is not None else None,
         live=texts,
         batch=options.batch,
+        earlier_batches=resume.batches if resume is not None else (),
     )
     if options.backend is not None:  # before the run starts: nothing to log if it cannot go
         check_sendable(run, setup.rows[0] if setup.rows else None)
@@ -130,6 +131,7 @@ async def run_task(
     writer = open_writer(
         setup, state, fresh=solve and resume is None, exclude=resume.stale if resume else ()
     )
+    run.batch_journal = writer.add_batch
     live = LiveFile(live_path(writer.journal), writer.path.name, lambda: _live_samples(texts))
     texts.on_change = live.changed
     if resume is not None:
@@ -173,6 +175,8 @@ async def run_task(
                     if resume is not None and resume.source != writer.journal:
                         for logged_sample in resume.logged.values():  # events and times kept
                             writer.add(logged_sample)
+                        for batch in resume.batches:  # a later resume needs them as well
+                            writer.add_batch(batch)
                     if options.backend is None:
                         await run.execute(source, logged)
                     else:
@@ -255,6 +259,8 @@ def _finish_run(
 ) -> None:
     state.solve_ledger.merge(run.ledger, role="solver")
     state.score_ledger.merge(run.ledger, role="scorer")
+    if run.batches is not None:
+        state.batches.update(run.batches.records)
     state.limit_history = [
         log_schema.ConnectionLimitChange(when, f"{provider.lower()}/{model}", old, new, why)
         for (provider, _, model), limiter in run.limits.items()

@@ -27,6 +27,7 @@ from ..log import schema as log_schema
 from ..log.writer import LogWriter
 from ..metrics import Metric
 from ..samples import SampleRecord
+from ..vocab.batches import BatchRecord
 from ..vocab.usage import UsageLedger
 from .options import DEFAULT_CONCURRENCY
 
@@ -92,9 +93,12 @@ class RunState:
     concurrency: int = DEFAULT_CONCURRENCY
     #: The solver's model as known before its first call (`solver_chat=` of the run).
     solver_model: str | None = None
+    #: The provider batches of the run, by key (what is known of each, without requests).
+    batches: dict[str, BatchRecord] = field(default_factory=dict)
 
     def reset_solutions(self) -> None:
         self.records = None
+        self.batches = {}
         self.solve_ledger = UsageLedger()
         self.reset_scores()
 

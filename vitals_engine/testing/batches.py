@@ -392,6 +392,13 @@ class BatchStore:
         else:
             asyncio.get_running_loop().call_soon(self._end, batch, "cancelled")
 
+    def end_soon(self) -> None:
+        """Let every batch in progress end at its next poll (its delay is up)."""
+        with self._lock:
+            for batch in self.batches.values():
+                if batch.state == "in_progress":
+                    batch.delay = 0.0
+
     def advance(self, batch: MockBatch, *, finish: bool = False) -> None:
         """Process the requests of `batch` whose time has come; end it once its time is up."""
         if batch.state != "in_progress":

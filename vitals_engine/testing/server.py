@@ -63,6 +63,7 @@ counted in `requests`. Their knobs and counters:
   delay, `finished` of their requests done and the rest expired; cancelling
   through the API makes a batch cancelling, then cancelled, its unfinished
   requests cancelled;
+- `end_batches()`: every batch in progress ends at its next poll;
 - `batches_enabled = False`: every batch route answers 404 (a server without them);
 - `max_batch_requests`: a batch of more requests is refused with 400;
 - `batches` (id → `MockBatch`: state, outcome, counts, times, custom_ids),
@@ -410,6 +411,16 @@ class MockServer:
             >>> server.expire_batches(finished=2)    # the next batch: 2 results, the rest expired
         """
         self._batches.expire_batches(times, finished=finished)
+
+    def end_batches(self) -> None:
+        """End every batch in progress now (its next poll finds it ended, every request
+        answered), whatever `batch_delay` was when it came in.
+
+        Example:
+            >>> server.batch_delay = 3600    # batches that wait ...
+            >>> server.end_batches()         # ... until the test lets them end
+        """
+        self._batches.end_soon()
 
     def per_second(self) -> list[int]:
         """Requests received in each whole second of the clock (from the first request's

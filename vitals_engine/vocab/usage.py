@@ -1,6 +1,7 @@
 """Token and cost accounting that belongs to a run, not to the process.
 
-A `UsageLedger` sums every model call per (role, provider, model). The engine
+A `UsageLedger` sums every model call per (role, provider, model, batch): calls
+sent in a provider's batch (batch mode) are kept apart from live ones. The engine
 opens a call scope (`pacing/scope.py`) around each sample's solve and score
 stage; every completed call is recorded into the ledgers of the scope it
 runs in (the run's and the sample's). Outside any scope (a chat used on its
@@ -28,6 +29,7 @@ def cost_schema() -> dict[str, type[pl.DataType]]:
         "role": pl.String,
         "provider": pl.String,
         "model": pl.String,
+        "batch": pl.Boolean,
         "requests": pl.Int64,
         "input_tokens": pl.Int64,
         "cached_input_tokens": pl.Int64,
@@ -39,7 +41,7 @@ def cost_schema() -> dict[str, type[pl.DataType]]:
 
 @dataclass(slots=True)
 class UsageRow:
-    """Running totals for one (role, provider, model)."""
+    """Running totals for one (role, provider, model, batch)."""
 
     requests: int = 0
     tokens: TokenUsage = field(default_factory=TokenUsage)
@@ -69,8 +71,12 @@ class UsageRow:
         self.cost = None if other.cost is None or self.cost is None else self.cost + other.cost
 
 
+#: (role, provider, model, batch): batch says the calls went in a provider's batch.
+UsageKey = tuple[str, str, str, bool]
+
+
 class UsageLedger:
-    """Requests, tokens and cost per (role, provider, model).
+    """Requests, tokens and cost per (role, provider, model, batch).
 
     Example:
         >>> ledger = UsageLedger()
@@ -80,12 +86,20 @@ class UsageLedger:
     """
 
     def __init__(self) -> None:
-        self.rows: dict[tuple[str, str, str], UsageRow] = {}
+        self.rows: dict[UsageKey, UsageRow] = {}
 
     def record(
-        self, role: str, provider: str, model: str, tokens: TokenUsage, cost: float | None
+        self,
+        role: str,
+        provider: str,
+        model: str,
+        tokens: TokenUsage,
+        cost: float | None,
+        *,
+        batch: bool = False,
     ) -> None:
-        key = (role, provider, model)
+        """Add one call; `batch`: it was sent in a provider's batch."""
+        key = (role, provider, model, batch)
         row = self.rows.get(key)
         if row is None:
             row = self.rows[key] = UsageRow()
@@ -116,19 +130,20 @@ class UsageLedger:
     def by_model(self) -> dict[tuple[str, str], UsageRow]:
         """Totals per (provider, model), all roles together."""
         out: dict[tuple[str, str], UsageRow] = {}
-        for (_, provider, model), row in self.rows.items():
+        for (_, provider, model, _), row in self.rows.items():
             out.setdefault((provider, model), UsageRow()).absorb(row)
         return out
 
     def by_role(self) -> dict[str, UsageRow]:
         """Totals per role, all models together."""
         out: dict[str, UsageRow] = {}
-        for (role, _, _), row in self.rows.items():
+        for (role, _, _, _), row in self.rows.items():
             out.setdefault(role, UsageRow()).absorb(row)
         return out
 
     def to_frame(self) -> pl.DataFrame:
-        """One row per role and model, solver rows first."""
+        """One row per role, model and batch (live rows before batched ones), solver
+        rows first."""
         import polars as pl
 
         order = {"solver": 0, "scorer": 1}
@@ -138,6 +153,7 @@ class UsageLedger:
                 "role": [k[0] for k in keys],
                 "provider": [k[1] for k in keys],
                 "model": [k[2] for k in keys],
+                "batch": [k[3] for k in keys],
                 "requests": [self.rows[k].requests for k in keys],
                 "input_tokens": [self.rows[k].tokens.input for k in keys],
                 "cached_input_tokens": [self.rows[k].tokens.cached_input for k in keys],
