@@ -86,7 +86,22 @@ def assert_whole_log(task, n):
 
 @pytest.mark.parametrize("provider", list(MAKERS))
 def test_kill_9_with_batches_out_then_resume_sends_nothing_twice(server, tmp_path, provider):
-    server.batch_delay = 3600  # out until the test ends them
+    logs = kill_with_batches_out(server, tmp_path, provider)  # out until the test ends them
+    assert len(server.batches) == 3
+    server.end_batches()
+
+    task = sums_task(server, logs, provider)
+    task.eval(resume=True, batch=QUICK, progress=False)
+
+    assert_nothing_sent_twice(server, batches=3, requests=25)
+    logged = assert_whole_log(task, 25)
+    assert {b.id for b in logged_batches(logged.header)} == set(server.batches)
+    assert not list(logs.glob("*.journal"))
+
+
+def kill_with_batches_out(server, tmp_path, provider="openai"):
+    """A run in batch mode killed with SIGKILL once its three batches are out; its logs."""
+    server.batch_delay = 3600
     logs = tmp_path / "logs"
     script = tmp_path / "run.py"
     script.write_text(KILLED_RUN)
@@ -100,16 +115,19 @@ def test_kill_9_with_batches_out_then_resume_sends_nothing_twice(server, tmp_pat
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    assert len(server.batches) == 3
+    return logs
+
+
+def test_a_run_resumed_live_still_takes_what_its_batches_answered(server, tmp_path):
+    """Resumed without batch mode: the calls the killed run had sent in batches take
+    their outcomes from them (they are paid for); nothing goes live."""
+    logs = kill_with_batches_out(server, tmp_path)
     server.end_batches()
-
-    task = sums_task(server, logs, provider)
-    task.eval(resume=True, batch=QUICK, progress=False)
-
+    task = sums_task(server, logs)
+    task.eval(resume=True, progress=False)
     assert_nothing_sent_twice(server, batches=3, requests=25)
-    logged = assert_whole_log(task, 25)
-    assert {b.id for b in logged_batches(logged.header)} == set(server.batches)
-    assert not list(logs.glob("*.journal"))
+    assert len(server.log) == 25  # every request the server answered came in a batch
+    assert_whole_log(task, 25)
 
 
 @pytest.mark.anyio

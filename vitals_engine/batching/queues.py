@@ -288,6 +288,14 @@ class BatchQueues:
             return False
         return own is not None or self.options is not None
 
+    def holds(self, provider: Any, request: ChatRequest, caller: Caller | None) -> bool:
+        """Whether a batch of the earlier run holds this call's request (a resumed run that
+        is not in batch mode still takes what the batches it had sent answered)."""
+        if caller is None or not self._earlier:
+            return False
+        key = (*caller, provider.endpoint, body_digest(_batch_body(provider, request)))
+        return key in self._earlier
+
     async def call(
         self, provider: Any, request: ChatRequest, caller: Caller | None = None
     ) -> tuple[Turn, str]:
@@ -355,7 +363,7 @@ class _EndpointQueue:
         self.unsupported: BaseException | None = None
 
     async def call(self, request: ChatRequest, caller: Caller | None) -> tuple[Turn, str]:
-        body = {k: v for k, v in self.provider.body(request).items() if k not in _STREAM_KEYS}
+        body = _batch_body(self.provider, request)
         owner = self.owner
         digest = body_digest(body) if owner.journal is not None or owner._earlier else ""
         gone = "expired"
@@ -564,6 +572,11 @@ class _EndpointQueue:
             call.error = error
             call.done.set()
         self.owner._changed()
+
+
+def _batch_body(provider: Any, request: ChatRequest) -> dict[str, Any]:
+    """The body of `request` in a batch: as a live call's, never streamed."""
+    return {k: v for k, v in provider.body(request).items() if k not in _STREAM_KEYS}
 
 
 def _request(call: _Call) -> BatchRequest:

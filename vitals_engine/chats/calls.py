@@ -23,7 +23,7 @@ import msgspec
 
 from .._errors import ConfigError, ProviderError, ProviderTimeout, RateLimitError
 from .._logging import log
-from ..pacing.batch import BatchCalls
+from ..pacing.batch import BatchCalls, Caller
 from ..pacing.clock import Clock, SystemClock
 from ..pacing.limits import EndpointLimiter
 from ..pacing.retry import Retry, backoff_delay
@@ -93,6 +93,13 @@ async def _send(provider: Provider, request: ChatRequest, attempt_timeout: float
         return await provider.generate(request)
 
 
+def _caller(scope: CallScope | None) -> Caller | None:
+    """Who makes the call: (sample id, epoch, role), when a sample's stage does."""
+    if scope is None or scope.sample is None:
+        return None
+    return (scope.sample[0], scope.sample[1], scope.role)
+
+
 async def _in_batch(
     batches: BatchCalls,
     provider: Provider,
@@ -102,8 +109,7 @@ async def _in_batch(
 ) -> tuple[Turn, str]:
     """The call sent in a provider batch (its reply, the batch's id); the sample lends its
     seat while it waits (no attempt timeout: a batch may take hours)."""
-    sample = scope.sample if scope is not None else None
-    caller = (sample[0], sample[1], scope.role) if scope is not None and sample else None
+    caller = _caller(scope)
     if seat is None:
         return await batches.call(provider, request, caller)
     return await seat.lent_while(lambda: batches.call(provider, request, caller))
@@ -123,7 +129,11 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
         )
     clock = scope.clock if scope and scope.clock else _SYSTEM_CLOCK
     batches = scope.batches if scope else None
-    if batches is not None and not batches.takes(provider):
+    if (
+        batches is not None
+        and not batches.takes(provider)
+        and not batches.holds(provider, request, _caller(scope))
+    ):
         batches = None
     # a batched call is no live request: the endpoint's live limits do not apply to it
     limiter = scope.limiter(provider.endpoint, provider.limits) if scope and not batches else None

@@ -103,6 +103,10 @@ class BatchCalls(Protocol):
         """Whether `provider`'s calls go in batches in this run."""
         ...
 
+    def holds(self, provider: Any, request: ChatRequest, caller: Caller | None) -> bool:
+        """Whether a batch an earlier run of these samples sent holds this very call."""
+        ...
+
     async def call(
         self, provider: Any, request: ChatRequest, caller: Caller | None = None
     ) -> tuple[Turn, str]:
