@@ -23,13 +23,19 @@ from msgspec.json import encode
 import vitals_engine as ve
 from vitals_engine.log import schema as s
 from vitals_engine.log.atomic import replace_atomically
-from vitals_engine.log.journal_format import encode_header, encode_sample, encode_start
+from vitals_engine.log.journal_format import (
+    encode_batch,
+    encode_header,
+    encode_sample,
+    encode_start,
+)
 from vitals_engine.log.live import LiveDocument, LiveSample, live_path
 from vitals_engine.log.writer import write_json_log
 from vitals_engine.providers.mock import mock_reply
 from vitals_engine.viewer.bundle import bundle
 from vitals_engine.viewer.launch import view
 from vitals_engine.viewer.server import ViewServer
+from vitals_engine.vocab.batches import BatchRecord
 
 from test_view import (  # isort: skip
     VITALS_ADDITION,
@@ -508,6 +514,102 @@ def test_live_rows_give_way_to_finished_rows(page, tmp_path: Path) -> None:
             fh.write(encode_header(synthetic_header("journaled", 3, status="cancelled")))
         expect(page.locator(".head .badge")).to_have_text("cancelled")
         expect(running).to_have_count(0)
+    assert page.problems == []
+
+
+def test_a_running_journals_batches_show_pending_then_ended(page, tmp_path: Path) -> None:
+    """Step by step: a log without batches shows no Batches panel; once the journal records
+    a submitted batch the panel lists it pending; once it records its end, it is listed
+    ended, after the one still pending."""
+    journal = tmp_path / "2026-01-01T00-00-00+00-00_batched_x.journal"
+    header = synthetic_header("batched", 3, status="started")
+    header.results = None
+    journal.write_bytes(encode_start(header, journal.with_suffix(".json").name))
+
+    def record(*records: BatchRecord) -> None:
+        with journal.open("ab") as fh:
+            for batch in records:
+                fh.write(encode_batch(batch))
+
+    def created(key: str) -> BatchRecord:
+        return BatchRecord(
+            key=key, provider="OpenAI", model="gpt-test", requests=2, created=1767225600.0
+        )
+
+    with ViewServer(tmp_path).start() as server:
+        page.goto(log_url(server.url, journal.name))
+        with journal.open("ab") as fh:
+            fh.write(encode_sample(synthetic_sample(1)))
+        expect(page.locator("#samples-table tbody tr.sample-row")).to_have_count(1)
+        panel = page.locator("#batches")
+        expect(panel).to_be_hidden()
+
+        record(created("vb-1"), BatchRecord(key="vb-1", id="batch_one", submitted=1767225601.0))
+        rows = panel.locator("tr.batch-row")
+        expect(panel).to_be_visible()
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-state", "pending")
+        expect(rows.first).to_contain_text("OpenAI / gpt-test")
+        expect(rows.first).to_contain_text("batch_one")
+        expect(rows.first.locator(".batch-status")).to_have_text("pending")
+        expect(page.locator("#batch-count")).to_have_text("1 pending · 0 ended")
+
+        record(created("vb-2"), BatchRecord(key="vb-2", id="batch_two", submitted=1767225602.0))
+        expect(rows).to_have_count(2)
+        expect(page.locator("#batch-count")).to_have_text("2 pending · 0 ended")
+        record(
+            BatchRecord(key="vb-1", ended=1767225700.0, status="completed", counts={"completed": 2})
+        )
+        expect(page.locator("#batch-count")).to_have_text("1 pending · 1 ended")
+        expect(rows.nth(0)).to_have_attribute("data-key", "vb-2")  # the pending one first
+        expect(rows.nth(1)).to_have_attribute("data-state", "ended")
+        expect(rows.nth(1).locator(".batch-status")).to_have_text("completed")
+        expect(rows.nth(1)).to_contain_text("completed 2")
+        shot(page, "batches")
+    assert page.problems == []
+
+
+def test_a_run_in_batch_mode_shows_its_batch_until_it_ends(page, server, tmp_path: Path) -> None:
+    """A run in batch mode against the mock server: its page lists its batch pending while
+    the run waits on it, then, once the batch ended and the page followed the run to its
+    final log, ended."""
+    server.batch_delay = 3600  # out until the test ends it
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    chat = ve.chat_openai("gpt-test", base_url=server.base_url("openai"), api_key="k")
+    data = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(1, 4)]
+    task = ve.Task(data, solver=ve.generate(chat), scorer=ve.detect_includes(), dir=logs)
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            task.eval(batch=ve.Batch(size=10, wait=0.05, poll=0.02), progress=False)
+        except BaseException as exc:
+            failures.append(exc)
+
+    runner = threading.Thread(target=run)
+    with ViewServer(logs).start() as viewer:
+        page.goto(viewer.url)
+        runner.start()
+        try:
+            entry = page.locator("#logs-table tbody tr.log-row")
+            expect(entry).to_contain_text("running")
+            entry.click()
+            rows = page.locator("#batches tr.batch-row")
+            expect(rows).to_have_count(1)
+            expect(rows.first).to_have_attribute("data-state", "pending")
+            expect(rows.first).to_contain_text("OpenAI / gpt-test")
+            expect(page.locator("#batch-count")).to_have_text("1 pending · 0 ended")
+            assert runner.is_alive()
+        finally:
+            server.end_batches()
+            runner.join(timeout=60)
+        assert failures == []
+        expect(page).to_have_url(re.compile(r"\.json$"))
+        expect(page.locator(".head .badge")).to_have_text("success")
+        expect(rows.first).to_have_attribute("data-state", "ended")
+        expect(page.locator("#batch-count")).to_have_text("0 pending · 1 ended")
+        expect(page.locator("#samples-table tbody tr.sample-row")).to_have_count(3)
     assert page.problems == []
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import msgspec
 
-from ..vocab.batches import BatchRecord
+from ..vocab.batches import BatchRecord, BatchSummary
 from . import schema as s
 
-__all__ = ["logged_batches", "with_batches"]
+__all__ = ["BatchRecord", "BatchSummary", "logged_batches", "with_batches"]
 
 
 def with_batches(

@@ -5,6 +5,7 @@ api/logs.json                                   every log: task, model, status, 
 api/logs/<file>/summaries.json                  one light row per sample of <file>
 api/logs/<file>/samples/<key>/<epoch>.json      one whole sample, as the log holds it
 api/logs/<file>/live.json                       (live only) the text in-flight samples stream
+api/logs/<file>/batches.json                    the provider batches of the run of <file>
 api/events                                      (live only) server-sent events: what changed
 ```
 
@@ -18,6 +19,14 @@ journal (`log/live.py`), each sample with its `key`: `{"file", "running",
 "updated", "samples": [{"key", "id", "epoch", "role", "input", "text", "chars",
 "updated"}]}`. An event names the logs whose live text changed under `live`,
 apart from those whose rows or header changed (`files`). A bundle has neither.
+
+`batches.json` (`Catalog.batches()`) lists the provider batches the run sent
+(batch mode), a running journal's as it records them, a final log's from its
+header: `{"file", "running", "pending", "ended", "batches": [{"key", "id",
+"provider", "model", "requests", "created", "submitted", "ended", "status",
+"counts", "pending"}]}` (times in Unix seconds; never the batches' requests).
+A batch recorded in a journal changes its file, so its event names it under
+`files`; a log's entry in `logs.json` counts its `batches` and `pending_batches`.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from .paths import parse_sample_key, sample_key
 
 __all__ = [
     "LogRoute",
+    "batches_path",
     "encode",
     "logs_document",
     "parse_log_route",
@@ -73,10 +83,11 @@ def logs_document(catalog: Catalog, *, live: bool) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class LogRoute:
-    """A request under `api/logs/`: a log's summaries, its live text, or one of its samples."""
+    """A request under `api/logs/`: a log's summaries, its live text, its batches, or one of
+    its samples."""
 
     file: str
-    kind: Literal["summaries", "sample", "live"]
+    kind: Literal["summaries", "sample", "live", "batches"]
     id: int | str | None = None
     epoch: int | None = None
 
@@ -92,6 +103,8 @@ def parse_log_route(segments: list[str]) -> LogRoute | None:
         return LogRoute("/".join(segments[:-1]), "summaries")
     if len(segments) >= 2 and segments[-1] == "live.json":
         return LogRoute("/".join(segments[:-1]), "live")
+    if len(segments) >= 2 and segments[-1] == "batches.json":
+        return LogRoute("/".join(segments[:-1]), "batches")
     if len(segments) >= 4 and segments[-3] == "samples":
         match = _EPOCH_FILE.fullmatch(segments[-1])
         id = parse_sample_key(segments[-2])
@@ -108,6 +121,16 @@ def summaries_path(file: str) -> str:
         'api/logs/runs/a.json/summaries.json'
     """
     return f"api/logs/{file}/summaries.json"
+
+
+def batches_path(file: str) -> str:
+    """Where a log's batches lie, relative to the site's root (unencoded).
+
+    Example:
+        >>> batches_path("runs/a.json")
+        'api/logs/runs/a.json/batches.json'
+    """
+    return f"api/logs/{file}/batches.json"
 
 
 def sample_path(file: str, id: int | str, epoch: int) -> str:

@@ -7,6 +7,7 @@ index.html, robots.txt
 assets/app.js, assets/app.css
 logs/<the log files, relative paths kept>, logs/listing.json
 api/logs.json, api/logs/<file>/summaries.json, api/logs/<file>/samples/<key>/<epoch>.json
+api/logs/<file>/batches.json
 ```
 
 The `api/` documents are the live server's (see `api.py`), written once, so
@@ -66,6 +67,9 @@ def _build(catalog: Catalog, out: Path) -> None:
         if document is None:
             continue
         _write(out / api.summaries_path(relative), api.encode(document))
+        batches = catalog.batches(relative)
+        if batches is not None:
+            _write(out / api.batches_path(relative), api.encode(batches))
         for row in document["rows"]:
             sample = catalog.sample(relative, row["id"], row["epoch"])
             if sample is not None:

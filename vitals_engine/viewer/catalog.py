@@ -24,13 +24,14 @@ from typing import Any
 
 from .._errors import LogFormatError
 from ..log import schema as s
+from ..log.batches import BatchSummary, logged_batches
 from ..log.decoding import NotALogError
 from ..log.journal_format import JOURNAL_SUFFIX
 from ..log.live import live_path, read_live
 from ..log.reader import read_log
 from .contents import Contents, JournalTail, count_samples, counter, file_stamp, load_contents
 from .paths import LogFile, log_files, sample_key
-from .rows import log_entry
+from .rows import batch_row, log_entry
 
 __all__ = ["Catalog"]
 
@@ -258,6 +259,7 @@ class Catalog:
             samples=len(tail.rows),
             version=tail.version(),
             final=final,
+            batches=list(tail.batches.values()) or None,  # none yet: those its header names
         )
 
     def _read_log(self, reading: _Reading) -> None:
@@ -407,6 +409,30 @@ class Catalog:
             "running": running,
             "updated": document.updated if document is not None else None,
             "samples": samples,
+        }
+
+    def batches(self, rel: str) -> dict[str, Any] | None:
+        """The document `batches.json`: the provider batches of a log's run, without their
+        requests: a journal's as recorded so far (re-read as it grows), a final log's
+        from its header.
+
+        None when `rel` is not a log of the directory; `LogFormatError` for a log that
+        cannot be read.
+        """
+        state = self._state(rel)
+        if state is None:
+            return None
+        tail = state.tail
+        known: list[BatchSummary] = list(tail.batches.values()) if tail is not None else []
+        if not known and state.header is not None:
+            known = list(logged_batches(state.header))
+        rows = [batch_row(batch) for batch in known]
+        return {
+            "file": rel,
+            "running": state.header is not None and state.header.status == "started",
+            "pending": sum(row["pending"] for row in rows),
+            "ended": sum(row["ended"] is not None for row in rows),
+            "batches": rows,
         }
 
     # -- listing -------------------------------------------------------------------------

@@ -10,7 +10,8 @@ Three readers, one interface (`Contents`):
 - `JournalTail`: a running journal, read incrementally: each `update()`
   parses only the bytes appended since the last one (complete lines only)
   and remembers where every sample's line lies, so a growing journal costs
-  what was appended, never its whole size.
+  what was appended, never its whole size. It merges the journal's provider
+  batch records as they come (`batches`), without their requests.
 
 Each row carries a version from a counter shared by the catalog, so a
 client that has seen version V asks for the rows changed after V.
@@ -31,6 +32,7 @@ import msgspec
 
 from .._errors import LogFormatError
 from ..log import schema as s
+from ..log.batches import BatchSummary
 from ..log.decoding import decode_json
 from ..log.eval_reader import ZipIndex
 from ..log.journal_format import JOURNAL_VERSION, bulk_objects
@@ -168,6 +170,7 @@ class _Line(msgspec.Struct):
     log: str | None = None
     header: s.EvalLog | None = None
     sample: msgspec.Raw = msgspec.Raw(b"")  # msgspec has no `Raw | None`: empty when absent
+    batch: msgspec.Raw = msgspec.Raw(b"")  # a batch record, read apart (`_batch`)
 
 
 def _has_sample(record: _Line) -> bool:
@@ -175,6 +178,16 @@ def _has_sample(record: _Line) -> bool:
 
 
 _line_decoder = msgspec.json.Decoder(_Line)
+_batch_decoder = msgspec.json.Decoder(BatchSummary)
+
+
+def _batch(raw: msgspec.Raw) -> BatchSummary | None:
+    """A batch record without its requests; None for one this reader cannot read (a batch
+    the page does not list is no reason to stop following the run's samples)."""
+    try:
+        return _batch_decoder.decode(raw) if len(raw) else None
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
 class JournalTail(Contents):
@@ -201,17 +214,20 @@ class JournalTail(Contents):
         self.damage: str | None = None
         self.model_usage: dict[str, s.ModelUsage] = {}
         self.role_usage: dict[str, s.ModelUsage] = {}
+        #: The provider batches recorded so far, by key (each key's records merged in order).
+        self.batches: dict[str, BatchSummary] = {}
         self._lines: dict[SampleId, tuple[int, int]] = {}
 
     def fork(self) -> JournalTail:
         """A copy to `update()` while readers keep using this one, which it then replaces.
 
-        Copies the row and line tables and the usage totals (`update()` changes them in
-        place); rows themselves and headers are never changed, so they are shared.
+        Copies the row, line and batch tables and the usage totals (`update()` changes them
+        in place); rows, batch records and headers are never changed, so they are shared.
         """
         twin = copy.copy(self)
         twin.rows = dict(self.rows)
         twin._lines = dict(self._lines)
+        twin.batches = dict(self.batches)
         twin.model_usage = {name: copy.copy(u) for name, u in self.model_usage.items()}
         twin.role_usage = {name: copy.copy(u) for name, u in self.role_usage.items()}
         return twin
@@ -280,6 +296,9 @@ class JournalTail(Contents):
             self.set_row(sample, self._versions())
         elif record.kind == "header" and record.header is not None:
             self.header = record.header
+        elif record.kind == "batch" and (batch := _batch(record.batch)) is not None:
+            known = self.batches.get(batch.key)
+            self.batches[batch.key] = batch if known is None else known.merged(batch)
         return True
 
     def running_header(self) -> s.EvalLog | None:

@@ -1,14 +1,17 @@
-"""What the viewer lists: one light row per sample, one entry per log.
+"""What the viewer lists: one light row per sample, one entry per log, one row per batch.
 
 A summary row is what the sample table needs and nothing more (excerpts of
 input, target and result, the first score, an error flag, tokens, time, and
 when it finished), so that 100,000 of them stay a few megabytes. Samples are
 decoded leniently (`LiteSample`): a log written by a newer tool, with message
-parts this reader does not know, still lists.
+parts this reader does not know, still lists. A provider batch's row
+(`batch_row`) is what is known of it without its requests; a journal's batch
+records are read as `BatchSummary`s, which leave their requests unread.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,11 +19,13 @@ from typing import Any
 import msgspec
 
 from ..log import schema as s
+from ..log.batches import BatchSummary, logged_batches
 from ..log.logged_eval import LoggedEval
 from ..log.logged_sample import normalize_model
 
 __all__ = [
     "LiteSample",
+    "batch_row",
     "lite_decoder",
     "log_entry",
     "summary_row",
@@ -252,6 +257,28 @@ def _cost_table(path: Path, header: s.EvalLog) -> list[dict[str, Any]]:
     return frame.to_dicts()
 
 
+def batch_row(batch: BatchSummary) -> dict[str, Any]:
+    """One provider batch's row in `batches.json`: all that is known of it but its requests.
+
+    Example:
+        >>> batch_row(BatchSummary(key="vb-1", id="batch_9", submitted=1.0))["pending"]
+        True
+    """
+    return {
+        "key": batch.key,
+        "id": batch.id,
+        "provider": batch.provider,
+        "model": batch.model,
+        "requests": batch.requests,
+        "created": batch.created,
+        "submitted": batch.submitted,
+        "ended": batch.ended,
+        "status": batch.status,
+        "counts": batch.counts,
+        "pending": batch.pending,
+    }
+
+
 def log_entry(
     relative: str,
     path: Path,
@@ -260,8 +287,13 @@ def log_entry(
     samples: int | None,
     version: int,
     final: str | None = None,
+    batches: Iterable[BatchSummary] | None = None,
 ) -> dict[str, Any]:
     """One log's entry in `logs.json`: what the list and the log page's header show.
+
+    `batches` are the run's provider batches (a journal's, as read so far), by default
+    those its header records; the entry counts them (`batches`) and the pending ones
+    (`pending_batches`), and `batches.json` lists them.
 
     Example:
         >>> log_entry("a.json", Path("logs/a.json"), header, samples=2, version=1)["task"]
@@ -284,6 +316,7 @@ def log_entry(
     usage = header.stats.role_usage or header.stats.model_usage
     stat = path.stat() if path.exists() else None
     error = header.error.message if isinstance(header.error, s.EvalError) else None
+    known: list[BatchSummary] = list(batches if batches is not None else logged_batches(header))
     return {
         "file": relative,
         "name": path.name,
@@ -307,6 +340,8 @@ def log_entry(
         "run_id": spec.run_id,
         "error": error,
         "final": final,
+        "batches": len(known),
+        "pending_batches": sum(batch.pending for batch in known),
         "size": stat.st_size if stat else None,
         "mtime": stat.st_mtime if stat else None,
         "version": version,

@@ -172,6 +172,9 @@ class _Handlers:
             if route.kind == "live":
                 body = await self._run(self._live_json, route.file)
                 return _not_found("No such log.") if body is None else _json_bytes(body)
+            if route.kind == "batches":
+                body = await self._run(self._batches_json, route.file)
+                return _not_found("No such log.") if body is None else _json_bytes(body)
             if route.id is None or route.epoch is None:
                 return _not_found()
             body = await self._run(self.catalog.sample, route.file, route.id, route.epoch)
@@ -206,6 +209,10 @@ class _Handlers:
 
     def _live_json(self, file: str) -> bytes | None:
         document = self.catalog.live(file)
+        return None if document is None else api.encode(document)
+
+    def _batches_json(self, file: str) -> bytes | None:
+        document = self.catalog.batches(file)
         return None if document is None else api.encode(document)
 
     async def log_file(self, segments: list[str]) -> web.StreamResponse:

@@ -21,11 +21,11 @@ Example:
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Self
 
 import msgspec
 
-__all__ = ["BatchRecord", "BatchRequest", "body_digest"]
+__all__ = ["BatchRecord", "BatchRequest", "BatchSummary", "body_digest"]
 
 _encoder = msgspec.json.Encoder()
 
@@ -40,8 +40,9 @@ class BatchRequest(msgspec.Struct, array_like=True, frozen=True):
     digest: str
 
 
-class BatchRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """What is known of one batch (fields not yet known are None)."""
+class BatchSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What is known of one batch but its requests (fields not yet known are None): what
+    a log lists and the viewer shows."""
 
     key: str
     provider: str | None = None
@@ -56,15 +57,13 @@ class BatchRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The provider's last word on it ("completed", "ended", ...), or "not submitted".
     status: str | None = None
     counts: dict[str, int] | None = None
-    #: Its requests (in the journal; in a log only those of samples it did not finish).
-    entries: list[BatchRequest] | None = None
 
-    def merged(self, later: BatchRecord) -> BatchRecord:
+    def merged(self, later: BatchSummary) -> Self:
         """This record with the fields `later` sets."""
         changes = {
             name: value
             for name in self.__struct_fields__
-            if name != "key" and (value := getattr(later, name)) is not None
+            if name != "key" and (value := getattr(later, name, None)) is not None
         }
         return msgspec.structs.replace(self, **changes) if changes else self
 
@@ -77,6 +76,13 @@ class BatchRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     def pending(self) -> bool:
         """Submitted and not known to have ended."""
         return self.id is not None and self.ended is None
+
+
+class BatchRecord(BatchSummary, kw_only=True, omit_defaults=True):
+    """What is known of one batch, with its requests (in the journal; in a log only those
+    of samples the run did not finish)."""
+
+    entries: list[BatchRequest] | None = None
 
 
 def body_digest(body: Any) -> str:

@@ -99,6 +99,14 @@
     });
   }
 
+  // Unix seconds (as batch records keep times) as a date and time.
+  function fmtUnix(seconds) {
+    if (typeof seconds !== "number") return "—";
+    return new Date(seconds * 1000).toLocaleString(undefined, {
+      month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit",
+    });
+  }
+
   function fmtSeconds(s) {
     if (s === null || s === undefined || Number.isNaN(s)) return "—";
     if (s < 1) return (s * 1000).toFixed(0) + " ms";
@@ -205,6 +213,9 @@
       this.finishing = new Map(); // gone from live.json, their finished row not here yet
       this.liveLoading = null;
       this.livePending = false;
+      this.batches = null; // batches.json: the run's provider batches (a log that has any)
+      this.batchesLoading = null;
+      this.batchesPending = false;
     }
 
     // Whether the finished row of `id` came after this live text: the text is done with.
@@ -265,6 +276,21 @@
       return this.liveLoading;
     }
 
+    // Fetch the provider batches; calls made meanwhile coalesce into one more fetch.
+    refreshBatches() {
+      if (this.batchesLoading) {
+        this.batchesPending = true;
+        return this.batchesLoading;
+      }
+      this.batchesLoading = (async () => {
+        do {
+          this.batchesPending = false;
+          this.batches = await getJSON(logBase(this.file) + "/batches.json");
+        } while (this.batchesPending);
+      })().finally(() => { this.batchesLoading = null; });
+      return this.batchesLoading;
+    }
+
     merge(doc) {
       if (doc.reset) {
         this.rows = [];
@@ -308,6 +334,12 @@
   function isRunning(file) {
     const entry = store.byFile.get(file);
     return store.live && Boolean(entry) && Boolean(entry.running);
+  }
+
+  // Whether the log's run sent provider batches (its entry counts them).
+  function hasBatches(file) {
+    const entry = store.byFile.get(file);
+    return Boolean(entry) && entry.batches > 0;
   }
 
   function logData(file) {
@@ -459,7 +491,12 @@
     const data = route.file ? store.data.get(route.file) : null;
     if (data) {
       const jobs = [];
-      if (change.hello || files.includes(route.file)) jobs.push(data.refresh());
+      if (change.hello || files.includes(route.file)) {
+        jobs.push(data.refresh());
+        // a batch recorded in a journal changes its file: the log page lists them anew
+        if (route.view === "log" && hasBatches(route.file)) jobs.push(data.refreshBatches());
+      }
+      if (!hasBatches(route.file)) data.batches = null;
       if (!isRunning(route.file)) data.clearLive();
       else if (change.hello || live.includes(route.file)) jobs.push(data.refreshLive());
       await Promise.allSettled(jobs); // a failure shows on the next load
@@ -710,6 +747,54 @@
         el("td", { class: "num", text: fmtCost(total.cost) }))) : null);
   }
 
+  // A provider batch's state: "pending" (submitted, not ended), "ended" (done, or never
+  // submitted), or "waiting" (being submitted). Pending first, then waiting, then ended.
+  const BATCH_ORDER = { pending: 0, waiting: 1, ended: 2 };
+  const BATCH_ROWS = 50;
+
+  function batchState(b) {
+    if (b.pending) return "pending";
+    return b.ended === null || b.ended === undefined ? "waiting" : "ended";
+  }
+
+  function batchStatus(b) {
+    const state = batchState(b);
+    const text = state === "ended" ? b.status || "ended" : state === "pending" ? "pending" : "submitting";
+    const bad = state === "ended" && (!b.id || /fail|expire|cancel|error/i.test(text));
+    const cls = state === "pending" ? "status-started" : bad ? "status-error" : state === "ended" ? "status-success" : "";
+    const counts = Object.entries(b.counts || {}).map(([k, n]) => k + " " + fmtInt(n)).join(" · ");
+    return [el("span", { class: "badge batch-status " + cls, text }),
+      counts ? el("div", { class: "muted small", text: counts }) : null];
+  }
+
+  // The "Batches" panel's contents: how many are pending / ended, and a compact table.
+  function batchesPanel(batches) {
+    const rows = batches.map((b, i) => ({ b, i, state: batchState(b) }))
+      .sort((x, y) => BATCH_ORDER[x.state] - BATCH_ORDER[y.state] || x.i - y.i);
+    const n = { pending: 0, waiting: 0, ended: 0 };
+    for (const row of rows) n[row.state] += 1;
+    const summary = [fmtInt(n.pending) + " pending", fmtInt(n.ended) + " ended"];
+    if (n.waiting) summary.push(fmtInt(n.waiting) + " submitting");
+    const shown = rows.slice(0, BATCH_ROWS);
+    return [
+      el("h2", { text: "Batches" }),
+      el("p", { class: "muted small", id: "batch-count", text: summary.join(" · ") }),
+      el("div", { class: "table-wrap" }, el("table", { id: "batches-table" },
+        el("thead", {}, el("tr", {}, ["Provider / model", "Provider id", "Requests", "Submitted", "Status"].map((h, i) =>
+          el("th", { class: i === 2 ? "num" : "", text: h })))),
+        el("tbody", {}, shown.map(({ b, state }) => el("tr", {
+          class: "batch-row batch-" + state, "data-key": b.key, "data-state": state,
+        },
+        el("td", { class: "nowrap", text: [b.provider, b.model].filter(Boolean).join(" / ") || "—" }),
+        el("td", { class: "mono small cell-clip", title: b.id || b.key, text: b.id || "—" }),
+        el("td", { class: "num", text: fmtInt(b.requests) }),
+        el("td", { class: "nowrap", title: b.ended ? "ended " + fmtUnix(b.ended) : null, text: fmtUnix(b.submitted) }),
+        el("td", {}, batchStatus(b))))))),
+      rows.length > shown.length
+        ? el("p", { class: "muted small", text: "and " + plural(rows.length - shown.length, "more batch", "more batches") }) : null,
+    ];
+  }
+
   function timing(entry, rows) {
     const start = parseTime(entry.started);
     const end = parseTime(entry.completed);
@@ -739,6 +824,7 @@
     const state = tableState(file);
     const head = el("div", { class: "head" });
     const cards = el("div", { class: "cards", id: "log-cards" });
+    const batchesBox = el("section", { class: "panel", id: "batches", hidden: true });
     const chartBox = el("div", { class: "chart", id: "score-chart" });
     const costBox = el("div", { class: "table-wrap" });
     const timingBox = el("div");
@@ -757,7 +843,7 @@
     });
     scoreSelect.addEventListener("change", () => { state.score = scoreSelect.value; state.page = 0; updateTable(); });
 
-    replace(app, head, cards,
+    replace(app, head, cards, batchesBox,
       el("div", { class: "grid log-grid" },
         el("section", { class: "panel" }, el("h2", { text: "Score distribution" }), chartBox),
         el("section", { class: "panel" }, el("h2", { text: "Timing" }), timingBox),
@@ -793,6 +879,14 @@
         state.page = 0;
         updateTable();
       }));
+    }
+
+    // The run's provider batches: shown only when it has any.
+    function updateBatches() {
+      const batches = hasBatches(file) && data.batches ? data.batches.batches || [] : [];
+      batchesBox.hidden = !batches.length;
+      if (batches.length) replace(batchesBox, batchesPanel(batches));
+      else clear(batchesBox);
     }
 
     function updateFilterOptions() {
@@ -883,10 +977,12 @@
 
     function update() {
       updateHead();
+      updateBatches();
       updateTable();
     }
 
     update();
+    if (hasBatches(file)) data.refreshBatches().then(updateBatches, () => { /* shown on the next event */ });
     data.refresh().then(update, (e) => {
       replace(table, el("tbody", {}, el("tr", {}, el("td", { class: "error-banner", text: "Cannot load the samples: " + e.message }))));
     });
