@@ -62,9 +62,21 @@ async def run(api, prompts, *, journal=None, earlier=(), callers=None):
     return [got[i] for i in range(len(prompts))]
 
 
+class Faithful(StandIn):
+    """A stand-in whose batches keep their outcomes once ended, as a provider's do."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.ended = {}
+
+    async def outcomes(self, state):
+        if state.results not in self.ended:
+            self.ended[state.results] = await super().outcomes(state)
+        return self.ended[state.results]
+
+
 def stand_in():
-    clock = VirtualClock()
-    return StandIn(provider(), clock)
+    return Faithful(provider(), VirtualClock())
 
 
 async def test_each_batch_is_journaled_with_its_requests_before_it_goes_and_its_id_after():
@@ -172,7 +184,7 @@ async def test_a_journal_that_cannot_take_a_batch_keeps_it_from_going_out():
     assert api.submitted == []
 
 
-class Endless(StandIn):
+class Endless(Faithful):
     """A stand-in whose batches never end; it notes the batches asked to cancel."""
 
     def __init__(self, *args):
@@ -258,3 +270,44 @@ def test_the_terminal_question_cancels_unless_told_no(monkeypatch, answer, cance
 def test_without_a_terminal_nothing_is_asked_and_the_batches_are_cancelled(monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
     assert ask_in_terminal(1, 5) is True
+
+
+async def test_a_request_the_earlier_batch_failed_is_sent_again():
+    """Resuming runs a failed sample again: its call's earlier request failed (an invalid
+    request), so it goes out anew rather than taking that failure back."""
+    api = stand_in()
+    api.script = {"bad": [400]}
+    records = []
+    first = await run(api, ["ok", "bad"], journal=records.append)
+    assert isinstance(first[1], ve.ProviderError)
+    assert await run(api, ["ok", "bad"], earlier=merged(records)) == ["re: ok", "re: bad"]
+    assert [sorted(prompts) for _, prompts in api.submitted] == [["bad", "ok"], ["bad"]]
+
+
+async def test_a_request_the_earlier_run_retried_takes_the_retrys_reply():
+    """The earlier run's request was rate limited in one batch and answered in the next:
+    the resumed run takes that answer, and sends nothing."""
+    api = stand_in()
+    api.script = {"busy": [429]}
+    records = []
+    model = api.provider
+    clock = api.clock
+
+    async def retried():  # as the run's retry policy does: the same call, again
+        for _ in range(2):
+            try:
+                return (await queues.call(model, request("busy"), (0, 1, "solver")))[0].text
+            except ve.RateLimitError:
+                continue
+        return None
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(clock.drive)
+        async with BatchQueues(
+            OPTIONS, clock, apis=lambda _: api, journal=records.append
+        ) as queues:
+            assert await retried() == "re: busy"
+        tg.cancel_scope.cancel()
+    assert len(api.submitted) == 2
+    assert await run(api, ["busy"], earlier=merged(records)) == ["re: busy"]
+    assert len(api.submitted) == 2

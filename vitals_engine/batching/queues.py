@@ -288,25 +288,36 @@ class BatchQueues:
             return False
         return own is not None or self.options is not None
 
-    def holds(self, provider: Any, request: ChatRequest, caller: Caller | None) -> bool:
-        """Whether a batch of the earlier run holds this call's request (a resumed run that
-        is not in batch mode still takes what the batches it had sent answered)."""
+    @property
+    def resumed(self) -> bool:
+        """Whether requests of an earlier run's batches are still to be taken."""
+        return bool(self._earlier)
+
+    async def answered(
+        self, provider: Any, request: ChatRequest, caller: Caller | None
+    ) -> tuple[Turn, str] | None:
+        """The reply a batch of the earlier run gave this very call, if one did (for a
+        resumed run that is not in batch mode: what was paid for is taken); None: send
+        it. The reply and the id of its batch."""
         if caller is None or not self._earlier:
-            return False
-        key = (*caller, provider.endpoint, body_digest(_batch_body(provider, request)))
-        return key in self._earlier
+            return None
+        digest = body_digest(_batch_body(provider, request))
+        return await self._queue(provider).answered(caller, digest)
 
     async def call(
         self, provider: Any, request: ChatRequest, caller: Caller | None = None
     ) -> tuple[Turn, str]:
         async with self._room:
-            queue = self._queues.get(provider.endpoint)
-            if queue is None:
-                own = getattr(provider, "batch", None)
-                options = own if isinstance(own, Batch) else (self.options or Batch())
-                queue = _EndpointQueue(self, provider, self.apis(provider), options)
-                self._queues[provider.endpoint] = queue
-            return await queue.call(request, caller)
+            return await self._queue(provider).call(request, caller)
+
+    def _queue(self, provider: Any) -> _EndpointQueue:
+        queue = self._queues.get(provider.endpoint)
+        if queue is None:
+            own = getattr(provider, "batch", None)
+            options = own if isinstance(own, Batch) else (self.options or Batch())
+            queue = _EndpointQueue(self, provider, self.apis(provider), options)
+            self._queues[provider.endpoint] = queue
+        return queue
 
     def nudge(self) -> None:
         """Something changed in the run (a request joined a queue, a sample left a stage):
@@ -366,20 +377,20 @@ class _EndpointQueue:
         body = _batch_body(self.provider, request)
         owner = self.owner
         digest = body_digest(body) if owner.journal is not None or owner._earlier else ""
+        if caller is not None and owner._earlier:
+            found = await self.answered(caller, digest)
+            if found is not None:
+                return found
         gone = "expired"
         for _ in range(MAX_REQUEUES):
-            earlier = owner._take_earlier(caller, self.provider.endpoint, digest)
-            if earlier is not None:
-                outcome, batch_id = await self._from_earlier(*earlier)
-            else:
-                call = self._enqueue(body, caller, digest)
-                await call.done.wait()
-                if call.error is not None:
-                    raise call.error
-                assert call.outcome is not None
-                outcome, batch_id = call.outcome, call.batch_id
+            call = self._enqueue(body, caller, digest)
+            await call.done.wait()
+            if call.error is not None:
+                raise call.error
+            outcome = call.outcome
+            assert outcome is not None
             if outcome.kind in ("succeeded", "errored"):
-                return self.api.turn(outcome), batch_id
+                return self.api.turn(outcome), call.batch_id
             gone = outcome.kind
             log.info(
                 "batched request re-queued",
@@ -391,6 +402,19 @@ class _EndpointQueue:
             provider=self.provider.name,
             model=self.provider.model,
         )
+
+    async def answered(self, caller: Caller, digest: str) -> tuple[Turn, str] | None:
+        """The reply of the earlier run's batches to this call, if one answered it: its
+        requests of this call are taken in the order it sent them, up to the first that
+        succeeded (one that failed, expired or was cancelled was sent again then, or is
+        sent again now: None)."""
+        while (
+            earlier := self.owner._take_earlier(caller, self.provider.endpoint, digest)
+        ) is not None:
+            outcome, batch_id = await self._from_earlier(*earlier)
+            if outcome.kind == "succeeded":
+                return self.api.turn(outcome), batch_id
+        return None
 
     async def _from_earlier(self, batch: _Earlier, custom_id: str) -> tuple[BatchOutcome, str]:
         """The outcome of request `custom_id` of a batch an earlier run submitted."""

@@ -100,6 +100,23 @@ def _caller(scope: CallScope | None) -> Caller | None:
     return (scope.sample[0], scope.sample[1], scope.role)
 
 
+async def _answered(
+    batches: BatchCalls,
+    provider: Provider,
+    request: ChatRequest,
+    scope: CallScope | None,
+    seat: Seat | None,
+) -> tuple[Turn, str] | None:
+    """The reply a batch of the resumed run gave this call, if one did; the sample lends
+    its seat while that batch is asked about."""
+    caller = _caller(scope)
+    if caller is None:
+        return None
+    if seat is None:
+        return await batches.answered(provider, request, caller)
+    return await seat.lent_while(lambda: batches.answered(provider, request, caller))
+
+
 async def _in_batch(
     batches: BatchCalls,
     provider: Provider,
@@ -129,22 +146,25 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
         )
     clock = scope.clock if scope and scope.clock else _SYSTEM_CLOCK
     batches = scope.batches if scope else None
-    if (
-        batches is not None
-        and not batches.takes(provider)
-        and not batches.holds(provider, request, _caller(scope))
-    ):
-        batches = None
-    # a batched call is no live request: the endpoint's live limits do not apply to it
-    limiter = scope.limiter(provider.endpoint, provider.limits) if scope and not batches else None
-    estimate = estimate_tokens(request) if limiter is not None and limiter.tokens else 0
     seat = scope.seat if scope else None
+    taken: tuple[Turn, str] | None = None
+    if batches is not None and not batches.takes(provider):
+        if batches.resumed:  # a batch the run it resumes sent may hold this call's reply
+            taken = await _answered(batches, provider, request, scope, seat)
+        batches = None
+    batched = batches is not None or taken is not None
+    # a batched call is no live request: the endpoint's live limits do not apply to it
+    limiter = scope.limiter(provider.endpoint, provider.limits) if scope and not batched else None
+    estimate = estimate_tokens(request) if limiter is not None and limiter.tokens else 0
     if seat is not None:
         seat.calls += 1
     try:
-        turn, notes, started, batch_id = await _call_with_retries(
-            provider, request, policy, scope, limiter, estimate, clock, seat, batches
-        )
+        if taken is not None:
+            (turn, batch_id), notes, started = taken, [], time.time()
+        else:
+            turn, notes, started, batch_id = await _call_with_retries(
+                provider, request, policy, scope, limiter, estimate, clock, seat, batches
+            )
     finally:
         if seat is not None:
             seat.calls -= 1
@@ -152,13 +172,11 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
     if limiter is not None:
         limiter.on_success()
         limiter.reconcile(estimate, estimate if turn.tokens is None else tokens.total)
-    cost = cost_of(provider.name, turn.model or provider.model, tokens, batch=batches is not None)
+    cost = cost_of(provider.name, turn.model or provider.model, tokens, batch=batched)
     turn = msgspec.structs.replace(turn, cost=cost, retries=len(notes))
     if scope is not None:
         for ledger in scope.ledgers:
-            ledger.record(
-                scope.role, provider.name, provider.model, tokens, cost, batch=batches is not None
-            )
+            ledger.record(scope.role, provider.name, provider.model, tokens, cost, batch=batched)
         if scope.calls is not None:
             scope.calls.append(
                 ModelCall(

@@ -99,12 +99,20 @@ def batch_option(value: Batch | bool | None, who: str) -> Batch | None:
 class BatchCalls(Protocol):
     """The run's batch queues, as the call path sees them."""
 
+    @property
+    def resumed(self) -> bool:
+        """Whether the run knows batches an earlier run of its samples sent (it resumed one)."""
+        ...
+
     def takes(self, provider: Any) -> bool:
         """Whether `provider`'s calls go in batches in this run."""
         ...
 
-    def holds(self, provider: Any, request: ChatRequest, caller: Caller | None) -> bool:
-        """Whether a batch an earlier run of these samples sent holds this very call."""
+    async def answered(
+        self, provider: Any, request: ChatRequest, caller: Caller | None
+    ) -> tuple[Turn, str] | None:
+        """The reply (and its batch's id) a batch an earlier run of these samples sent gave
+        this very call, if one did; None: the call goes out."""
         ...
 
     async def call(
