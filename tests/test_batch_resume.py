@@ -69,6 +69,18 @@ def wait_for_batches(logs, n):
     )
 
 
+async def cancel_once_batches_are_out(task, logs, batch):
+    """Run `task` in batch mode and cancel the run once its three batches are out."""
+    async with anyio.create_task_group() as tg:
+
+        async def run():
+            await task.eval_async(batch=batch, progress=False)
+
+        tg.start_soon(run)
+        await anyio.to_thread.run_sync(wait_for_batches, logs, 3)
+        tg.cancel_scope.cancel()
+
+
 def assert_nothing_sent_twice(server, batches, requests):
     assert len(server.batches) == batches  # the resumed run submitted no batch
     assert set(server.batch_submissions.values()) == {1}
@@ -138,14 +150,7 @@ async def test_a_cancelled_run_leaves_its_batches_for_resume_when_asked(server, 
     logs = tmp_path / "logs"
     keep = ve.Batch(size=10, wait=0.05, poll=0.02, max_pending=30, cancel_batches=False)
     task = sums_task(server, logs)
-    async with anyio.create_task_group() as tg:
-
-        async def run():
-            await task.eval_async(batch=keep, progress=False)
-
-        tg.start_soon(run)
-        await anyio.to_thread.run_sync(wait_for_batches, logs, 3)
-        tg.cancel_scope.cancel()
+    await cancel_once_batches_are_out(task, logs, keep)
     logged = ve.read_log(task.log_path)
     assert logged.status == "cancelled"
     left = logged_batches(logged.header)
@@ -169,14 +174,7 @@ async def test_a_cancelled_run_cancels_its_batches_and_resume_sends_what_did_not
     server.batch_delay = 3600
     logs = tmp_path / "logs"
     task = sums_task(server, logs)
-    async with anyio.create_task_group() as tg:
-
-        async def run():
-            await task.eval_async(batch=QUICK, progress=False)
-
-        tg.start_soon(run)
-        await anyio.to_thread.run_sync(wait_for_batches, logs, 3)
-        tg.cancel_scope.cancel()
+    await cancel_once_batches_are_out(task, logs, QUICK)
     assert all(batch.cancel_requested_at is not None for batch in server.batches.values())
     server.batch_delay = 0.02
 
