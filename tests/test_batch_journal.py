@@ -192,8 +192,8 @@ class Endless(Faithful):
         self.cancelled = []
         self.out = anyio.Event()
 
-    async def submit(self, entries):
-        batch_id = await super().submit(entries)
+    async def submit(self, entries, key=""):
+        batch_id = await super().submit(entries, key)
         self.out.set()
         return batch_id
 

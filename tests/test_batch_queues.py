@@ -36,7 +36,7 @@ class StandIn(BatchApi):
         self.unsupported = False
         self.failing_polls = 0
 
-    async def submit(self, entries):
+    async def submit(self, entries, key=""):
         if self.unsupported:
             raise BatchUnsupported("no batch API here", status=404)
         batch_id = f"b{len(self.batches)}"

@@ -252,3 +252,29 @@ def judged_task(server, logs):
         dir=logs,
         name="judged",
     )
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_batch_whose_submission_was_cut_short_is_found_where_the_provider_can_say(
+    server, tmp_path, provider
+):
+    """Killed after the provider took a batch and before its answer came (the journal has
+    the batch's requests, not its id): OpenAI labels batches, so the resumed run finds it
+    and sends nothing twice; Anthropic cannot say, so its requests go out again."""
+    logs = kill_with_batches_out(server, tmp_path, provider)
+    journal = next(logs.glob("*.journal"))
+    lines = journal.read_bytes().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if b'"submitted":' in line)
+    journal.write_bytes(b"".join(lines[:cut] + lines[cut + 1 :]))  # as if it never came
+    server.end_batches()
+    server.batch_delay = 0.02  # for a batch sent again
+
+    task = sums_task(server, logs, provider)
+    task.eval(resume=True, batch=QUICK, progress=False)
+
+    assert_whole_log(task, 25)
+    if provider == "openai":
+        assert_nothing_sent_twice(server, batches=3, requests=25)
+    else:
+        assert len(server.batches) == 4  # the batch it could not find, sent again
+        assert sum(server.batch_submissions.values()) == 25 + 10

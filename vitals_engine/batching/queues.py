@@ -234,12 +234,11 @@ class BatchQueues:
 
     def _take_in(self, earlier: Sequence[BatchRecord]) -> None:
         """Index the requests of the batches an earlier run submitted, by the call each was."""
-        lost = 0
         for record in earlier:
             self.records[record.key] = msgspec.structs.replace(record, entries=None)
-            if record.id is None:
-                lost += record.status != "not submitted"
-                continue
+            if record.id is None and record.status is not None:
+                continue  # not submitted: the provider refused it
+            # (without an id and a status: the run died while it was being submitted)
             batch = _Earlier(self.records[record.key])
             for request in record.entries or ():
                 if request.sample is None:
@@ -248,12 +247,6 @@ class BatchQueues:
                 self._earlier.setdefault(key, collections.deque()).append(
                     (batch, request.custom_id)
                 )
-        if lost:
-            log.warning(
-                "batches of the earlier run were being submitted when it stopped: whether "
-                "the provider took them is unknown, so their requests are sent again",
-                batches=lost,
-            )
 
     def _take_earlier(
         self, caller: Caller | None, endpoint: tuple[str, str, str], digest: str
@@ -439,13 +432,17 @@ class _EndpointQueue:
         """Poll a batch an earlier run submitted until it has ended; take its outcomes. One
         the provider no longer knows (or refuses to say) counts as expired: its calls go
         out again."""
-        batch_id = batch.record.id
-        assert batch_id is not None
         counts = self.owner.counts
         counts.submitted += 1
-        self.out[batch_id] = batch.record.requests or 0
-        self.owner._changed()
+        batch_id = batch.record.id
         try:
+            if batch_id is None:
+                batch_id = await self._found(batch.record)
+                if batch_id is None:
+                    return
+                batch.record = msgspec.structs.replace(batch.record, id=batch_id)
+            self.out[batch_id] = batch.record.requests or 0
+            self.owner._changed()
             state, outcomes = await self._outcomes(batch_id, at_once=True)
         except ProviderError as exc:
             log.warning(
@@ -459,11 +456,32 @@ class _EndpointQueue:
             if batch.record.ended is None:
                 self._ended(batch.record.key, state)
         finally:
-            self.out.pop(batch_id, None)
+            if batch_id is not None:
+                self.out.pop(batch_id, None)
             counts.submitted -= 1
             counts.done += 1
             batch.done.set()
             self.owner._changed()
+
+    async def _found(self, record: BatchRecord) -> str | None:
+        """The provider's id of a batch the earlier run died submitting (asked by the label
+        it was submitted under), journaled; None, with a warning, when it cannot be found:
+        its requests are sent again."""
+        try:
+            found = await self.api.find(record.key, record.created or 0.0)
+        except ProviderError as exc:
+            log.warning("could not look for a batch", batch=record.key, error=str(exc))
+            found = None
+        if found is None:
+            log.warning(
+                "a batch of the earlier run was being submitted when it stopped, and the "
+                "provider cannot say whether it took it: its requests are sent again",
+                batch=record.key,
+                provider=record.provider,
+            )
+            return None
+        self.owner._record(BatchRecord(key=record.key, id=found))
+        return found
 
     def _ended(self, key: str, state: BatchState) -> None:
         self.owner._record(
@@ -525,7 +543,7 @@ class _EndpointQueue:
             self._settle(calls, error=exc)
             return
         try:
-            batch_id = await self.api.submit([call.entry for call in calls])
+            batch_id = await self.api.submit([call.entry for call in calls], key)
         except ProviderError as exc:
             owner._record(BatchRecord(key=key, status="not submitted", ended=time.time()))
             if isinstance(exc, BatchUnsupported):

@@ -34,7 +34,7 @@ class AnthropicBatchApi(BatchApi):
     def encode(self, entry: BatchEntry) -> bytes:
         return _encoder.encode({"custom_id": entry.custom_id, "params": entry.body})
 
-    async def submit(self, entries: Sequence[BatchEntry]) -> str:
+    async def submit(self, entries: Sequence[BatchEntry], key: str = "") -> str:
         requests = b",".join(self.take_encoded(entry) for entry in entries)
         made = await self.post("/messages/batches", b'{"requests":[' + requests + b"]}")
         return str(made["id"])

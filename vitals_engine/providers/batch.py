@@ -111,8 +111,15 @@ class BatchApi(ABC):
         return len(self.encoded(entry)) + len(entry.custom_id) + 64
 
     @abstractmethod
-    async def submit(self, entries: Sequence[BatchEntry]) -> str:
-        """Submit `entries` as one batch; its id."""
+    async def submit(self, entries: Sequence[BatchEntry], key: str = "") -> str:
+        """Submit `entries` as one batch (`key`: the run's name for it, which a format that
+        can label a batch puts on it, for `find`); its id."""
+
+    async def find(self, key: str, since: float) -> str | None:
+        """The id of the batch labelled `key` by `submit`, made no earlier than `since`
+        (Unix seconds): for a run that died before the provider's answer to its
+        submission arrived. None when the format cannot label batches, or none is found."""
+        return None
 
     @abstractmethod
     async def state(self, batch_id: str) -> BatchState:

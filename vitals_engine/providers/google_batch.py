@@ -52,7 +52,7 @@ class GeminiBatchApi(BatchApi):
     def encode(self, entry: BatchEntry) -> bytes:
         return _encoder.encode({"request": entry.body, "metadata": {"key": entry.custom_id}})
 
-    async def submit(self, entries: Sequence[BatchEntry]) -> str:
+    async def submit(self, entries: Sequence[BatchEntry], key: str = "") -> str:
         name = f"vitals-{entries[0].custom_id}" if entries else "vitals"
         requests = b",".join(self.take_encoded(entry) for entry in entries)
         body = (

@@ -31,6 +31,10 @@ _encoder = msgspec.json.Encoder()
 #: Statuses after which a batch's files are final.
 _ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
 _GONE = {"batch_expired": "expired", "batch_cancelled": "cancelled"}
+#: The metadata key that labels a batch with the run's name for it (`find`).
+LABEL = "vitals_batch"
+#: Seconds a provider's clock may be behind ours when `find` looks back.
+_SLACK = 600.0
 
 
 class OpenAIBatchApi(BatchApi):
@@ -49,7 +53,7 @@ class OpenAIBatchApi(BatchApi):
         }
         return _encoder.encode(line) + b"\n"
 
-    async def submit(self, entries: Sequence[BatchEntry]) -> str:
+    async def submit(self, entries: Sequence[BatchEntry], key: str = "") -> str:
         content = b"".join(self.take_encoded(entry) for entry in entries)
         boundary = f"vitals-{secrets.token_hex(12)}"
         form = _multipart(boundary, {"purpose": "batch"}, ("file", "batch.jsonl", content))
@@ -61,8 +65,24 @@ class OpenAIBatchApi(BatchApi):
             "endpoint": "/v1/chat/completions",
             "completion_window": "24h",
         }
+        if key:
+            body["metadata"] = {LABEL: key}
         made = await self.post("/batches", _encoder.encode(body))
         return str(made["id"])
+
+    async def find(self, key: str, since: float) -> str | None:
+        after: str | None = None
+        while True:  # newest first, a page at a time, back to `since` (with a clock's slack)
+            query = f"/batches?limit=100&after={after}" if after else "/batches?limit=100"
+            page = msgspec.json.decode((await self.get(query)).body)
+            batches = page.get("data") or []
+            for batch in batches:
+                if (batch.get("metadata") or {}).get(LABEL) == key:
+                    return str(batch["id"])
+            oldest = batches[-1].get("created_at") if batches else None
+            if not page.get("has_more") or not batches or (oldest or 0) < since - _SLACK:
+                return None
+            after = str(batches[-1]["id"])
 
     async def state(self, batch_id: str) -> BatchState:
         data = (await self.get(f"/batches/{batch_id}")).body

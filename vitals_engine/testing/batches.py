@@ -17,7 +17,9 @@ OpenAI (`/v1`), a JSONL file of requests uploaded first:
   `GET /v1/files/{id}`, `GET /v1/files/{id}/content` (the bytes), `DELETE /v1/files/{id}`;
 - `POST /v1/batches` (`input_file_id`, `endpoint` "/v1/chat/completions",
   `completion_window` "24h", optional `metadata`) → batch object, `"status": "validating"`;
-  `GET /v1/batches/{id}`; `POST /v1/batches/{id}/cancel` → `"cancelling"`, then `"cancelled"`.
+  `GET /v1/batches/{id}`; `GET /v1/batches?limit=&after=` (newest first: `{"object":
+  "list", "data", "first_id", "last_id", "has_more"}`); `POST /v1/batches/{id}/cancel` →
+  `"cancelling"`, then `"cancelled"`.
   Batch object: `id` "batch_…", `object` "batch", `endpoint`, `errors`, `input_file_id`,
   `completion_window`, `status` (validating, in_progress, cancelling, completed, failed,
   expired, cancelled), `output_file_id`, `error_file_id` (null until there is one),
@@ -541,6 +543,7 @@ class _OpenAIBatches(_Api):
         self.route(router, "DELETE", "/v1/files/{file_id}", self.delete_file)
         self.route(router, "GET", "/v1/files/{file_id}/content", self.content)
         self.route(router, "POST", "/v1/batches", self.create)
+        self.route(router, "GET", "/v1/batches", self.list_batches)
         self.route(router, "GET", "/v1/batches/{batch_id}", self.retrieve)
         self.route(router, "POST", "/v1/batches/{batch_id}/cancel", self.cancel)
 
@@ -605,6 +608,28 @@ class _OpenAIBatches(_Api):
         else:
             batch = self.store.submit(self.fmt, batch_id, items, http.headers, extra)
         return web.json_response(self._describe(batch, fresh=True))
+
+    async def list_batches(self, http: web.Request) -> web.StreamResponse:
+        """`GET /v1/batches?limit=&after=`: the batches, newest first, a page at a time."""
+        try:
+            limit = max(1, min(100, int(http.query.get("limit", "20"))))
+        except ValueError:
+            raise _BadRequest("limit must be a whole number") from None
+        newest = [b for b in reversed(self.store.batches.values()) if b.format == self.fmt.name]
+        after = http.query.get("after")
+        if after is not None:
+            ids = [b.id for b in newest]
+            newest = newest[ids.index(after) + 1 :] if after in ids else []
+        page = newest[:limit]
+        return web.json_response(
+            {
+                "object": "list",
+                "data": [self._describe(batch) for batch in page],
+                "first_id": page[0].id if page else None,
+                "last_id": page[-1].id if page else None,
+                "has_more": len(newest) > limit,
+            }
+        )
 
     def _items(self, text: str, endpoint: str) -> tuple[list[BatchItem], list[dict[str, Any]]]:
         """The requests of an input file, and what the API's validation would say of it."""
