@@ -43,6 +43,8 @@ class OpenAIBatchApi(BatchApi):
     max_requests: ClassVar[int] = 50_000
     max_bytes: ClassVar[int] = 190_000_000  # the file cap is 200 MB
     endpoint: ClassVar[str] = "/batches"
+    #: Batches per page when `find` reads the provider's list.
+    page_size: ClassVar[int] = 100
 
     def encode(self, entry: BatchEntry) -> bytes:
         line = {
@@ -73,7 +75,7 @@ class OpenAIBatchApi(BatchApi):
     async def find(self, key: str, since: float) -> str | None:
         after: str | None = None
         while True:  # newest first, a page at a time, back to `since` (with a clock's slack)
-            query = f"/batches?limit=100&after={after}" if after else "/batches?limit=100"
+            query = f"/batches?limit={self.page_size}" + (f"&after={after}" if after else "")
             page = msgspec.json.decode((await self.get(query)).body)
             batches = page.get("data") or []
             for batch in batches:
