@@ -313,17 +313,19 @@ async def test_a_request_the_earlier_run_retried_takes_the_retrys_reply():
     assert len(api.submitted) == 2
 
 
-async def test_openai_batches_are_found_by_their_label_across_pages(monkeypatch):
+@pytest.mark.parametrize("fmt", ["openai", "google"])
+async def test_batches_are_found_by_their_label_across_pages(monkeypatch, fmt):
     """`find` reads the provider's list of batches page by page, newest first, for the
     one labelled with the run's name for it; one not there is None."""
+    from vitals_engine.batching.apis import batch_api
     from vitals_engine.providers.batch import BatchEntry
-    from vitals_engine.providers.openai_batch import OpenAIBatchApi
     from vitals_engine.testing import MockServer
 
-    monkeypatch.setattr(OpenAIBatchApi, "page_size", 1)
+    make = {"openai": ve.chat_openai, "google": ve.chat_google_gemini}[fmt]
     with MockServer() as server:
-        model = ve.chat_openai("gpt-test", base_url=server.base_url("openai"), api_key="k")
-        api = OpenAIBatchApi(model.provider)
+        model = make("test-model", base_url=server.base_url(fmt), api_key="k")
+        api = batch_api(model.provider)
+        monkeypatch.setattr(type(api), "page_size", 1)
         body = model.provider.body(request("q"))
         ids = [await api.submit([BatchEntry(f"c{n}", body)], f"vb-{n}") for n in range(3)]
         assert [await api.find(f"vb-{n}", since=0) for n in range(3)] == ids

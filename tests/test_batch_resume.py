@@ -254,13 +254,14 @@ def judged_task(server, logs):
     )
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", list(MAKERS))
 def test_a_batch_whose_submission_was_cut_short_is_found_where_the_provider_can_say(
     server, tmp_path, provider
 ):
     """Killed after the provider took a batch and before its answer came (the journal has
-    the batch's requests, not its id): OpenAI labels batches, so the resumed run finds it
-    and sends nothing twice; Anthropic cannot say, so its requests go out again."""
+    the batch's requests, not its id): OpenAI and Gemini batches carry the run's name for
+    them, so the resumed run finds it and sends nothing twice; Anthropic cannot say, so
+    its requests go out again."""
     logs = kill_with_batches_out(server, tmp_path, provider)
     journal = next(logs.glob("*.journal"))
     lines = journal.read_bytes().splitlines(keepends=True)
@@ -273,7 +274,7 @@ def test_a_batch_whose_submission_was_cut_short_is_found_where_the_provider_can_
     task.eval(resume=True, batch=QUICK, progress=False)
 
     assert_whole_log(task, 25)
-    if provider == "openai":
+    if provider != "anthropic":
         assert_nothing_sent_twice(server, batches=3, requests=25)
     else:
         assert len(server.batches) == 4  # the batch it could not find, sent again

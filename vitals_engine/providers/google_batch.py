@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, ClassVar, Literal
 
 import msgspec
@@ -38,12 +39,26 @@ _ENDED = {
 }
 
 
+#: Seconds a provider's clock may be behind ours when `find` looks back.
+_SLACK = 600.0
+
+
+def _seconds(stamp: Any) -> float | None:
+    """An RFC 3339 time as Unix seconds (None for anything else)."""
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 class GeminiBatchApi(BatchApi):
     """`models/{model}:batchGenerateContent` and `batches/{id}`, requests inline."""
 
     max_requests: ClassVar[int] = 50_000
     max_bytes: ClassVar[int] = 19_000_000  # inline requests: 20 MB in all
     endpoint: ClassVar[str] = ":batchGenerateContent"
+    #: Batches per page when `find` reads the provider's list.
+    page_size: ClassVar[int] = 100
 
     def __init__(self, provider: Any) -> None:
         super().__init__(provider)
@@ -53,7 +68,7 @@ class GeminiBatchApi(BatchApi):
         return _encoder.encode({"request": entry.body, "metadata": {"key": entry.custom_id}})
 
     async def submit(self, entries: Sequence[BatchEntry], key: str = "") -> str:
-        name = f"vitals-{entries[0].custom_id}" if entries else "vitals"
+        name = key or (f"vitals-{entries[0].custom_id}" if entries else "vitals")
         requests = b",".join(self.take_encoded(entry) for entry in entries)
         body = (
             b'{"batch":{"display_name":'
@@ -67,6 +82,24 @@ class GeminiBatchApi(BatchApi):
         name = str(made["name"])
         self._orders[name] = [e.custom_id for e in entries]  # for responses without keys
         return name
+
+    async def find(self, key: str, since: float) -> str | None:
+        token = ""
+        while True:  # newest first, a page at a time, back to `since` (with a clock's slack)
+            query = f"/batches?pageSize={self.page_size}" + (f"&pageToken={token}" if token else "")
+            page = msgspec.json.decode((await self.get(query)).body)
+            operations = page.get("operations") or []
+            for operation in operations:
+                if (operation.get("metadata") or {}).get("displayName") == key:
+                    return str(operation["name"])
+            token = str(page.get("nextPageToken") or "")
+            oldest = (
+                _seconds((operations[-1].get("metadata") or {}).get("createTime"))
+                if operations
+                else None
+            )
+            if not token or (oldest is not None and oldest < since - _SLACK):
+                return None
 
     async def state(self, batch_id: str) -> BatchState:
         operation: dict[str, Any] = msgspec.json.decode((await self.get(f"/{batch_id}")).body)

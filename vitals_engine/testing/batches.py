@@ -62,6 +62,8 @@ Gemini (`/v1beta`), inlined requests only:
   responses in both `response` (`{"@type": "…GenerateContentBatchOutput",
   "inlinedResponses": {"inlinedResponses": [...]}}`) and `metadata.output`
   (`{"inlinedResponses": {"inlinedResponses": [...]}}`);
+- `GET /v1beta/batches?pageSize=&pageToken=` → `{"operations": [...], "nextPageToken"}`,
+  newest first;
 - `POST /v1beta/batches/{id}:cancel` → `{}`; the batch is CANCELLED at once (Gemini has
   no cancelling state).
 
@@ -871,6 +873,7 @@ class _GeminiBatches(_Api):
     def add_routes(self, router: web.UrlDispatcher) -> None:
         models, batches = "/v1beta/models/{model:[^/:]+}", "/v1beta/batches/{batch_id:[^/:]+}"
         self.route(router, "POST", models + ":batchGenerateContent", self.create)
+        self.route(router, "GET", "/v1beta/batches", self.list_batches)
         self.route(router, "GET", batches, self.retrieve)
         self.route(router, "POST", batches + ":cancel", self.cancel)
 
@@ -906,6 +909,20 @@ class _GeminiBatches(_Api):
         extra = {"model": model, "display_name": name}
         batch = self.store.submit(self.fmt, batch_id, items, http.headers, extra)
         return web.json_response(self._operation(batch, fresh=True))
+
+    async def list_batches(self, http: web.Request) -> web.StreamResponse:
+        """`GET /v1beta/batches?pageSize=&pageToken=`: the batch operations, newest first."""
+        try:
+            size = max(1, min(1000, int(http.query.get("pageSize", "50"))))
+            start = int(http.query.get("pageToken") or 0)
+        except ValueError:
+            raise _BadRequest("pageSize and pageToken must be whole numbers") from None
+        newest = [b for b in reversed(self.store.batches.values()) if b.format == self.fmt.name]
+        page = newest[start : start + size]
+        listed: dict[str, Any] = {"operations": [self._operation(b) for b in page]}
+        if start + size < len(newest):
+            listed["nextPageToken"] = str(start + size)
+        return web.json_response(listed)
 
     def _find(self, http: web.Request) -> MockBatch | None:
         return self.store.get(f"batches/{http.match_info['batch_id']}", self.fmt)
