@@ -111,23 +111,31 @@ def test_kill_9_with_batches_out_then_resume_sends_nothing_twice(server, tmp_pat
     assert not list(logs.glob("*.journal"))
 
 
-def kill_with_batches_out(server, tmp_path, provider="openai"):
-    """A run in batch mode killed with SIGKILL once its three batches are out; its logs."""
+def kill_once_batches_are_out(server, tmp_path, script, args, batches):
+    """Run `script` (with `args` and the log folder) in a process of its own, with the
+    mock server's batches held out, and kill it with SIGKILL once its journal records
+    `batches` batches submitted; its log folder."""
     server.batch_delay = 3600
     logs = tmp_path / "logs"
-    script = tmp_path / "run.py"
-    script.write_text(KILLED_RUN)
+    path = tmp_path / "run.py"
+    path.write_text(script)
     proc = subprocess.Popen(
-        [sys.executable, str(script), provider, server.base_url(provider), str(logs)],
+        [sys.executable, str(path), *args, str(logs)],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     try:
-        wait_for_batches(logs, 3)
+        wait_for_batches(logs, batches)
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     return logs
+
+
+def kill_with_batches_out(server, tmp_path, provider="openai"):
+    """A run in batch mode killed with SIGKILL once its three batches are out; its logs."""
+    args = [provider, server.base_url(provider)]
+    return kill_once_batches_are_out(server, tmp_path, KILLED_RUN, args, 3)
 
 
 def test_a_run_resumed_live_still_takes_what_its_batches_answered(server, tmp_path):
@@ -189,26 +197,8 @@ def test_a_judge_in_batches_killed_mid_way_keeps_its_batches(server, tmp_path):
     """The solver is live, the judge batched: killed while the judge's batches are out,
     the resumed run solves again (live calls are not kept) but takes the judge's
     outcomes from the batches it had sent."""
-    server.batch_delay = 3600
-    logs = tmp_path / "logs"
-    script = tmp_path / "run.py"
-    script.write_text(JUDGED_RUN)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(script),
-            server.base_url("openai"),
-            server.base_url("anthropic"),
-            str(logs),
-        ],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    try:
-        wait_for_batches(logs, 2)
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+    args = [server.base_url("openai"), server.base_url("anthropic")]
+    logs = kill_once_batches_are_out(server, tmp_path, JUDGED_RUN, args, 2)
     server.end_batches()
     task = judged_task(server, logs)
     task.eval(resume=True, progress=False)
