@@ -92,8 +92,8 @@ def test_the_ledger_keeps_batched_and_live_calls_of_one_model_apart():
     part = UsageLedger()
     part.record("solver", "OpenAI", MODEL, TokenUsage(10, 2), 0.5, batch=True)
     left = ledger.less(part)
-    assert left.rows[("solver", "OpenAI", MODEL, True)].tokens.input == 5
-    assert left.rows[("solver", "OpenAI", MODEL, False)].tokens.input == 10
+    assert left.rows[("solver", "OpenAI", MODEL, True, False)].tokens.input == 5
+    assert left.rows[("solver", "OpenAI", MODEL, False, False)].tokens.input == 10
     assert pickle.loads(pickle.dumps(ledger)).to_frame().equals(frame)
     ledger.drop_role("solver")
     assert ledger.to_frame()["role"].to_list() == ["scorer"]
@@ -228,4 +228,4 @@ async def test_spilled_samples_read_their_usage_back_as_batched(server, tmp_path
     assert sum(r.spilled for r in records) == 3
     task.get_samples()  # reads the spilled samples back
     keys = {key for record in records for key in record.usage.rows}
-    assert keys == {("solver", "OpenAI", MODEL, True)}
+    assert keys == {("solver", "OpenAI", MODEL, True, False)}

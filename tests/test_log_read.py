@@ -145,6 +145,7 @@ def test_vitals_usage_keys_and_bare_model_in_cost(tmp_path):
             "provider": "Anthropic",
             "model": "claude-3-7-sonnet-latest",
             "batch": False,
+            "cached": False,
             "requests": 2,
             "input_tokens": 28,
             "cached_input_tokens": 7,

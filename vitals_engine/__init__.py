@@ -16,6 +16,7 @@ import typing as _typing
 
 from ._errors import (
     AuthenticationError,
+    BudgetExceeded,
     ConfigError,
     DatasetError,
     EvalFailedError,
@@ -42,6 +43,7 @@ if _typing.TYPE_CHECKING:
         bind,
         read_logs,
     )
+    from .caching.options import Cache
     from .chats.chat import Chat
     from .chats.constructors import (
         chat,
@@ -113,6 +115,7 @@ _LAZY: dict[str, str] = {
     "datasets": ".datasets",
     "bind": ".analysis",
     "read_logs": ".analysis",
+    "Cache": ".caching.options",
     "Chat": ".chats.chat",
     "chat": ".chats.constructors",
     "chat_anthropic": ".chats.constructors",
@@ -168,6 +171,8 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "AuthenticationError",
     "Batch",
+    "BudgetExceeded",
+    "Cache",
     "Chat",
     "ConfigError",
     "ContentImage",

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 __all__ = [
     "AuthenticationError",
+    "BudgetExceeded",
     "ConfigError",
     "DatasetError",
     "EvalFailedError",
@@ -184,6 +185,24 @@ class EvalFailedError(VitalsError):
         super().__init__(message)
         self.failed = failed
         self.total = total
+        self.log_path = log_path
+
+
+class BudgetExceeded(VitalsError):
+    """The run reached its budget (`max_cost`, `max_tokens`, or a model's
+    `Limits(max_cost=)`): it started no more samples, finished those at work, and wrote
+    its log with status "cancelled"; `resume=True` continues it.
+
+    `reason` says which budget ("budget reached: $4.98 of $5.00"), `spent` the dollars
+    (or tokens) spent against it, `log_path` where the log lies.
+    """
+
+    def __init__(
+        self, message: str, *, reason: str, spent: float | None, log_path: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.spent = spent
         self.log_path = log_path
 
 

@@ -32,6 +32,10 @@ class Progress:
     batch_submitted: int = 0
     batch_waiting: int = 0
     batch_done: int = 0
+    #: With a cache: calls it answered, and calls sent because it had no reply
+    #: (None: no cache in this run).
+    cache_hits: int | None = None
+    cache_misses: int | None = None
 
     @property
     def rate(self) -> float:
@@ -97,6 +101,8 @@ class ProgressBar:
             parts.append(f"retries {p.retries}")
         if p.batch_queued or p.batch_submitted or p.batch_done:
             parts.append(_batches(p))
+        if p.cache_hits is not None:
+            parts.append(f"cache {_short(p.cache_hits)} hit, {_short(p.cache_misses or 0)} sent")
         parts.append(f"tokens {_short(p.tokens)}")
         if p.cost is not None:
             parts.append(f"${p.cost:.2f}")

@@ -12,6 +12,11 @@ Retry-After, prices the reply, and records it in the current `CallScope`:
 The engine opens a scope around each sample's solve and score stage. A chat
 used outside any run gets no shared limits but still the default retries.
 Waiting for a retry never holds a connection slot.
+
+With a cache (the run's `cache=` or the model's own), the call is looked up before
+anything else: a hit takes no slot, no rate limit and no batch, costs 0, and is
+recorded as cached; a miss goes out as usual and its reply is kept. Errors are
+never kept.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import msgspec
 
 from .._errors import ConfigError, ProviderError, ProviderTimeout, RateLimitError
 from .._logging import log
+from ..caching.lookup import CacheEntry, cache_entry
+from ..caching.store import CachedReply
 from ..pacing.batch import BatchCalls, Caller
 from ..pacing.clock import Clock, SystemClock
 from ..pacing.limits import EndpointLimiter
@@ -132,10 +139,64 @@ async def _in_batch(
     return await seat.lent_while(lambda: batches.call(provider, request, caller))
 
 
+def _cache_entry(
+    provider: Provider, request: ChatRequest, scope: CallScope | None
+) -> CacheEntry | None:
+    use = scope.cache if scope is not None else None
+    own = provider.cache
+    if own is False or (own is None and (use is None or use.default is None)):
+        return None
+    seen = None
+    if scope is not None:
+        seen = scope.cache_seen
+        if seen is None:
+            seen = scope.cache_seen = {}
+    return cache_entry(
+        use,
+        own,
+        provider=provider.name,
+        base_url=provider.base_url,
+        model=provider.model,
+        model_params=provider.params,
+        request=request,
+        epoch=scope.sample[1] if scope is not None and scope.sample is not None else 1,
+        seen=seen,
+    )
+
+
+def _from_cache(
+    provider: Provider, request: ChatRequest, scope: CallScope | None, hit: CachedReply
+) -> Turn:
+    """The cached reply as this call's turn: at cost 0, recorded as read from the cache."""
+    turn = msgspec.structs.replace(hit.turn, cost=0.0, retries=0)
+    tokens = turn.tokens or TokenUsage()
+    if scope is not None:
+        for ledger in scope.ledgers:
+            ledger.record(scope.role, provider.name, provider.model, tokens, 0.0, cached=True)
+        if scope.calls is not None:
+            now = time.time()
+            scope.calls.append(
+                ModelCall(
+                    scope.role,
+                    provider.model_id,
+                    request,
+                    turn,
+                    now,
+                    now,
+                    cache="read",
+                    cached_from=hit.origin,
+                )
+            )
+    return turn
+
+
 async def call_model(provider: Provider, request: ChatRequest) -> Turn:
     """Send `request` to `provider` under the scope's limits and retries; return the
     priced assistant turn."""
     scope = current_scope()
+    entry = _cache_entry(provider, request, scope)
+    if entry is not None and (hit := entry.hit()) is not None:
+        return _from_cache(provider, request, scope, hit)
     policy = provider.retry
     if policy is None:
         policy = (scope.retry if scope else None) or DEFAULT_RETRY
@@ -174,6 +235,12 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
         limiter.reconcile(estimate, estimate if turn.tokens is None else tokens.total)
     cost = cost_of(provider.name, turn.model or provider.model, tokens, batch=batched)
     turn = msgspec.structs.replace(turn, cost=cost, retries=len(notes))
+    if entry is not None:
+        entry.keep(
+            turn,
+            scope.sample if scope is not None else None,
+            scope.role if scope is not None else None,
+        )
     if scope is not None:
         for ledger in scope.ledgers:
             ledger.record(scope.role, provider.name, provider.model, tokens, cost, batch=batched)
@@ -188,6 +255,7 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
                     time.time(),
                     notes,
                     batch=batch_id,
+                    cache="write" if entry is not None else None,
                 )
             )
     return turn

@@ -18,7 +18,10 @@ Every constructor takes the model and these keyword options (`ChatOptions`):
 - `retry`: `Retry(max_attempts=, timeout=, ...)` for this model;
 - `batch`: this model's calls in the provider's batch API, at half the price and
   answered later (True, or `Batch(size=, wait=, poll=)`), even when the run's are
-  live; False keeps them live even in a run in batch mode.
+  live; False keeps them live even in a run in batch mode;
+- `cache`: this model's replies kept on disk and reused for an identical call
+  (True, or `Cache(dir=, expiry=)`), even when the run has no cache; False never
+  caches them, even in a run with `cache=True`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 from typing import Any, TypedDict, Unpack
 
 from .._errors import ConfigError, keyword_hint
+from ..caching.options import Cache, cache_option
 from ..pacing.batch import Batch, batch_option
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
@@ -83,6 +87,7 @@ class ChatOptions(TypedDict, total=False):
     limits: Limits | None
     retry: Retry | None
     batch: Batch | bool | None
+    cache: Cache | bool | None
 
 
 def chat_mock(
@@ -162,6 +167,8 @@ def _http_chat(cls: type[HttpProvider], model: str, options: ChatOptions) -> Cha
     provider.retry = options.get("retry")
     given = options.get("batch")
     provider.batch = False if given is False else batch_option(given, f"A {cls.name} chat")
+    cached = options.get("cache")
+    provider.cache = False if cached is False else cache_option(cached, f"A {cls.name} chat")
     return Chat(provider, system_prompt=options.get("system_prompt"))
 
 

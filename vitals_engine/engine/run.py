@@ -31,6 +31,7 @@ import anyio
 from .._errors import ConfigError, ScorerError, SolverError, TaskStateError
 from .._sync import asyncio_named
 from ..batching.queues import BatchQueues
+from ..caching.lookup import CacheUse
 from ..pacing.batch import Batch
 from ..pacing.clock import Clock, SystemClock
 from ..pacing.limits import Limits, LimitsRegistry
@@ -181,6 +182,7 @@ class Run:
         batch: Batch | None = None,
         batch_journal: Callable[[BatchRecord], None] | None = None,
         earlier_batches: Sequence[BatchRecord] = (),
+        cache: CacheUse | None = None,
     ) -> None:
         self.solver = solver
         self.scorer = scorer
@@ -211,6 +213,8 @@ class Run:
         self.batch_journal = batch_journal
         #: The batches an earlier run of these samples sent (a resumed run reattaches).
         self.earlier_batches = earlier_batches
+        #: The run's use of the cache of replies (None: only models with their own).
+        self.cache = cache
         #: Samples in a per-sample stage now (for the batch queues: see `BatchQueues`).
         self.at_work = 0
         self._threads = anyio.CapacityLimiter(concurrency)
@@ -228,7 +232,10 @@ class Run:
             current_seat(),
             live.sink(record.sample, role) if live is not None and record is not None else None,
             self.batches,
-            record.key if record is not None and self.batches is not None else None,
+            record.key
+            if record is not None and (self.batches is not None or self.cache is not None)
+            else None,
+            self.cache,
         )
 
     def _count_retry(self, _: RetryNote) -> None:
@@ -237,16 +244,20 @@ class Run:
 
     def progress(self) -> Progress:
         """A snapshot of the run so far."""
-        rows = self.ledger.rows.values()
-        costs = [row.cost for row in rows]
+        cost, tokens = self.ledger.spent()
+        cache = self.cache
+        if cache is not None and cache.default is None and not (cache.hits or cache.misses):
+            cache = None  # no cache in this run: nothing to show
         return Progress(
             done=self.done,
             total=self.total,
             failed=self.failed,
             retries=self.retries,
-            tokens=sum(row.tokens.total for row in rows),
-            cost=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
+            tokens=tokens,
+            cost=cost,
             elapsed=time.time() - (self.started_at or time.time()),
+            cache_hits=cache.hits if cache is not None else None,
+            cache_misses=cache.misses if cache is not None else None,
             **self._batch_progress(),
         )
 

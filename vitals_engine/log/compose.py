@@ -48,7 +48,7 @@ def _usage(ledger: UsageLedger) -> tuple[dict[str, s.ModelUsage], dict[str, s.Mo
     """A sample's usage by model and by role (one row each, the common case, costs one)."""
     rows = ledger.rows
     if len(rows) == 1:
-        (role, provider, model, _), row = next(iter(rows.items()))
+        (role, provider, model, *_), row = next(iter(rows.items()))
         usage = model_usage(row.tokens, row.cost)
         return {f"{provider.lower()}/{model}": usage}, {role: usage}
     return _by_model(ledger), _by_role(ledger)

@@ -139,6 +139,10 @@ def _model_event(
         event["metadata"] = {"retries": [_retry(note, iso) for note in call.retries]}
     if call.batch:
         event.setdefault("metadata", {})["batch"] = call.batch
+    if call.cache is not None:
+        event["cache"] = call.cache
+        if call.cached_from is not None:
+            event.setdefault("metadata", {})["cached_from"] = msgspec.to_builtins(call.cached_from)
     if call.error is not None:
         event["error"] = call.error
     return event

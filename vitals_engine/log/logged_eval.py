@@ -259,6 +259,7 @@ class LoggedEval:
                 "provider": providers,
                 "model": models,
                 "batch": [r.batch for r in rows],
+                "cached": [None if r.batch is None else False for r in rows],
                 "requests": [r.requests for r in rows],
                 "input_tokens": [r.usage.tokens.input for r in rows],
                 "cached_input_tokens": [r.usage.tokens.cached_input for r in rows],

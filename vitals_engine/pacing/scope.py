@@ -16,6 +16,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..caching.lookup import CacheUse
 from ..vocab.calls import ModelCall, RetryNote
 from .batch import BatchCalls
 from .clock import Clock
@@ -50,6 +51,10 @@ class CallScope:
     batches: BatchCalls | None = None
     #: The (id, epoch) of the sample whose stage this is (None: a batch stage).
     sample: tuple[int | str, int] | None = None
+    #: The run's use of the cache of replies (None: no cache unless a model has its own).
+    cache: CacheUse | None = None
+    #: Per cache key, how many identical calls this stage made (made on first use).
+    cache_seen: dict[str, int] | None = None
 
     _token: Token[CallScope | None] | None = None
 

@@ -9,6 +9,7 @@ from ..vocab.calls import ChatRequest
 from ..vocab.turns import Turn
 
 if TYPE_CHECKING:
+    from ..caching.options import Cache
     from ..pacing.batch import Batch
     from ..pacing.limits import Limits
     from ..pacing.retry import Retry
@@ -38,6 +39,9 @@ class Provider(ABC):
         #: This model's calls in provider batches: `Batch` options, False for never
         #: (even in a run in batch mode), None as the run says.
         self.batch: Batch | bool | None = None
+        #: This model's replies in the cache: `Cache` options, False for never (even in
+        #: a run with a cache), None as the run says.
+        self.cache: Cache | bool | None = None
 
     @property
     def endpoint(self) -> tuple[str, str, str]:

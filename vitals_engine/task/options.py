@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import ConfigError
+from ..caching.options import Cache, cache_option
 from ..distributed.backend import Ray
 from ..pacing.batch import Batch, batch_option
 from ..pacing.limits import Limits
@@ -49,6 +50,17 @@ def _check_fail_on_error(value: Any) -> bool | int | float | None:
     )
 
 
+def _check_budget(value: Any, name: str) -> Any:
+    if value is None:
+        return None
+    whole = name == "max_tokens"
+    kind = int if whole else int | float
+    if isinstance(value, bool) or not isinstance(value, kind) or not 0 < value < math.inf:
+        what = "a whole number of tokens" if whole else "a number of dollars"
+        raise ConfigError(f"`{name}` must be {what} above 0, not {value!r}.")
+    return value if whole else float(value)
+
+
 def allowed_failures(fail_on_error: bool | int | float | None, total: int) -> float:
     """How many failed samples a run of `total` may have and still succeed."""
     if fail_on_error is None or fail_on_error is True:
@@ -77,6 +89,11 @@ class RunOptions:
     backend: Ray | None = None
     #: Every model call in provider batches (None: only models made with `batch=`).
     batch: Batch | None = None
+    #: Model replies cached on disk (None: only models made with `cache=`).
+    cache: Cache | None = None
+    #: The most this run may spend, in dollars and in tokens (None: no budget).
+    max_cost: float | None = None
+    max_tokens: int | None = None
 
     @classmethod
     def check(
@@ -92,6 +109,9 @@ class RunOptions:
         resume_anyway: bool = False,
         backend: Any = None,
         batch: Any = None,
+        cache: Any = None,
+        max_cost: Any = None,
+        max_tokens: Any = None,
     ) -> RunOptions:
         if limits is not None and not isinstance(limits, Limits):
             raise ConfigError(f"`limits` must be a ve.Limits(...), not {type(limits).__name__}.")
@@ -121,4 +141,7 @@ class RunOptions:
             resume_anyway=bool(resume_anyway),
             backend=backend,
             batch=batched,
+            cache=cache_option(cache, "eval()"),
+            max_cost=_check_budget(max_cost, "max_cost"),
+            max_tokens=_check_budget(max_tokens, "max_tokens"),
         )

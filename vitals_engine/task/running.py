@@ -29,6 +29,7 @@ import anyio
 
 from .._errors import ConfigError, EvalFailedError, LogWriteError, VitalsError
 from .._words import plural
+from ..caching.lookup import CacheUse
 from ..dataset import expand_epochs
 from ..distributed.driver import check_sendable, execute_on_ray
 from ..engine.run import LiveTexts, Run
@@ -123,6 +124,7 @@ async def run_task(
         live=texts,
         batch=options.batch,
         earlier_batches=resume.batches if resume is not None else (),
+        cache=CacheUse(options.cache, task=setup.name, log=state.log_name),
     )
     if options.backend is not None:  # before the run starts: nothing to log if it cannot go
         check_sendable(run, setup.rows[0] if setup.rows else None)

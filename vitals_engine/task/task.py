@@ -18,6 +18,7 @@ from .. import config
 from .._errors import ConfigError, TaskStateError
 from .._sync import run_sync
 from .._words import plural
+from ..caching.options import Cache
 from ..chats.chat import Chat
 from ..dataset import dataset_name, load_dataset
 from ..distributed.backend import Ray
@@ -47,6 +48,7 @@ _SOLVE_OPTIONS = ("epochs", *_SCORE_OPTIONS)
 _EVAL_OPTIONS = (
     *_SOLVE_OPTIONS,
     *("view", "fail_on_error", "log_format", "resume", "resume_anyway", "backend"),
+    *("batch", "cache", "max_cost", "max_tokens"),
 )
 
 
@@ -223,6 +225,9 @@ class Task:
         resume_anyway: bool = False,
         backend: Ray | None = None,
         batch: Batch | bool | None = None,
+        cache: Cache | bool | None = None,
+        max_cost: float | None = None,
+        max_tokens: int | None = None,
         **kwargs: Any,
     ) -> Task:
         """Solve, score, measure and log, then return the task.
@@ -255,6 +260,15 @@ class Task:
                 batch prices (answers may take hours): True, or `ve.Batch(size=,
                 wait=, poll=, max_pending=)`. A model made with `batch=True` goes in
                 batches whatever this says.
+            cache: answer each model call from a cache of replies on disk when an
+                identical call (same model, request and epoch) was made before, and
+                keep each new reply: True, or `ve.Cache(dir=, expiry=)`. A model made
+                with `cache=` uses its own; `cache=False` on a model never caches.
+            max_cost: the most this run may spend, in dollars: no sample starts that
+                could take the spending past it; the samples at work finish, the log
+                is written (status "cancelled") and `BudgetExceeded` is raised.
+                `resume=True` continues, with a budget of its own.
+            max_tokens: the same for tokens sent and received (input + output).
             **kwargs: routed to the solver and/or scorer by their signatures,
                 so `task.eval(solver_chat=other_chat)` re-runs on another model.
         """
@@ -273,6 +287,9 @@ class Task:
                 resume_anyway=resume_anyway,
                 backend=backend,
                 batch=batch,
+                cache=cache,
+                max_cost=max_cost,
+                max_tokens=max_tokens,
                 **kwargs,
             )
         )
@@ -292,6 +309,9 @@ class Task:
         resume_anyway: bool = False,
         backend: Ray | None = None,
         batch: Batch | bool | None = None,
+        cache: Cache | bool | None = None,
+        max_cost: float | None = None,
+        max_tokens: int | None = None,
         **kwargs: Any,
     ) -> Task:
         """The async form of `eval()`."""
@@ -306,6 +326,9 @@ class Task:
             resume_anyway=resume_anyway,
             backend=backend,
             batch=batch,
+            cache=cache,
+            max_cost=max_cost,
+            max_tokens=max_tokens,
         )
         await self._evaluate(options, kwargs, None, resumable(self._setup, resume))
         if view:

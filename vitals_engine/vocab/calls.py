@@ -4,6 +4,7 @@
 - `ModelCall` is what a sample's log keeps of each call: request, reply,
   timing, retries.
 - `RetryNote` is one retried attempt of a call: when, why, how long it waited.
+- `ReplyOrigin` is the call a cached reply first answered.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import msgspec
 
 from .turns import Turn
 
-__all__ = ["ChatRequest", "ModelCall", "RetryNote", "ToolDef"]
+__all__ = ["ChatRequest", "ModelCall", "ReplyOrigin", "RetryNote", "ToolDef"]
 
 
 class ToolDef(msgspec.Struct, frozen=True):
@@ -34,6 +35,18 @@ class ChatRequest(msgspec.Struct, frozen=True):
     tools: list[ToolDef] = msgspec.field(default_factory=list)
     output_schema: dict[str, Any] | None = None
     params: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ReplyOrigin(msgspec.Struct, omit_defaults=True, frozen=True):
+    """The call a cached reply first answered: its task, log, sample, epoch and role, and
+    when."""
+
+    task: str | None = None
+    log: str | None = None
+    sample: int | str | None = None
+    epoch: int | None = None
+    role: str | None = None
+    at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,3 +74,7 @@ class ModelCall:
     error: str | None = None
     #: The provider's id of the batch that answered it (None: a live call).
     batch: str | None = None
+    #: "read": answered from the cache (`cached_from` says by which earlier call);
+    #: "write": sent, and its reply stored in the cache; None: no cache.
+    cache: str | None = None
+    cached_from: ReplyOrigin | None = None

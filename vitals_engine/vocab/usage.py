@@ -1,7 +1,8 @@
 """Token and cost accounting that belongs to a run, not to the process.
 
-A `UsageLedger` sums every model call per (role, provider, model, batch): calls
-sent in a provider's batch (batch mode) are kept apart from live ones. The engine
+A `UsageLedger` sums every model call per (role, provider, model, batch, cached):
+calls sent in a provider's batch (batch mode) are kept apart from live ones, and
+calls answered from the cache (at cost 0) from both. The engine
 opens a call scope (`pacing/scope.py`) around each sample's solve and score
 stage; every completed call is recorded into the ledgers of the scope it
 runs in (the run's and the sample's). Outside any scope (a chat used on its
@@ -30,6 +31,7 @@ def cost_schema() -> dict[str, type[pl.DataType]]:
         "provider": pl.String,
         "model": pl.String,
         "batch": pl.Boolean,
+        "cached": pl.Boolean,
         "requests": pl.Int64,
         "input_tokens": pl.Int64,
         "cached_input_tokens": pl.Int64,
@@ -41,7 +43,7 @@ def cost_schema() -> dict[str, type[pl.DataType]]:
 
 @dataclass(slots=True)
 class UsageRow:
-    """Running totals for one (role, provider, model, batch)."""
+    """Running totals for one (role, provider, model, batch, cached)."""
 
     requests: int = 0
     tokens: TokenUsage = field(default_factory=TokenUsage)
@@ -71,12 +73,13 @@ class UsageRow:
         self.cost = None if other.cost is None or self.cost is None else self.cost + other.cost
 
 
-#: (role, provider, model, batch): batch says the calls went in a provider's batch.
-UsageKey = tuple[str, str, str, bool]
+#: (role, provider, model, batch, cached): batch says the calls went in a provider's
+#: batch, cached that the cache answered them.
+UsageKey = tuple[str, str, str, bool, bool]
 
 
 class UsageLedger:
-    """Requests, tokens and cost per (role, provider, model, batch).
+    """Requests, tokens and cost per (role, provider, model, batch, cached).
 
     Example:
         >>> ledger = UsageLedger()
@@ -97,9 +100,11 @@ class UsageLedger:
         cost: float | None,
         *,
         batch: bool = False,
+        cached: bool = False,
     ) -> None:
-        """Add one call; `batch`: it was sent in a provider's batch."""
-        key = (role, provider, model, batch)
+        """Add one call; `batch`: it was sent in a provider's batch; `cached`: the cache
+        answered it."""
+        key = (role, provider, model, batch, cached)
         row = self.rows.get(key)
         if row is None:
             row = self.rows[key] = UsageRow()
@@ -130,20 +135,32 @@ class UsageLedger:
     def by_model(self) -> dict[tuple[str, str], UsageRow]:
         """Totals per (provider, model), all roles together."""
         out: dict[tuple[str, str], UsageRow] = {}
-        for (_, provider, model, _), row in self.rows.items():
+        for (_, provider, model, *_), row in self.rows.items():
             out.setdefault((provider, model), UsageRow()).absorb(row)
         return out
 
     def by_role(self) -> dict[str, UsageRow]:
         """Totals per role, all models together."""
         out: dict[str, UsageRow] = {}
-        for (role, _, _, _), row in self.rows.items():
+        for (role, *_), row in self.rows.items():
             out.setdefault(role, UsageRow()).absorb(row)
         return out
 
+    def spent(self) -> tuple[float | None, int]:
+        """What the calls sent so far cost and how many tokens they used (cached calls
+        are not counted: nothing was sent); cost None when one price is unknown."""
+        cost: float | None = 0.0
+        tokens = 0
+        for key, row in self.rows.items():
+            if key[4]:
+                continue
+            tokens += row.tokens.total
+            cost = None if cost is None or row.cost is None else cost + row.cost
+        return cost, tokens
+
     def to_frame(self) -> pl.DataFrame:
-        """One row per role, model and batch (live rows before batched ones), solver
-        rows first."""
+        """One row per role, model, batch and cached (live rows before batched ones,
+        cached last), solver rows first."""
         import polars as pl
 
         order = {"solver": 0, "scorer": 1}
@@ -154,6 +171,7 @@ class UsageLedger:
                 "provider": [k[1] for k in keys],
                 "model": [k[2] for k in keys],
                 "batch": [k[3] for k in keys],
+                "cached": [k[4] for k in keys],
                 "requests": [self.rows[k].requests for k in keys],
                 "input_tokens": [self.rows[k].tokens.input for k in keys],
                 "cached_input_tokens": [self.rows[k].tokens.cached_input for k in keys],
