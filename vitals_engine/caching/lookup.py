@@ -9,6 +9,7 @@ what it stores, its hits and misses); the call scope carries it. A model's own
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from ..vocab.calls import ChatRequest, ReplyOrigin
 from ..vocab.turns import Turn
 from .keys import repeated, reply_key
-from .options import Cache
+from .options import ENV_CACHE_DIR, Cache
 from .store import CachedReply, ReplyStore, open_store
 
 __all__ = ["CacheEntry", "CacheUse", "cache_entry"]
@@ -31,7 +32,7 @@ class CacheUse:
         (0, 0)
     """
 
-    __slots__ = ("default", "hits", "log", "misses", "task")
+    __slots__ = ("_opened", "default", "hits", "log", "misses", "task")
 
     def __init__(
         self, default: Cache | None = None, *, task: str | None = None, log: str | None = None
@@ -42,6 +43,17 @@ class CacheUse:
         #: Calls the cache answered, and calls it could have but did not (sent, then kept).
         self.hits = 0
         self.misses = 0
+        #: Per options (and VITALS_CACHE_DIR), the store and its max age: a path is
+        #: resolved and an age parsed once, not at every call.
+        self._opened: dict[tuple[Cache, str | None], tuple[ReplyStore | None, float | None]] = {}
+
+    def opened(self, options: Cache) -> tuple[ReplyStore | None, float | None]:
+        """The store `options` name (None: it cannot be opened) and their max age."""
+        at = (options, os.environ.get(ENV_CACHE_DIR))
+        found = self._opened.get(at)
+        if found is None:
+            found = self._opened[at] = (open_store(options.path), options.max_age)
+        return found
 
     def options(self, own: Cache | bool | None) -> Cache | None:
         """The options for a model whose own `cache=` is `own`."""
@@ -62,7 +74,7 @@ class CacheEntry:
 
     store: ReplyStore
     key: str
-    options: Cache
+    max_age: float | None
     use: CacheUse
     provider: str
     base_url: str
@@ -70,7 +82,7 @@ class CacheEntry:
 
     def hit(self) -> CachedReply | None:
         """The stored reply, if there is one still fresh; counts a hit or a miss."""
-        found = self.store.get(self.key, max_age=self.options.max_age)
+        found = self.store.get(self.key, max_age=self.max_age)
         if found is None:
             self.use.misses += 1
         else:
@@ -111,7 +123,7 @@ def cache_entry(
     options = use.options(own)
     if options is None:
         return None
-    store = open_store(options.path)
+    store, max_age = use.opened(options)
     if store is None:
         return None
     key = reply_key(provider, base_url, model, request, model_params=model_params, epoch=epoch)
@@ -119,4 +131,4 @@ def cache_entry(
         nth = seen.get(key, 0)
         seen[key] = nth + 1
         key = repeated(key, nth)
-    return CacheEntry(store, key, options, use, provider, base_url, model)
+    return CacheEntry(store, key, max_age, use, provider, base_url, model)

@@ -63,6 +63,8 @@ class Cache:
     expiry: str | float | None = "7d"
 
     def __post_init__(self) -> None:
+        if self.dir is not None and not isinstance(self.dir, str | os.PathLike):
+            raise ConfigError(f"Cache(dir=) must be a path (a str or a Path), not {self.dir!r}.")
         if self.expiry is not None:
             parse_age(self.expiry, "Cache(expiry=)")
 

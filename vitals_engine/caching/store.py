@@ -18,6 +18,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,17 +97,7 @@ class ReplyStore:
             self.path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False
         )
         try:
-            self._db.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-            self._db.executescript(_SCHEMA)
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
-                self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
-            elif version != _SCHEMA_VERSION:
-                raise sqlite3.DatabaseError(
-                    f"its schema is version {version}, this vitals-engine reads {_SCHEMA_VERSION}"
-                )
+            _when_free(lambda: _set_up(self._db))
         except BaseException:
             self._db.close()
             raise
@@ -125,13 +116,12 @@ class ReplyStore:
         if row is None:
             return None
         reply, origin, created = row
-        if max_age is not None and created < time.time() - max_age:
-            return None
         try:
+            created = float(created)
+            if max_age is not None and created < time.time() - max_age:
+                return None
             return CachedReply(
-                _decode_turn(reply),
-                _decode_origin(origin) if origin else ReplyOrigin(),
-                float(created),
+                _decode_turn(reply), _decode_origin(origin) if origin else ReplyOrigin(), created
             )
         except (msgspec.DecodeError, TypeError, ValueError) as exc:
             self._damaged(key, exc)
@@ -232,6 +222,47 @@ class ReplyStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _set_up(db: sqlite3.Connection) -> None:
+    db.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")
+    db.executescript(_SCHEMA)
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version == 0:
+        db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+    elif version != _SCHEMA_VERSION:
+        raise sqlite3.DatabaseError(
+            f"its schema is version {version}, this vitals-engine reads {_SCHEMA_VERSION}"
+        )
+
+
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+#: Waits between two tries of `_when_free` (a test replaces it to release a lock it holds).
+_pause: Callable[[float], None] = time.sleep
+
+
+def _when_free(step: Callable[[], None]) -> None:
+    """Run `step`, again while the database is locked, for up to the busy timeout.
+
+    Switching a new store to WAL needs the file's exclusive lock: while another process
+    making the store at the same moment is writing it (it holds the reserved lock),
+    SQLite answers "database is locked" at once, not after busy_timeout, as waiting
+    could deadlock.
+    """
+    deadline = time.monotonic() + _BUSY_MS / 1000
+    pause = 0.002
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorcode", None)
+            if code is None or code & 0xFF not in _BUSY_CODES or time.monotonic() > deadline:
+                raise
+        _pause(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _where(older_than: float | None, model: str | None) -> tuple[str, tuple[Any, ...]]:

@@ -166,9 +166,9 @@ def _http_chat(cls: type[HttpProvider], model: str, options: ChatOptions) -> Cha
     provider.limits = options.get("limits")
     provider.retry = options.get("retry")
     given = options.get("batch")
-    provider.batch = False if given is False else batch_option(given, f"A {cls.name} chat")
+    provider.batch = False if given is False else batch_option(given, f"The {cls.name} chat")
     cached = options.get("cache")
-    provider.cache = False if cached is False else cache_option(cached, f"A {cls.name} chat")
+    provider.cache = False if cached is False else cache_option(cached, f"The {cls.name} chat")
     return Chat(provider, system_prompt=options.get("system_prompt"))
 
 
