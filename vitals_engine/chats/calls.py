@@ -197,6 +197,8 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
     entry = _cache_entry(provider, request, scope)
     if entry is not None and (hit := entry.hit()) is not None:
         return _from_cache(provider, request, scope, hit)
+    if scope is not None and scope.budget is not None:
+        scope.budget.on_call(provider.name, provider.model, provider.limits)
     policy = provider.retry
     if policy is None:
         policy = (scope.retry if scope else None) or DEFAULT_RETRY

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterable, Sequence, Sized
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence, Sized
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from .._sync import asyncio_named
 from ..batching.queues import BatchQueues
 from ..caching.lookup import CacheUse
 from ..pacing.batch import Batch
+from ..pacing.budget import Budget
 from ..pacing.clock import Clock, SystemClock
 from ..pacing.limits import Limits, LimitsRegistry
 from ..pacing.retry import Retry
@@ -183,6 +184,7 @@ class Run:
         batch_journal: Callable[[BatchRecord], None] | None = None,
         earlier_batches: Sequence[BatchRecord] = (),
         cache: CacheUse | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.solver = solver
         self.scorer = scorer
@@ -215,6 +217,11 @@ class Run:
         self.earlier_batches = earlier_batches
         #: The run's use of the cache of replies (None: only models with their own).
         self.cache = cache
+        #: The run's budget (None: none); it stops handing out samples when reached.
+        self.budget = budget
+        #: The samples handed out and not finished, by key (kept only with a budget).
+        self._started: dict[tuple[int | str, int], SampleRecord] = {}
+        self._finished: anyio.Event | None = None
         #: Samples in a per-sample stage now (for the batch queues: see `BatchQueues`).
         self.at_work = 0
         self._threads = anyio.CapacityLimiter(concurrency)
@@ -236,6 +243,8 @@ class Run:
             if record is not None and (self.batches is not None or self.cache is not None)
             else None,
             self.cache,
+            None,
+            self.budget,
         )
 
     def _count_retry(self, _: RetryNote) -> None:
@@ -429,9 +438,16 @@ class Run:
 
         live = self.live
 
+        budget = self.budget
+
         async def counted(record: SampleRecord) -> None:
             if live is not None and live.entries:
                 live.drop(record.key)
+            if budget is not None:
+                self._started.pop(record.key, None)
+                if self._finished is not None:
+                    self._finished.set()
+                    self._finished = None
             self.done += 1
             if record.error is not None:
                 self.failed += 1
@@ -450,6 +466,8 @@ class Run:
                 )
                 async with queues as batches:
                     self.batches = batches
+                    if budget is not None:
+                        records = self._within(budget, records)
                     await self._execute(records, counted)
         finally:
             if live is not None and live.entries:
@@ -478,6 +496,7 @@ class Run:
                 concurrency=self.concurrency,
                 total=count,
                 spares=self._spares(),
+                gate=self._gate(),
             ).run(records)
             await self.score_batch(list(records))
             for record in records:
@@ -490,10 +509,35 @@ class Run:
                 concurrency=self.concurrency,
                 total=count,
                 spares=self._spares(),
+                gate=self._gate(),
             ).run(records)
+
+    def _gate(self) -> Callable[[], Awaitable[None]] | None:
+        return self._warm_up if self.budget is not None else None
 
     def _at_work(self) -> int:
         return self.at_work
+
+    def _within(self, budget: Budget, records: Iterable[SampleRecord]) -> Iterator[SampleRecord]:
+        """The records, handed out while the budget admits one more (checked before a
+        record is made, so a record made is a record run)."""
+        source = iter(records)
+        started = self._started
+        while budget.admits(self.ledger, self.done, started.values()):
+            record = next(source, None)
+            if record is None:
+                return
+            started[record.key] = record
+            yield record
+
+    async def _warm_up(self) -> None:
+        """Before a sample is taken: while nothing is known of what one costs, wait for
+        the few at work to finish (the budget's warm-up)."""
+        budget = self.budget
+        while budget is not None and budget.warming(self.done, len(self._started)):
+            if self._finished is None:
+                self._finished = anyio.Event()
+            await self._finished.wait()
 
     def _spares(self) -> int | None:
         """Spare workers per stage: in batch mode, enough for every sample that may wait

@@ -10,7 +10,8 @@ Invariants:
 - The records come from a lazy iterator that the first stage's workers pull
   from directly (a `next()` never awaits, so in one event loop it needs no
   lock): a record is made only when a worker is free to take it, so memory
-  grows with concurrency, not with the number of samples.
+  grows with concurrency, not with the number of samples. A `gate`, when
+  given, is awaited before each pull (a budget holding samples back).
 - A worker works on a sample only while it holds one of its stage's seats
   (`seats.py`); a sample waiting out a retry lends its seat to a parked
   worker, or to a spare one started then (at most as many as seats).
@@ -30,6 +31,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 
 import anyio
@@ -45,6 +47,7 @@ __all__ = ["Sink", "Stage", "Supervisor"]
 
 Stage = Callable[[SampleRecord], Awaitable[None]]
 Sink = Callable[[SampleRecord], Awaitable[None]]
+Gate = Callable[[], Awaitable[None]]
 
 
 class Supervisor:
@@ -68,8 +71,11 @@ class Supervisor:
         score_concurrency: int | None = None,
         total: int | None = None,
         spares: int | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self.solve = solve
+        #: Awaited before each record is taken from the source (a budget's warm-up).
+        self.gate = gate
         self.score = score
         self.sink = sink
         # No stage needs more workers (or seats, or stream buffer) than there are records.
@@ -152,7 +158,7 @@ class Supervisor:
         seat: Seat,
     ) -> None:
         async with send:
-            await _work(seat, _pull(source), fn, send.send)
+            await _work(seat, _pull(source, self.gate), fn, send.send)
 
     async def _second_stage(
         self, receive: ObjectReceiveStream[SampleRecord], fn: Stage, seat: Seat
@@ -164,7 +170,7 @@ class Supervisor:
         self, source: Iterator[SampleRecord], fn: Stage | None, seat: Seat
     ) -> None:
         # A stage that never awaits must still let the other workers run: checkpoint.
-        await _work(seat, _pull(source), fn, self.sink, checkpoint=True)
+        await _work(seat, _pull(source, self.gate), fn, self.sink, checkpoint=True)
 
 
 def _at_most(count: int, cap: int | None) -> int:
@@ -174,11 +180,15 @@ def _at_most(count: int, cap: int | None) -> int:
 Next = Callable[[], Awaitable[SampleRecord | None]]
 
 
-def _pull(source: Iterator[SampleRecord]) -> Next:
+def _pull(source: Iterator[SampleRecord], gate: Gate | None = None) -> Next:
     async def pull() -> SampleRecord | None:
         return next(source, None)
 
-    return pull
+    async def pull_after(gate: Gate) -> SampleRecord | None:
+        await gate()
+        return next(source, None)
+
+    return pull if gate is None else functools.partial(pull_after, gate)
 
 
 def _receive(receive: ObjectReceiveStream[SampleRecord]) -> Next:

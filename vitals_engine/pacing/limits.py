@@ -67,6 +67,9 @@ class Limits:
         tpm: tokens per minute (input + output).
         adaptive: lower concurrency on 429s and raise it back on success
             (None: the run's setting, else on).
+        max_cost: the most this model may cost in one run, in dollars: the run starts
+            no sample that could take the model's spending past it (see
+            `eval(max_cost=)`); calls outside a run have no budget.
 
     Example:
         >>> chat_openai(model="gpt-4.1-mini", limits=Limits(max_concurrency=20, rpm=500))
@@ -77,9 +80,10 @@ class Limits:
     rpm: float | None = None
     tpm: float | None = None
     adaptive: bool | None = None
+    max_cost: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_concurrency", "rpm", "tpm"):
+        for name in ("max_concurrency", "rpm", "tpm", "max_cost"):
             value = getattr(self, name)
             if value is not None and (
                 isinstance(value, bool) or not math.isfinite(value) or value <= 0
@@ -98,6 +102,7 @@ class Limits:
             self.rpm or defaults.rpm,
             self.tpm or defaults.tpm,
             defaults.adaptive if self.adaptive is None else self.adaptive,
+            self.max_cost or defaults.max_cost,
         )
 
     def stricter(self, other: Limits) -> Limits:
@@ -108,6 +113,7 @@ class Limits:
             _least(self.rpm, other.rpm),
             _least(self.tpm, other.tpm),
             True if True in pair else False if False in pair else None,
+            _least(self.max_cost, other.max_cost),
         )
 
 

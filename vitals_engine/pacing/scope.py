@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..caching.lookup import CacheUse
 from ..vocab.calls import ModelCall, RetryNote
 from .batch import BatchCalls
+from .budget import Budget
 from .clock import Clock
 from .limits import EndpointLimiter, Limits, LimitsRegistry
 from .retry import Retry
@@ -55,6 +56,8 @@ class CallScope:
     cache: CacheUse | None = None
     #: Per cache key, how many identical calls this stage made (made on first use).
     cache_seen: dict[str, int] | None = None
+    #: The run's budget, told of each model before its first call (None: no budget).
+    budget: Budget | None = None
 
     _token: Token[CallScope | None] | None = None
 

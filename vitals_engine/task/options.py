@@ -128,6 +128,12 @@ class RunOptions:
                 "batch= and backend=ve.Ray() do not go together yet: batches wait hours, "
                 "so one process is enough to hold them. Run in batch mode without a backend."
             )
+        if backend is not None and (max_cost is not None or max_tokens is not None):
+            raise ConfigError(
+                "max_cost= and max_tokens= do not go with backend=ve.Ray() yet: the budget "
+                "is checked as each sample starts, in this process. Run without a backend, "
+                "or without a budget."
+            )
         if log_format not in (None, "json", "eval"):
             raise ConfigError(f"`log_format` must be 'json' or 'eval', not {log_format!r}.")
         return cls(
