@@ -141,6 +141,20 @@ async def test_a_ray_run_calls_a_model_server_over_http(server, tmp_path):
     assert len(ve.read_log(task.log_path).records()) == 12
 
 
+async def test_ray_workers_answer_from_the_runs_cache_and_fill_it(server, tmp_path):
+    """A run's cache reaches its workers: a second run on Ray sends nothing, and its
+    calls are counted as cached at cost 0."""
+    chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="sk-test")
+    cache = ve.Cache(dir=tmp_path / "cache")
+    for _ in range(2):
+        task = ve.Task(sums(8), ve.generate(chat), ve.detect_includes(), dir=tmp_path)
+        await task.eval_async(backend=ve.Ray(workers=2, max_concurrency=4), cache=cache)
+    assert server.requests == 8
+    cost = task.get_cost()
+    assert cost.select("cached", "requests", "cost").rows() == [(True, 8, 0.0)]
+    assert task.metrics == {"accuracy": 1.0}
+
+
 def test_an_unpicklable_solver_is_a_config_error_before_any_request(server, tmp_path):
     """A solver closing over a lock cannot be sent to workers: a ConfigError naming it,
     before any model request and before any log is written."""

@@ -613,6 +613,69 @@ def test_a_run_in_batch_mode_shows_its_batch_until_it_ends(page, server, tmp_pat
     assert page.problems == []
 
 
+# -- the cache -------------------------------------------------------------------------------
+
+
+def test_cached_calls_are_marked_with_where_their_replies_came_from(
+    page, server, tmp_path: Path
+) -> None:
+    """A run half answered by the cache: its cost table has a cached row per role beside the
+    live one; a cached sample's replies carry a "cached" badge naming the task, sample and
+    epoch they first answered, linked to that sample; a sample whose calls went out has
+    none."""
+    logs = tmp_path / "logs"
+    cache = ve.Cache(dir=tmp_path / "cache")
+
+    def task(n: int) -> ve.Task:
+        def chat() -> ve.Chat:
+            return ve.chat_openai("gpt-test", base_url=server.base_url("openai"), api_key="k")
+
+        data = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(1, n + 1)]
+        return ve.Task(
+            data, ve.generate(chat()), ve.model_graded_qa(scorer_chat=chat()), dir=logs, name="sums"
+        )
+
+    first = task(2).eval(cache=cache, progress=False)
+    second = task(4).eval(cache=cache, progress=False)
+    with ViewServer(logs).start() as viewer:
+        page.goto(log_url(viewer.url, second.log_path.name))
+        rows = page.locator("#cost-table tbody tr.cost-row")
+        expect(rows).to_have_count(4)
+        cached = page.locator("#cost-table tbody tr.cost-cached")
+        expect(cached).to_have_count(2)
+        for i, role in enumerate(["solver", "scorer"]):
+            expect(cached.nth(i).locator("td").first).to_have_text(role)
+            expect(cached.nth(i).locator(".badge.cached")).to_have_text("cached")
+            expect(cached.nth(i).locator("td").nth(2)).to_have_text("2")  # requests
+            expect(cached.nth(i).locator("td").last).to_have_text("$0")
+        expect(page.locator('#cost-table tbody tr[data-cached="false"]')).to_have_count(2)
+        shot(page, "log-cached")
+
+        page.goto(log_url(viewer.url, second.log_path.name, "sample", "1", "1"))
+        reply = page.locator("#conversation .message.from-cache")
+        expect(reply).to_have_count(1)
+        expect(reply.locator(".badge.cached")).to_have_text("cached")
+        expect(reply).to_contain_text("from task sums · sample 1 · epoch 1")
+        expect(page.locator("#scores .message.from-cache .badge.cached")).to_have_count(1)
+        calls = page.locator("#model-calls tr.model-call")
+        expect(calls).to_have_count(2)
+        expect(page.locator('#model-calls tr[data-cache="read"] .badge.cached')).to_have_count(2)
+        shot(page, "sample-cached")
+
+        reply.get_by_role("link", name=first.log_path.name).click()  # where it came from
+        expect(page.locator("#sample-title")).to_have_text("Sample 1 · epoch 1")
+        expect(page).to_have_url(re.compile(re.escape(quote(first.log_path.name, safe=""))))
+        expect(page.locator("#model-calls tr.model-call")).to_have_count(2)
+        expect(page.locator(".badge.cached")).to_have_count(0)  # it was sent, then kept
+        expect(page.locator('#model-calls tr[data-cache="write"]')).to_have_count(2)
+
+        page.goto(log_url(viewer.url, second.log_path.name, "sample", "3", "1"))
+        expect(page.locator("#sample-title")).to_have_text("Sample 3 · epoch 1")
+        expect(page.locator("#model-calls tr.model-call")).to_have_count(2)
+        expect(page.locator(".message.from-cache")).to_have_count(0)
+    assert page.problems == []
+
+
 # -- bundle ----------------------------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from .task.task import Task
 
-__all__ = ["format_cost", "summary", "ungraded_note"]
+__all__ = ["cache_note", "format_cost", "summary", "ungraded_note"]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -40,15 +40,17 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def format_cost(task: Task) -> str:
     """The cost table of a task: one line per role and model, "(batch)" after the model
-    of the calls sent in provider batches."""
+    of the calls sent in provider batches, "(cached)" after that of the calls the cache
+    answered."""
     frame = task.get_cost()
     rows = []
     for r in frame.iter_rows(named=True):
         cost = "unknown" if r["cost"] is None else f"${r['cost']:.4f}"
+        marks = (" (batch)" if r["batch"] else "") + (" (cached)" if r["cached"] else "")
         rows.append(
             [
                 r["role"],
-                f"{r['provider']}/{r['model']}" + (" (batch)" if r["batch"] else ""),
+                f"{r['provider']}/{r['model']}" + marks,
                 f"{r['requests']:,}",
                 f"{r['input_tokens']:,}",
                 f"{r['cached_input_tokens']:,}",
@@ -88,6 +90,22 @@ def ungraded_note(frame: pl.DataFrame) -> str | None:
     )
 
 
+def cache_note(task: Task) -> str | None:
+    """The line saying how many model calls the cache answered and how many were sent,
+    or None when no run of the task since it last solved used a cache.
+
+    Example:
+        >>> cache_note(task.eval(cache=True))
+        'Cache: 3 of 8 calls answered from the cache, 5 sent.'
+    """
+    state = task._state  # the counts are the run's, kept with its state
+    hits, misses = state.cache_hits, state.cache_misses
+    if hits is None or misses is None:
+        return None
+    calls = plural(hits + misses, "call")
+    return f"Cache: {hits:,} of {calls} answered from the cache, {misses:,} sent."
+
+
 def _stopped_run_metrics(path: Path) -> tuple[dict[str, float | int | None] | None, str | None]:
     """The metrics the log of a run that stopped before the end holds, and its status
     (the task keeps none in `metrics`); (None, None) for any other log."""
@@ -101,7 +119,8 @@ def _stopped_run_metrics(path: Path) -> tuple[dict[str, float | int | None] | No
 
 
 def summary(task: Task) -> str:
-    """Metrics, ungraded samples, sample counts, time, cost table and log path of a task's last run.
+    """Metrics, ungraded samples, sample counts, time, cost table, the cache's hits and log
+    path of a task's last run.
 
     Example:
         >>> print(summary(task.eval()))
@@ -125,6 +144,9 @@ def summary(task: Task) -> str:
     if note is not None:
         parts[-1] += f"\n{note}"
     parts.append(format_cost(task))
+    cached = cache_note(task)
+    if cached is not None:
+        parts.append(cached)
     if task.log_path is not None:
         parts.append(f"Log: {task.log_path}")
     return "\n\n".join(parts)

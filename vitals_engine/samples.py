@@ -133,6 +133,9 @@ class SampleRecord:
     #: Read back from a log: per role ("solver", "scorer") with model calls, whether
     #: they were all sent in provider batches (the log's model events, `config.batch`).
     logged_batch: dict[str, bool] | None = None
+    #: Read back from a log: per role with model calls, whether the cache answered them
+    #: all (the log's model events, `cache: "read"`).
+    logged_cache: dict[str, bool] | None = None
 
     @property
     def retries(self) -> int:

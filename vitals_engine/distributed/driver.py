@@ -181,6 +181,9 @@ def _plan(
             scorer_label=scorer_label,
             keep_chats=keep_chats,
             live=run.live is not None,
+            cache=run.cache.default if run.cache is not None else None,
+            cache_task=run.cache.task if run.cache is not None else None,
+            cache_log=run.cache.log if run.cache is not None else None,
         ),
     )
 

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._sync import carry
+from ..caching.lookup import CacheUse
+from ..caching.options import Cache
 from ..engine.calls import FunctionSpec
 from ..engine.run import LiveTexts, Run
 from ..log.compose import compose_sample
@@ -83,6 +85,11 @@ class WorkerPlan:
     keep_chats: bool = False
     #: Send the streamed text of in-flight samples (for the live viewer).
     live: bool = False
+    #: The run's cache of replies (None: only models with their own), and the task and
+    #: log its stored replies name as their origin.
+    cache: Cache | None = None
+    cache_task: str | None = None
+    cache_log: str | None = None
 
 
 class _BatchTexts(LiveTexts):
@@ -144,6 +151,7 @@ class SampleWorker:
                 limits=plan.limits,
                 retry=plan.retry,
                 live=self.texts,
+                cache=CacheUse(plan.cache, task=plan.cache_task, log=plan.cache_log),
             )
             if self.hub is not None:
                 me = importlib.import_module("ray").get_runtime_context().current_actor

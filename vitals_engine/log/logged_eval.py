@@ -7,6 +7,7 @@ header-only read, what needs the samples reads the whole log first.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -22,7 +23,7 @@ from . import schema as s
 from .batches import logged_batches
 from .formats import read_parts
 from .journal_format import JOURNAL_SUFFIX, JournalDamage, bulk_objects, read_journal_batches
-from .logged_sample import first_score, is_batched, normalize_model, sample_record
+from .logged_sample import first_score, is_batched, logged_cache, normalize_model, sample_record
 from .logged_turns import usage_tokens
 
 if TYPE_CHECKING:
@@ -31,12 +32,18 @@ if TYPE_CHECKING:
 __all__ = ["LoggedEval"]
 
 
+#: How a sample's calls of one role went: (all in provider batches, all from the cache).
+_Kind = tuple[bool, bool]
+_LIVE: _Kind = (False, False)
+
+
 class _CostRow(NamedTuple):
-    """One row of `get_cost()`: who, which model, batched or not, spent what."""
+    """One row of `get_cost()`: who, which model, batched or cached or not, spent what."""
 
     role: str
     model_id: str | None
     batch: bool | None
+    cached: bool | None
     usage: UsageRow
     requests: int | None
 
@@ -71,6 +78,7 @@ class LoggedEval:
         self.damage = damage
         self.header_only = header_only
         self._records: list[SampleRecord] | None = None
+        self._cached: list[dict[str, bool] | None] | None = None
 
     @property
     def status(self) -> str:
@@ -148,14 +156,29 @@ class LoggedEval:
         )
         return records_frame(records, self.scorer, scored=scored)
 
-    def _requests(self, role: str, batch: bool | None = None) -> int | None:
+    def _cache_flags(self) -> list[dict[str, bool] | None]:
+        """Per sample, by role, whether the cache answered all its calls (`logged_cache`)."""
+        if self._cached is None:
+            self._load()
+            self._cached = [logged_cache(sample.events) for sample in self.samples]
+        return self._cached
+
+    def _kinds(self, role: str) -> list[_Kind]:
+        """How each sample's calls of `role` went: batched, cached, or neither (live)."""
+        return [
+            (is_batched(record, role), bool(flags and flags.get(role)))
+            for record, flags in zip(self.records(), self._cache_flags(), strict=True)
+        ]
+
+    def _requests(self, role: str, kind: _Kind | None = None) -> int | None:
         """The replies of `role`'s rebuilt chats (only of the samples whose calls of
-        `role` were batched, or were not, when `batch` is given)."""
+        `role` went as `kind` says, when given)."""
         if self.header_only:
             return None
+        kinds = self._kinds(role) if kind is not None else None
         count = 0
-        for record in self.records():
-            if batch is not None and is_batched(record, role) != batch:
+        for i, record in enumerate(self.records()):
+            if kinds is not None and kinds[i] != kind:
                 continue
             chat = record.solver_chat if role == "solver" else None
             if role == "scorer" and record.score is not None:
@@ -165,47 +188,49 @@ class LoggedEval:
         return count
 
     def _role_rows(self, role: str, usage: s.ModelUsage) -> list[_CostRow]:
-        """`role`'s cost rows: its live calls and its batched ones (as the samples' model
-        events say, `config.batch`), live first. A sample's usage is logged by role, not
-        by call: a sample whose calls of `role` were all batched counts as batched, any
-        other as live. Batch is None after a header-only read (the samples say it)."""
+        """`role`'s cost rows: its live calls, those the cache answered and those sent in
+        provider batches (as the samples' model events say: `"cache": "read"`,
+        `config.batch`), in the order of `Task.get_cost()`. A sample's usage is logged by
+        role, not by call: a sample whose calls of `role` were all cached (or all
+        batched) counts as such, any other as live, which is the rest of the header's
+        total. Batch and cached are None after a header-only read (the samples say it)."""
         model = self._role_model(role)
         total = UsageRow(0, usage_tokens(usage), usage.total_cost)
         if self.header_only:
-            return [_CostRow(role, model, None, total, None)]
-        batched = UsageRow()
-        records = self.records()
-        for sample, record in zip(self.samples, records, strict=True):
+            return [_CostRow(role, model, None, None, total, None)]
+        parts: dict[_Kind, UsageRow] = {}
+        for sample, kind in zip(self.samples, self._kinds(role), strict=True):
             logged = sample.role_usage.get(role)
-            if logged is not None and is_batched(record, role):
-                batched.absorb(UsageRow(0, usage_tokens(logged), logged.total_cost))
-        if not batched.tokens.total:
-            return [_CostRow(role, model, False, total, self._requests(role))]
-        live = total.less(batched)
-        if not live.tokens.total:
-            return [_CostRow(role, model, True, total, self._requests(role))]
+            if logged is not None and kind != _LIVE:
+                part = parts.setdefault(kind, UsageRow())
+                part.absorb(UsageRow(0, usage_tokens(logged), logged.total_cost))
+        live = total
+        for part in parts.values():
+            live = live.less(part)
+        live_requests = self._requests(role, _LIVE) if parts else None
+        if live.tokens.total or live_requests:
+            parts[_LIVE] = live
+        if len(parts) <= 1:  # one kind: the header's total, to the last digit of its cost
+            batch, cached = next(iter(parts), _LIVE)
+            return [_CostRow(role, model, batch, cached, total, self._requests(role))]
         return [
-            _CostRow(role, model, False, live, self._requests(role, batch=False)),
-            _CostRow(role, model, True, batched, self._requests(role, batch=True)),
+            _CostRow(role, model, *kind, parts[kind], self._requests(role, kind))
+            for kind in sorted(parts)
         ]
 
-    def _all_batched(self) -> bool | None:
-        """Whether every model call of the samples went in a provider batch (None after a
-        header-only read)."""
-        if self.header_only:
-            return None
-        any_batched = False
-        records = self.records()
-        for sample, record in zip(self.samples, records, strict=True):
-            flags = record.logged_batch
-            if flags is None:
+    def _all_of(self, flags: Iterable[dict[str, bool] | None]) -> bool:
+        """Whether every model call of the samples is one the per-sample `flags` (by
+        role) say yes to."""
+        anyone = False
+        for sample, found in zip(self.samples, flags, strict=True):
+            if found is None:
                 if sample.model_usage:
-                    return False  # calls, none of them batched
+                    return False  # calls, none of them flagged
                 continue
-            if not all(flags.values()):
+            if not all(found.values()):
                 return False
-            any_batched = any_batched or bool(flags)
-        return any_batched
+            anyone = anyone or bool(found)
+        return anyone
 
     def _role_model(self, role: str) -> str | None:
         solver = normalize_model(self.header.eval.model)
@@ -223,14 +248,19 @@ class LoggedEval:
         return others[0] if len(others) == 1 else None
 
     def get_cost(self) -> pl.DataFrame:
-        """Requests, tokens and cost by role, model and batch, with `Task.get_cost()`'s
-        columns.
+        """Requests, tokens and cost by role, model, batch and cached, with
+        `Task.get_cost()`'s columns.
 
         From the log's per-role usage when it has solver/scorer rows, else its
         per-model usage (as role "solver"). `requests` counts the rebuilt
-        chats' replies; `batch` says which calls went in provider batches, as the
-        samples' model events record it (`config.batch`). Both are None after a
-        header-only read.
+        chats' replies; `batch` says which calls went in provider batches and
+        `cached` which the cache answered, as the samples' model events record it
+        (`config.batch`, `"cache": "read"`). All three are None after a header-only
+        read.
+
+        Example:
+            >>> read_log(path).get_cost().select("role", "cached", "requests").rows()
+            [('solver', False, 3), ('solver', True, 3)]
         """
         import polars as pl
 
@@ -243,11 +273,15 @@ class LoggedEval:
                 rows.extend(self._role_rows(role, roles[role]))
         else:
             single = len(stats.model_usage) == 1
-            batch = self._all_batched()
+            batch = cached = None
+            if not self.header_only:
+                batch = self._all_of(r.logged_batch for r in self.records())
+                cached = self._all_of(self._cache_flags())
             for key, usage in stats.model_usage.items():
                 requests = self._requests("solver") if single else None
                 total = UsageRow(0, usage_tokens(usage), usage.total_cost)
-                rows.append(_CostRow("solver", normalize_model(key), batch, total, requests))
+                row = _CostRow("solver", normalize_model(key), batch, cached, total, requests)
+                rows.append(row)
         providers, models = [], []
         for row in rows:
             prefix, model = split_model_id(row.model_id) if row.model_id else (None, None)
@@ -259,7 +293,7 @@ class LoggedEval:
                 "provider": providers,
                 "model": models,
                 "batch": [r.batch for r in rows],
-                "cached": [None if r.batch is None else False for r in rows],
+                "cached": [r.cached for r in rows],
                 "requests": [r.requests for r in rows],
                 "input_tokens": [r.usage.tokens.input for r in rows],
                 "cached_input_tokens": [r.usage.tokens.cached_input for r in rows],

@@ -30,6 +30,7 @@ __all__ = [
     "first_score",
     "is_batched",
     "logged_batch",
+    "logged_cache",
     "normalize_model",
     "sample_record",
     "sample_result",
@@ -272,6 +273,40 @@ def logged_batch(events: msgspec.Raw) -> dict[str, bool] | None:
     return out
 
 
+class _CallCache(msgspec.Struct):
+    event: str
+    role: str | None = None
+    cache: str | None = None
+
+
+_call_caches = msgspec.json.Decoder(list[_CallCache])
+_CACHE_READ = re.compile(rb'"cache"\s*:\s*"read"')
+
+
+def logged_cache(events: msgspec.Raw) -> dict[str, bool] | None:
+    """Per role with model events, whether the cache answered all its calls (their
+    `"cache": "read"`, as ours and Inspect's record a reply read from a cache). None
+    when no event says so (most samples: no copy, no decode).
+
+    Example:
+        >>> logged_cache(msgspec.Raw(b'[{"event": "model", "cache": "read"}]'))
+        {'solver': True}
+    """
+    if _CACHE_READ.search(memoryview(events)) is None:
+        return None
+    try:
+        decoded = _call_caches.decode(events)
+    except msgspec.ValidationError:  # events of a shape we do not know: no cache read
+        return None
+    out: dict[str, bool] = {}
+    for event in decoded:
+        if event.event != "model":
+            continue
+        role = _EVENT_ROLES.get(event.role or "", "solver")
+        out[role] = out.get(role, True) and event.cache == "read"
+    return out
+
+
 def is_batched(record: SampleRecord, role: str) -> bool:
     """Whether `record`'s (read back from a log) calls of `role` went in provider batches."""
     return bool(record.logged_batch and record.logged_batch.get(role))
@@ -298,20 +333,29 @@ def sample_record(sample: s.EvalSample, default_model: str, ours: bool) -> Sampl
         error=_error(sample.error),
         logged_retries=_logged_retries(sample.events),
         logged_batch=logged_batch(sample.events),
+        logged_cache=logged_cache(sample.events),
     )
 
 
 def add_chat_usage(record: SampleRecord, *ledgers: UsageLedger) -> None:
     """Add the tokens and cost of each reply in `record`'s chats to `ledgers`, by role,
-    as batched when the log says the role's calls went in provider batches."""
+    as batched when the log says the role's calls went in provider batches, and as
+    cached when it says the cache answered them."""
     judge = record.score.chat if record.score is not None else None
     for role, chat in (("solver", record.solver_chat), ("scorer", judge)):
         if chat is None:
             continue
         batch = is_batched(record, role)
+        cached = bool(record.logged_cache and record.logged_cache.get(role))
         for turn in chat.turns:
             if turn.role == "assistant" and turn.tokens is not None:
                 for ledger in ledgers:
                     ledger.record(
-                        role, chat.provider.name, chat.model, turn.tokens, turn.cost, batch=batch
+                        role,
+                        chat.provider.name,
+                        chat.model,
+                        turn.tokens,
+                        0.0 if cached else turn.cost,
+                        batch=batch,
+                        cached=cached,
                     )

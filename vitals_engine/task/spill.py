@@ -58,6 +58,7 @@ def rehydrate(records: Sequence[SampleRecord], path: Path, live: Sequence[Chat])
         record.result, record.solver_metadata = back.result, back.solver_metadata
         record.solver_chat = back.solver_chat
         record.logged_batch = back.logged_batch
+        record.logged_cache = back.logged_cache
         if record.score is not None and back.score is not None:  # not reset for rescoring
             record.score = back.score
         add_chat_usage(record, record.usage)

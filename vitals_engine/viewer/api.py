@@ -14,6 +14,12 @@ each segment percent-encoded in URLs); `<key>` is `paths.sample_key(id)`.
 The live server also answers `summaries.json?since=<version>` with only the
 rows changed after that version.
 
+A row of `summaries.json` whose sample had every call of a role answered from a
+cache (its model events' `"cache": "read"`) has `cached`: `{role: {"requests",
+"input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens",
+"cost"}}`; the page splits the header's cost row of that role into its live and
+cached parts with it, as `read_log(...).get_cost()` does. Other rows have none.
+
 `live.json` (`Catalog.live()`) is the sidecar a running eval keeps beside its
 journal (`log/live.py`), each sample with its `key`: `{"file", "running",
 "updated", "samples": [{"key", "id", "epoch", "role", "input", "text", "chars",

@@ -2,7 +2,8 @@
 
 A summary row is what the sample table needs and nothing more (excerpts of
 input, target and result, the first score, an error flag, tokens, time, and
-when it finished), so that 100,000 of them stay a few megabytes. Samples are
+when it finished; for a sample whose calls a cache answered, their usage), so
+that 100,000 of them stay a few megabytes. Samples are
 decoded leniently (`LiteSample`): a log written by a newer tool, with message
 parts this reader does not know, still lists. A provider batch's row
 (`batch_row`) is what is known of it without its requests; a journal's batch
@@ -21,7 +22,7 @@ import msgspec
 from ..log import schema as s
 from ..log.batches import BatchSummary, logged_batches
 from ..log.logged_eval import LoggedEval
-from ..log.logged_sample import normalize_model
+from ..log.logged_sample import logged_cache, normalize_model
 
 __all__ = [
     "LiteSample",
@@ -81,6 +82,9 @@ class _Usage(msgspec.Struct):
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    input_tokens_cache_write: int | None = None
+    input_tokens_cache_read: int | None = None
+    reasoning_tokens: int | None = None
     total_cost: float | None = None
 
 
@@ -108,6 +112,7 @@ class LiteSample(msgspec.Struct):
     total_time: float | None = None
     completed_at: str | None = None
     error: _Error | str | None = None
+    events: msgspec.Raw = msgspec.Raw(b"")  # read only when a cache answered a call
 
 
 lite_decoder = msgspec.json.Decoder(LiteSample)
@@ -184,6 +189,30 @@ def _requests(sample: LiteSample, score: _Score | None) -> dict[str, int]:
     return {role: n for role, n in counts.items() if n}
 
 
+def _cached(sample: LiteSample, requests: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """The usage of each role whose calls the cache answered, all of them (as the model
+    events say: `"cache": "read"`), with `get_cost()`'s names; {} for most samples."""
+    flags = logged_cache(sample.events) if sample.events else None
+    if not flags:
+        return {}
+    usage = sample.role_usage or {}
+    if not usage and sample.model_usage and len(sample.model_usage) == 1:
+        usage = {"solver": next(iter(sample.model_usage.values()))}  # by model only: one
+    out: dict[str, dict[str, Any]] = {}
+    for role, all_cached in flags.items():
+        u = usage.get(role)
+        if all_cached and u is not None:
+            out[role] = {
+                "requests": requests.get(role, 0),
+                "input_tokens": u.input_tokens + (u.input_tokens_cache_write or 0),
+                "cached_input_tokens": u.input_tokens_cache_read or 0,
+                "output_tokens": u.output_tokens,
+                "reasoning_tokens": u.reasoning_tokens or 0,
+                "cost": u.total_cost,
+            }
+    return out
+
+
 def _error_text(error: _Error | str | None) -> str | None:
     if error is None:
         return None
@@ -212,7 +241,8 @@ def summary_row(sample: LiteSample, key: str) -> dict[str, Any]:
     target = sample.target
     if isinstance(target, list):
         target = " | ".join(target)
-    return {
+    requests = _requests(sample, score)
+    row: dict[str, Any] = {
         "key": key,
         "id": sample.id,
         "epoch": sample.epoch,
@@ -223,11 +253,15 @@ def summary_row(sample: LiteSample, key: str) -> dict[str, Any]:
         "error": _error_text(sample.error),
         "tokens": _tokens(sample),
         # Model requests by role (roles with none left out): the cost table's Requests.
-        "requests": _requests(sample, score),
+        "requests": requests,
         "time": sample.total_time,
         # When the sample finished (Unix seconds): the page hides live text older than this.
         "completed": _unix(sample.completed_at),
     }
+    cached = _cached(sample, requests)
+    if cached:  # the cost table's cached rows; absent from most rows, which stay light
+        row["cached"] = cached
+    return row
 
 
 def add_usage(total: dict[str, s.ModelUsage], usage: dict[str, _Usage] | None) -> None:

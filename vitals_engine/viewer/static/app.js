@@ -718,18 +718,51 @@
     return root;
   }
 
+  const TOKEN_KEYS = ["input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens"];
+
+  // Per role, the usage of the samples whose calls of that role the cache answered, all of
+  // them (`cached` in their rows).
+  function cachedUsage(samples) {
+    const parts = {};
+    for (const s of samples) {
+      for (const [role, u] of Object.entries(s.cached || {})) {
+        const part = parts[role] || (parts[role] = { requests: 0, cost: 0, input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_tokens: 0 });
+        part.requests += u.requests || 0;
+        for (const k of TOKEN_KEYS) part[k] += u[k] || 0;
+        part.cost = part.cost === null || u.cost === null || u.cost === undefined ? null : part.cost + u.cost;
+      }
+    }
+    return parts;
+  }
+
+  // A header's cost row split into its live part and the part the cache answered (`part`),
+  // as `read_log(...).get_cost()` splits it: one row, cached, when nothing else is left.
+  function splitCached(row, part) {
+    const live = { ...row, cached: false, requests: row.requests === null ? null : row.requests - part.requests };
+    for (const k of TOKEN_KEYS) live[k] = (row[k] || 0) - part[k];
+    live.cost = row.cost === null || row.cost === undefined || part.cost === null ? null : row.cost - part.cost;
+    const left = TOKEN_KEYS.some((k) => live[k]) || live.requests > 0;
+    return left ? [live, { ...row, ...part, cached: true }] : [{ ...row, cached: true }];
+  }
+
   // The cost table; its Requests, when the header has none, counted over the sample rows
-  // (`requests` by role in each), as `task.get_cost()` counts them.
+  // (`requests` by role in each), as `task.get_cost()` counts them, and the calls the cache
+  // answered in rows of their own (marked "cached").
   function costTable(entry, samples) {
     const counted = {};
     for (const s of samples) for (const [role, n] of Object.entries(s.requests || {})) counted[role] = (counted[role] || 0) + n;
+    const cached = cachedUsage(samples);
     const table = entry.cost_table || [];
     const once = (role) => table.filter((r) => r.role === role).length === 1;  // one model in the role
-    const rows = table.map((r) => r.requests === null || r.requests === undefined
-      ? { ...r, requests: samples.length && once(r.role) ? counted[r.role] || 0 : null } : r);
+    const rows = table.flatMap((r) => {
+      const single = Boolean(samples.length) && once(r.role);
+      const row = r.requests === null || r.requests === undefined ? { ...r, requests: single ? counted[r.role] || 0 : null } : r;
+      const known = r.cached === true || r.cached === false;  // a full read already split it
+      return single && !known && cached[r.role] ? splitCached(row, cached[r.role]) : [row];
+    });
     if (!rows.length) return el("p", { class: "muted", text: "No token usage recorded." });
     const total = rows.reduce((acc, r) => {
-      for (const k of ["input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens"]) acc[k] += r[k] || 0;
+      for (const k of TOKEN_KEYS) acc[k] += r[k] || 0;
       if (r.cost !== null && r.cost !== undefined) acc.cost = (acc.cost || 0) + r.cost;
       return acc;
     }, { input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_tokens: 0, cost: null });
@@ -737,9 +770,10 @@
     return el("table", { id: "cost-table" },
       el("thead", {}, el("tr", {}, ["Role", "Model", "Requests", "Input", "Cached", "Output", "Reasoning", "Cost"].map((h, i) =>
         el("th", { class: i >= 2 ? "num" : "", text: h })))),
-      el("tbody", {}, rows.map((r) => el("tr", {},
+      el("tbody", {}, rows.map((r) => el("tr", { class: r.cached ? "cost-row cost-cached" : "cost-row", "data-cached": String(Boolean(r.cached)) },
         el("td", { text: r.role }),
-        el("td", { class: "nowrap", text: [r.provider, r.model].filter(Boolean).join(" / ") || "—" }),
+        el("td", { class: "nowrap" }, [r.provider, r.model].filter(Boolean).join(" / ") || "—",
+          r.cached ? el("span", { class: "badge cached", title: "Answered from the cache of replies: nothing was sent", text: "cached" }) : null),
         num(r.requests), num(r.input_tokens), num(r.cached_input_tokens), num(r.output_tokens), num(r.reasoning_tokens),
         el("td", { class: "num", text: fmtCost(r.cost) })))),
       rows.length > 1 ? el("tfoot", {}, el("tr", {}, el("td", { text: "Total" }), el("td"), el("td"),
@@ -1045,13 +1079,16 @@
     });
   }
 
-  function renderMessage(message, att) {
+  // `cached`: the ids of the replies the cache answered, each with where it came from.
+  function renderMessage(message, att, cached) {
     const role = ["system", "user", "assistant", "tool"].includes(message.role) ? message.role : "other";
     const label = [message.role || "message"];
     if (message.model) label.push(message.model);
     if (message.role === "tool" && message.function) label.push(message.function);
-    const box = el("div", { class: "message role-" + role },
+    const fromCache = role === "assistant" && cached && message.id && cached.has(message.id);
+    const box = el("div", { class: "message role-" + role + (fromCache ? " from-cache" : "") },
       el("div", { class: "message-role", text: label.join(" · ") }),
+      fromCache ? el("div", { class: "cached-note" }, cachedBadge(), " ", cachedOrigin(cached.get(message.id))) : null,
       contentBlocks(message.content, att));
     for (const call of message.tool_calls || []) {
       add(box, el("div", { class: "tool-call" },
@@ -1067,8 +1104,82 @@
     return box;
   }
 
-  function conversation(messages, att) {
-    return el("div", { class: "conversation" }, messages.map((m) => renderMessage(m, att)));
+  function conversation(messages, att, cached) {
+    return el("div", { class: "conversation" }, messages.map((m) => renderMessage(m, att, cached)));
+  }
+
+  // A sample id as the path segment the API names it by (`paths.sample_key` in Python).
+  function sampleKey(id) {
+    if (typeof id === "number") return String(id);
+    const text = String(id);
+    if (/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/.test(text) && !/^-?[0-9]{1,30}$/.test(text)) return text;
+    let binary = "";
+    for (const byte of new TextEncoder().encode(text)) binary += String.fromCharCode(byte);
+    return "~" + btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+
+  function cachedBadge() {
+    return el("span", { class: "badge cached", title: "Answered from the cache of replies: nothing was sent", text: "cached" });
+  }
+
+  // Where a cached reply came from (a model event's `metadata.cached_from`): the task,
+  // sample and epoch it first answered and when, and its log, linked when this viewer has it.
+  function cachedOrigin(from) {
+    if (!from || typeof from !== "object") return el("span", { class: "cached-from muted small", text: "from an earlier call" });
+    const known = (v) => v !== null && v !== undefined && v !== "";
+    const said = [];
+    if (known(from.task)) said.push("task " + from.task);
+    if (known(from.sample)) said.push("sample " + from.sample);
+    if (known(from.epoch)) said.push("epoch " + from.epoch);
+    if (typeof from.at === "number") said.push(fmtUnix(from.at));
+    const entry = known(from.log) ? store.logs.find((e) => e.name === from.log) : null;
+    const epoch = Number.isInteger(from.epoch) ? from.epoch : 1;
+    const log = !known(from.log) ? null
+      : entry && known(from.sample) ? el("a", { href: sampleHref(entry.file, sampleKey(from.sample), epoch), text: String(from.log) })
+        : el("span", { class: "mono", text: String(from.log) });
+    return el("span", { class: "cached-from muted small" },
+      "from " + (said.join(" · ") || "an earlier call"), log ? [" · ", log] : null);
+  }
+
+  // The ids of the replies the cache answered (its model events' output messages), each
+  // with where it came from.
+  function cachedReplies(events) {
+    const found = new Map();
+    for (const e of events) {
+      if (!e || e.event !== "model" || e.cache !== "read") continue;
+      const choice = e.output && Array.isArray(e.output.choices) ? e.output.choices[0] : null;
+      const id = choice && choice.message ? choice.message.id : null;
+      if (id) found.set(id, e.metadata ? e.metadata.cached_from : null);
+    }
+    return found;
+  }
+
+  // The sample's model calls (its model events): role, model, tokens, time; a call the
+  // cache answered says so and where its reply came from.
+  function modelCalls(events) {
+    const calls = events.filter((e) => e && e.event === "model");
+    if (!calls.length) return null;
+    return el("section", { class: "panel", id: "model-calls" }, el("h2", { text: "Model calls" }),
+      el("div", { class: "table-wrap" }, el("table", {},
+        el("thead", {}, el("tr", {}, ["#", "Role", "Model", "Input", "Output", "Time", ""].map((h, i) =>
+          el("th", { class: i === 0 || (i >= 3 && i <= 5) ? "num" : "", text: h })))),
+        el("tbody", {}, calls.map((e, i) => {
+          const usage = (e.output && e.output.usage) || {};
+          const cached = e.cache === "read";
+          return el("tr", { class: "model-call" + (cached ? " call-cached" : ""), "data-cache": e.cache || "" },
+            el("td", { class: "num", text: i + 1 }),
+            el("td", { text: e.role || "solver" }),
+            el("td", { class: "nowrap", text: e.model || "—" }),
+            el("td", { class: "num", text: fmtInt(usage.input_tokens) }),
+            el("td", { class: "num", text: fmtInt(usage.output_tokens) }),
+            el("td", { class: "num nowrap", text: typeof e.working_time === "number" ? fmtSeconds(e.working_time) : "—" }),
+            el("td", {},
+              cached ? [cachedBadge(), " ", cachedOrigin(e.metadata ? e.metadata.cached_from : null)] : null,
+              e.cache === "write" ? el("span", { class: "muted small", text: "sent; reply kept in the cache" }) : null,
+              e.config && e.config.batch ? [" ", el("span", { class: "badge", text: "batch" })] : null,
+              e.retries ? el("span", { class: "muted small", text: " " + plural(e.retries, "retry", "retries") }) : null,
+              e.error ? [" ", el("span", { class: "flag-error", title: String(e.error), text: "error" })] : null));
+        })))));
   }
 
   function usageTable(title, usage) {
@@ -1107,7 +1218,7 @@
     return counts;
   }
 
-  function scoreSection(name, score, att) {
+  function scoreSection(name, score, att, cached) {
     const metadata = Object.assign({}, score.metadata || {});
     const grading = Array.isArray(metadata.grading) ? metadata.grading : null;
     delete metadata.grading;
@@ -1119,7 +1230,7 @@
         ["Reason", score.reason || null],
       ]),
       score.explanation ? [el("h3", { text: "Explanation" }), el("div", { class: "explanation", text: att(score.explanation) })] : null,
-      grading ? [el("h3", { text: "The judge's conversation" }), conversation(grading, att)] : null,
+      grading ? [el("h3", { text: "The judge's conversation" }), conversation(grading, att, cached)] : null,
       Object.keys(metadata).length ? el("details", {}, el("summary", { text: "Score metadata" }), json(metadata)) : null);
   }
 
@@ -1233,8 +1344,10 @@
     const totalTokens = Object.values(sample.model_usage || {}).reduce(
       (n, u) => n + (u.total_tokens || (u.input_tokens || 0) + (u.output_tokens || 0)), 0);
     const messages = Array.isArray(sample.messages) ? sample.messages : [];
+    const events = Array.isArray(sample.events) ? sample.events : [];
+    const cached = cachedReplies(events);
     let transcript;
-    if (messages.length) transcript = conversation(messages, att);
+    if (messages.length) transcript = conversation(messages, att, cached);
     else {
       const input = Array.isArray(sample.input) ? sample.input : [{ role: "user", content: sample.input }];
       const output = sample.output || {};
@@ -1264,7 +1377,8 @@
           el("pre", { class: "traceback", text: sample.error.traceback })) : null) : null,
       el("section", { class: "panel", id: "conversation" }, el("h2", { text: "Conversation" }), transcript),
       scores.length ? el("section", { class: "panel", id: "scores" }, el("h2", { text: "Scoring" }),
-        scores.map(([name, score]) => scoreSection(name, score, att))) : null,
+        scores.map(([name, score]) => scoreSection(name, score, att, cached))) : null,
+      modelCalls(events),
       el("div", { class: "grid" },
         el("section", { class: "panel", id: "usage" }, el("h2", { text: "Token usage" }),
           usageTable("By model", sample.model_usage) || el("p", { class: "muted", text: "No usage recorded." }),
