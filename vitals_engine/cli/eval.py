@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._errors import ConfigError, DatasetError, EvalFailedError
+from .._errors import BudgetExceeded, ConfigError, DatasetError, EvalFailedError
+from ..caching.options import Cache
 from ..chats.chat import Chat
 from ..chats.constructors import chat as make_chat
 from ..distributed.backend import Ray
@@ -72,6 +73,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if path.suffix != ".py":
         raise UsageError(f"{path} is not a Python file (.py).")
 
+    estimating = _estimating(args)
     with imported(path) as module:
         tasks = find_tasks_or_fail(module, path, name)
         if isinstance(args.resume, str) and len(tasks) > 1:
@@ -102,9 +104,14 @@ def run_eval(args: argparse.Namespace) -> int:
             "resume_anyway": args.resume_anyway,
             "backend": backend,
             "batch": True if getattr(args, "batch", False) else None,
+            "cache": _cache(getattr(args, "cache", None)),
+            "max_cost": getattr(args, "max_cost", None),
+            "max_tokens": getattr(args, "max_tokens", None),
         }
-        outcomes: list[_Outcome] = []
         debug = bool(getattr(args, "debug", False))
+        if estimating:
+            return _estimate_tasks([task for _, task in tasks], routed, options, args, debug)
+        outcomes: list[_Outcome] = []
         for (_, task), kwargs in zip(tasks, routed, strict=True):
             if args.log_dir:
                 task.dir = Path(args.log_dir)
@@ -114,12 +121,89 @@ def run_eval(args: argparse.Namespace) -> int:
     return max((o.code for o in outcomes), default=EXIT_OK)
 
 
+def _cache(given: str | bool | None) -> Cache | None:
+    """`--cache` (the default store) or `--cache DIR`."""
+    if given is None or given is False:
+        return None
+    return Cache() if given is True else Cache(dir=given)
+
+
+def _estimating(args: argparse.Namespace) -> bool:
+    """`--estimate`, checked against the options that go with it."""
+    estimate = bool(getattr(args, "estimate", False))
+    samples = getattr(args, "estimate_samples", None)
+    local = bool(getattr(args, "estimate_local", False))
+    if not estimate:
+        if samples is not None or local:
+            flag = "--estimate-samples" if samples is not None else "--estimate-local"
+            raise UsageError(f"{flag} goes with --estimate: add it to print the estimate.")
+        return False
+    if args.resume is not None or args.resume_anyway:
+        raise UsageError("--estimate runs a fresh sample of the task: leave out --resume.")
+    if samples is not None and local:
+        raise UsageError(
+            "--estimate-samples and --estimate-local do not go together: the local count "
+            "runs no sample."
+        )
+    return True
+
+
+#: The eval options a sampled estimate runs with (its log is temporary, never resumed).
+_ESTIMATE_OPTIONS = ("max_concurrency", "limits", "fail_on_error", "progress", "backend", "batch")
+
+
+def _estimate_tasks(
+    tasks: list[Task],
+    routed: list[dict[str, Any]],
+    options: dict[str, Any],
+    args: argparse.Namespace,
+    debug: bool,
+) -> int:
+    """`--estimate`: print what each task's eval would cost; the worst exit code of them."""
+    codes = []
+    run_options = {k: v for k, v in options.items() if k in _ESTIMATE_OPTIONS}
+    for task, kwargs in zip(tasks, routed, strict=True):
+        codes.append(_estimate_task(task, run_options, kwargs, args, debug))
+        if codes[-1] == EXIT_INTERRUPTED:
+            break
+    return max(codes, default=EXIT_OK)
+
+
+def _estimate_task(
+    task: Task,
+    options: dict[str, Any],
+    routed: dict[str, Any],
+    args: argparse.Namespace,
+    debug: bool,
+) -> int:
+    prefix = f"vitals eval: task '{task.name}': "
+    try:
+        estimate = task.estimate_cost(
+            args.estimate_samples or 20,
+            epochs=args.epochs,
+            local=bool(args.estimate_local),
+            **options,
+            **routed,
+        )
+    except (ConfigError, DatasetError) as exc:
+        report(exc, debug, prefix=prefix)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        say(prefix + "interrupted; nothing was estimated.")
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        report(exc, debug, prefix=f"{prefix}the estimate failed: {type(exc).__name__}: ")
+        return EXIT_FAILED
+    print(f"Task {task.name}: the estimated cost of its eval\n\n{estimate}\n", flush=True)
+    return EXIT_OK
+
+
 def _run_task(task: Task, options: dict[str, Any], routed: dict[str, Any], debug: bool) -> _Outcome:
     """Run one task, print its summary, and say how it went as an exit code."""
     prefix = f"vitals eval: task '{task.name}': "
     try:
         task.eval(**options, **routed)
-    except EvalFailedError as exc:
+    except (EvalFailedError, BudgetExceeded) as exc:
         _print_summary(task)
         report(exc, debug, prefix=prefix)
         return _Outcome(task, EXIT_FAILED)

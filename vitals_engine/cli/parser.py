@@ -36,6 +36,7 @@ Examples:
   vitals ls                                              list the logs in VITALS_LOG_DIR (or ./logs)
   vitals view logs --port 7576                           open the log viewer
   vitals bundle logs --output-dir site                   a static site of the viewer and logs
+  vitals cache stats                                     what the cache of model replies holds
 
 Run `vitals COMMAND --help` for the options of a command.
 """
@@ -55,10 +56,13 @@ Examples:
   vitals eval evals/suite.py --resume                  continue the newest unfinished run
   vitals eval evals/suite.py --resume --resume-anyway   ... even after changing the model
   vitals eval evals/suite.py --ray auto --workers 8     on the Ray cluster of this node
+  vitals eval evals/suite.py --estimate --epochs 3      what it would cost, from 20 rows
+  vitals eval evals/suite.py --cache --max-cost 5       replies from the cache; at most $5
   vitals eval evals/suite.py --resume logs/2026-01-14T16-19-11-00-00_suite_abc.journal
 
 Exit codes: 0 success, 1 samples failed beyond --fail-on-error (the log is
-still written) or the run failed, 2 usage error.
+still written), the run reached --max-cost or --max-tokens, or the run failed,
+2 usage error.
 """
 
 LS_EPILOG = """\
@@ -86,6 +90,19 @@ Examples:
   vitals bundle                    # ./logs-bundle (the log directory's name, -bundle)
   vitals bundle --output-dir site
   vitals bundle runs/today --output-dir public/evals --overwrite
+"""
+
+
+CACHE_EPILOG = """\
+The cache of model replies (`eval(cache=True)`, `chat_*(cache=True)`) lives in
+VITALS_CACHE_DIR, else the user's cache directory; --dir names another.
+AGE is "90s", "15m", "12h", "7d", "2w" or a number of seconds.
+
+Examples:
+  vitals cache stats                          replies, size, oldest and newest per model
+  vitals cache ls --model gpt-4.1-mini        the newest replies of a model, and whose they were
+  vitals cache clear --older-than 7d          remove the replies stored over a week ago
+  vitals cache clear --dir ./cache            empty the cache in ./cache
 """
 
 
@@ -152,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="vitals",
         description="Evaluate products built on large language models: run evals, "
-        "list, view and bundle their logs.",
+        "list, view and bundle their logs, look into the cache of model replies.",
         epilog=MAIN_EPILOG,
         formatter_class=formatter,
     )
@@ -219,6 +236,27 @@ def build_parser() -> argparse.ArgumentParser:
         "within hours)",
     )
     run.add_argument(
+        "--cache",
+        nargs="?",
+        const=True,
+        metavar="DIR",
+        help="answer model calls from the cache of replies where it has them, and keep new "
+        "replies (in DIR, else VITALS_CACHE_DIR, else the user's cache directory)",
+    )
+    run.add_argument(
+        "--max-cost",
+        type=_positive_number,
+        metavar="DOLLARS",
+        help="stop starting samples when the next could take the run's cost past this "
+        "(the log is written, status cancelled; --resume continues)",
+    )
+    run.add_argument(
+        "--max-tokens",
+        type=_positive_int,
+        metavar="N",
+        help="the same for tokens sent and received",
+    )
+    run.add_argument(
         "--fail-on-error",
         type=_fail_on_error,
         metavar="X",
@@ -227,6 +265,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--log-format", choices=["json", "eval"], help="the log's format")
     run.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+    run.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print what the eval would cost, from a sample of its rows, and exit without "
+        "running it (nothing is logged)",
+    )
+    run.add_argument(
+        "--estimate-samples",
+        type=_positive_int,
+        metavar="N",
+        help="with --estimate: the rows to run (default 20)",
+    )
+    run.add_argument(
+        "--estimate-local",
+        action="store_true",
+        help="with --estimate: call nothing; count the input tokens locally (output tokens "
+        "and a judge's calls stay unknown)",
+    )
     _add_debug(run)
 
     ls = commands.add_parser(
@@ -276,7 +332,59 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace the output directory if it is an earlier bundle",
     )
     _add_debug(bundle)
+    _add_cache(commands, formatter)
     return parser
+
+
+def _add_cache(commands: argparse._SubParsersAction, formatter: type) -> None:
+    """`vitals cache ls|stats|clear` and their options."""
+    cache = commands.add_parser(
+        "cache",
+        help="list, count or clear the cache of model replies",
+        description="What the cache of model replies holds, and emptying it.",
+        epilog=CACHE_EPILOG,
+        formatter_class=formatter,
+    )
+    actions = cache.add_subparsers(
+        dest="cache_command", metavar="ACTION", parser_class=_Parser, required=True
+    )
+    helps = {
+        "ls": "list the stored replies, newest first, with the call each first answered",
+        "stats": "replies, size, oldest and newest per model, and where the store is",
+        "clear": "remove stored replies (all, or those older than AGE, or of a model)",
+    }
+    for name, text in helps.items():
+        action = actions.add_parser(
+            name,
+            help=text,
+            description=text[0].upper() + text[1:] + ".",
+            epilog=CACHE_EPILOG,
+            formatter_class=formatter,
+        )
+        action.add_argument(
+            "--dir",
+            metavar="DIR",
+            help="the cache's directory (default: VITALS_CACHE_DIR, "
+            "else the user's cache directory)",
+        )
+        action.add_argument(
+            "--model",
+            metavar="MODEL",
+            help="only this model's (gpt-4.1-mini or openai/gpt-4.1-mini)",
+        )
+        if name != "stats":
+            action.add_argument(
+                "--older-than", metavar="AGE", help="only replies stored longer ago than AGE (7d)"
+            )
+        if name == "ls":
+            action.add_argument(
+                "--limit",
+                type=_positive_int,
+                default=50,
+                metavar="N",
+                help="list at most N replies (default: 50)",
+            )
+        _add_debug(action)
 
 
 def _port(text: str) -> int:
@@ -303,6 +411,10 @@ def _run(command: str, args: argparse.Namespace) -> int:
         from .view import run_view
 
         return run_view(args)
+    if command == "cache":
+        from .cache import run_cache
+
+        return run_cache(args)
     from .bundle import run_bundle
 
     return run_bundle(args)

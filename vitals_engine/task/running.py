@@ -40,6 +40,7 @@ from ..log.journal_format import encode_sample
 from ..log.live import LiveFile, LiveSample, input_excerpt, live_path
 from ..log.writer import log_file_name, new_id
 from ..metrics import compute_metrics, score_series
+from ..pacing.budget import Budget
 from ..progress import ProgressBar
 from ..samples import SampleRecord
 from ..transport.pool import transport_scope
@@ -71,6 +72,7 @@ async def run_task(
     scorer_kwargs: dict[str, Any] | None = None,
     sink: Sink | None = None,
     resume: Resumed | None = None,
+    budget: Budget | None = None,
 ) -> None:
     """Solve and/or score the task's samples; see the module docstring."""
     epochs = options.epochs or (resume.epochs if resume else None) or setup.epochs or 1
@@ -125,6 +127,7 @@ async def run_task(
         batch=options.batch,
         earlier_batches=resume.batches if resume is not None else (),
         cache=CacheUse(options.cache, task=setup.name, log=state.log_name),
+        budget=budget,
     )
     if options.backend is not None:  # before the run starts: nothing to log if it cannot go
         check_sendable(run, setup.rows[0] if setup.rows else None)
@@ -263,6 +266,7 @@ def _finish_run(
     state.score_ledger.merge(run.ledger, role="scorer")
     if run.batches is not None:
         state.batches.update(run.batches.records)
+    state.count_cache(run.cache)
     state.limit_history = [
         log_schema.ConnectionLimitChange(when, f"{provider.lower()}/{model}", old, new, why)
         for (provider, _, model), limiter in run.limits.items()
@@ -274,7 +278,14 @@ def _finish_run(
     state.completed_at = time.time()
     if score and failed is None:
         state.scored = True
-    if failed is not None:
+    budget = run.budget
+    reason = budget.reason(run.ledger) if budget is not None and failed is None else None
+    state.budget_reason = reason
+    state.budget_spent = budget.spent(run.ledger) if budget is not None and reason else None
+    if reason is not None:
+        state.status = "cancelled"  # resumable: the samples not started run then
+        state.error = log_schema.EvalError(reason, reason, reason)
+    elif failed is not None:
         if score:
             state.partial_metrics = _metrics_so_far(setup, records)
         cancelled = isinstance(failed, anyio.get_cancelled_exc_class() | KeyboardInterrupt)

@@ -9,8 +9,9 @@ order); a scoring run keeps them and clears their scores first. `scored` turns
 True only when a scoring run ends without failing. Each run starts with `status`
 "started" and ends "success", "error" or "cancelled"; `partial_metrics` are the
 metrics of a run that did not succeed, for its log. The ledgers hold the usage of
-every run since the last reset, by role. `writer` is the journal of the current
-run: one per solving run, reopened under the same name by a scoring run.
+every run since the last reset, by role; the cache's counts, those of every run
+since the last solving one. `writer` is the journal of the current run: one per
+solving run, reopened under the same name by a scoring run.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..caching.lookup import CacheUse
 from ..chats.chat import Chat
 from ..dataset import DatasetRow
 from ..engine.calls import FunctionSpec
@@ -95,10 +97,31 @@ class RunState:
     solver_model: str | None = None
     #: The provider batches of the run, by key (what is known of each, without requests).
     batches: dict[str, BatchRecord] = field(default_factory=dict)
+    #: What stopped the last run at its budget, and what it spent against it (None: no).
+    budget_reason: str | None = None
+    budget_spent: float | None = None
+    #: Calls the cache answered, and calls sent for want of a cached reply (and kept),
+    #: over the runs since the last solving one; None when none of them used a cache.
+    cache_hits: int | None = None
+    cache_misses: int | None = None
+
+    def count_cache(self, use: CacheUse | None) -> None:
+        """Add a finished run's cache counts (a run without a cache adds nothing).
+
+        Example:
+            >>> state.count_cache(run.cache)
+            >>> state.cache_hits, state.cache_misses
+            (3, 5)
+        """
+        if use is None or (use.default is None and not (use.hits or use.misses)):
+            return
+        self.cache_hits = (self.cache_hits or 0) + use.hits
+        self.cache_misses = (self.cache_misses or 0) + use.misses
 
     def reset_solutions(self) -> None:
         self.records = None
         self.batches = {}
+        self.cache_hits = self.cache_misses = None
         self.solve_ledger = UsageLedger()
         self.reset_scores()
 

@@ -30,10 +30,12 @@ from ..pacing.batch import Batch
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
 from ..vocab.usage import UsageLedger
+from .estimate import Estimate, estimate_cost
 from .logfile import rehydrate_records, write_log
 from .options import RunOptions, check_epochs
 from .resume import Resumed
 from .running import raise_if_failed, resumable, run_task
+from .spending import budget_error, known_chats, make_budget
 from .state import RunState, TaskSetup
 from .streaming import SampleStream, Sink
 
@@ -346,12 +348,17 @@ class Task:
         progress: bool | None = False,
         backend: Ray | None = None,
         batch: Batch | bool | None = None,
+        cache: Cache | bool | None = None,
+        max_cost: float | None = None,
+        max_tokens: int | None = None,
         **kwargs: Any,
     ) -> SampleStream:
         """Evaluate, handing each sample to the caller as soon as it is solved and scored.
 
         A slow consumer slows the run (nothing piles up in memory); leaving
-        the block early cancels the run and logs what finished.
+        the block early cancels the run and logs what finished. Takes `eval()`'s run
+        options, `cache`, `max_cost` and `max_tokens` included (a run its budget stops
+        ends the stream with `BudgetExceeded`).
 
         Example:
             >>> async with task.stream_async(epochs=2) as samples:
@@ -367,6 +374,9 @@ class Task:
             progress=progress,
             backend=backend,
             batch=batch,
+            cache=cache,
+            max_cost=max_cost,
+            max_tokens=max_tokens,
         )
         return SampleStream(functools.partial(self._evaluate, options, kwargs))
 
@@ -388,8 +398,9 @@ class Task:
         solver_kw, scorer_kw = route_kwargs(
             kwargs, setup.solver_spec, setup.scorer_spec, _EVAL_OPTIONS
         )
-        _check_keys(setup.solver, solver_kw, "solver_chat")
-        _check_keys(setup.scorer, scorer_kw, "scorer_chat")
+        chats = _check_keys(setup.solver, solver_kw, "solver_chat") + _check_keys(
+            setup.scorer, scorer_kw, "scorer_chat"
+        )
         await run_task(
             setup,
             self._state,
@@ -400,9 +411,13 @@ class Task:
             scorer_kwargs=scorer_kw,
             sink=sink,
             resume=resume,
+            budget=make_budget(options, setup.rows, chats),
         )
         self.measure()
         self.log()
+        over = budget_error(self._state)
+        if over is not None:
+            raise over
         raise_if_failed(self._state, options)
 
     def solve(
@@ -527,6 +542,79 @@ class Task:
 
         return view(self.dir, block=False)
 
+    # -- cost before the run --------------------------------------------------------
+
+    def estimate_cost(
+        self,
+        sample: int = 20,
+        *,
+        epochs: int | None = None,
+        local: bool = False,
+        seed: int = 0,
+        **kwargs: Any,
+    ) -> Estimate:
+        """What `eval()` would cost: tokens and dollars by role and model, with a range.
+
+        Runs `sample` rows drawn at random (with `seed`: the same rows each time), once
+        each, on a clone of this task logging into a temporary directory (removed after;
+        this task is left as it was), and extrapolates each sample's own usage to every
+        row x epoch. The range is about a 95% interval from the spread between the
+        samples (see `vitals_engine/task/estimate.py`), never below what the sample
+        spent; with every row sampled, the estimate is exact. Calls the cache answered
+        are priced as if sent, as a fresh run would send them. A model with no known
+        price has cost None.
+
+        Args:
+            sample: rows to run (every row when the dataset has no more).
+            epochs: runs per sample of the run to estimate (default: `Task(epochs=)`,
+                else 1); the sample runs each row once whatever it is.
+            local: call nothing: count each row's input tokens for the solver's model
+                (about 4 characters a token) and price them over every row x epoch.
+                Output tokens and the scorer's calls stay unknown (None, with a note).
+            seed: picks the rows.
+            **kwargs: routed to the solver and/or scorer as `eval()` routes them
+                (`solver_chat=other_chat`); the run options `max_concurrency`,
+                `limits`, `retry`, `fail_on_error`, `progress`, `backend` and `batch`
+                go to the sample's run.
+
+        Example:
+            >>> estimate = task.estimate_cost(sample=20, epochs=2)
+            >>> print(estimate)   # the table, then "about $12.40 ($10.90-$13.90) for ..."
+            >>> task.estimate_cost(local=True).rows["input_tokens"]
+        """
+        return run_sync(
+            functools.partial(
+                self.estimate_cost_async, sample, epochs=epochs, local=local, seed=seed, **kwargs
+            )
+        )
+
+    async def estimate_cost_async(
+        self,
+        sample: int = 20,
+        *,
+        epochs: int | None = None,
+        local: bool = False,
+        seed: int = 0,
+        **kwargs: Any,
+    ) -> Estimate:
+        """The async form of `estimate_cost()`."""
+        return await estimate_cost(
+            self._setup,
+            self._clone_with,
+            sample,
+            epochs=epochs,
+            local=local,
+            seed=seed,
+            kwargs=kwargs,
+        )
+
+    def _clone_with(self, setup: TaskSetup) -> Task:
+        """A clone of this task with another setup (the rows and log directory of an
+        estimate's sample)."""
+        twin = self.clone()
+        twin._setup = setup
+        return twin
+
     def __repr__(self) -> str:
         state = "scored" if self._state.scored else "solved" if self.solved else "not run"
         metrics = ", ".join(f"{k}={v:.3g}" for k, v in (self.metrics or {}).items())
@@ -537,19 +625,17 @@ class Task:
         )
 
 
-def _check_keys(fn: Any, routed: dict[str, Any], slot: str) -> None:
+def _check_keys(fn: Any, routed: dict[str, Any], slot: str) -> list[Chat]:
     """Before a run starts: an `AuthenticationError` naming the variable to set for a chat
     the run will use that has no API key. Those chats are the ones passed to this run
     (`eval(solver_chat=...)`, as `vitals eval --model` does) and, unless replaced, the one
     a built-in solver or judge holds (`generate(chat)`, `model_graded_qa(scorer_chat=)`).
-    A chat hidden inside a function of the user's is checked at its first request."""
-    chats = [v for v in routed.values() if isinstance(v, Chat)]
-    if slot not in routed:
-        own = getattr(fn, slot, None)
-        if isinstance(own, Chat):
-            chats.append(own)
+    A chat hidden inside a function of the user's is checked at its first request.
+    Returns the chats checked."""
+    chats = known_chats(fn, routed, slot)
     for chat in chats:
         chat.provider.check_key()
+    return chats
 
 
 def _copy_ledger(ledger: UsageLedger) -> UsageLedger:
