@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -240,71 +241,63 @@ def _logged_retries(events: msgspec.Raw) -> list[RetryNote] | None:
     return notes or None
 
 
-class _CallConfig(msgspec.Struct):
+class _ModelCallEvent(msgspec.Struct):
+    """What the per-role readings below need of a logged event."""
+
     event: str
     role: str | None = None
     config: dict[str, Any] | None = None
+    cache: str | None = None
 
 
-_call_configs = msgspec.json.Decoder(list[_CallConfig])
+_model_call_events = msgspec.json.Decoder(list[_ModelCallEvent])
 _BATCH_KEY = re.compile(rb'"batch"\s*:')
+_CACHE_READ = re.compile(rb'"cache"\s*:\s*"read"')
 #: A model event's role (ours write "grader" for the scorer's calls, as Inspect names a
 #: judge) as the role of a cost row; a model event without one is the solver's.
 _EVENT_ROLES = {"grader": "scorer", "scorer": "scorer"}
 
 
-def logged_batch(events: msgspec.Raw) -> dict[str, bool] | None:
-    """Per role with model events, whether its calls were all sent in provider batches:
-    their `config.batch` (ours write `true`; Inspect's may be a batch size or settings).
-    None when no event mentions batches (most samples: no copy, no decode)."""
-    if _BATCH_KEY.search(memoryview(events)) is None:
+def _per_role(
+    events: msgspec.Raw, mentioned: re.Pattern[bytes], says: Callable[[_ModelCallEvent], bool]
+) -> dict[str, bool] | None:
+    """Per role with model events, whether `says` holds for every one of its calls. None
+    when the events never match `mentioned` (most samples: no copy, no decode) or are of
+    a shape we do not know."""
+    if mentioned.search(memoryview(events)) is None:
         return None
     try:
-        decoded = _call_configs.decode(events)
-    except msgspec.ValidationError:  # events of a shape we do not know: no batch read
+        decoded = _model_call_events.decode(events)
+    except msgspec.ValidationError:
         return None
     out: dict[str, bool] = {}
     for event in decoded:
         if event.event != "model":
             continue
         role = _EVENT_ROLES.get(event.role or "", "solver")
-        batched = (event.config or {}).get("batch") not in (None, False)
-        out[role] = out.get(role, True) and batched
+        out[role] = out.get(role, True) and says(event)
     return out
 
 
-class _CallCache(msgspec.Struct):
-    event: str
-    role: str | None = None
-    cache: str | None = None
-
-
-_call_caches = msgspec.json.Decoder(list[_CallCache])
-_CACHE_READ = re.compile(rb'"cache"\s*:\s*"read"')
+def logged_batch(events: msgspec.Raw) -> dict[str, bool] | None:
+    """Per role with model events, whether its calls were all sent in provider batches:
+    their `config.batch` (ours write `true`; Inspect's may be a batch size or settings).
+    None when no event mentions batches."""
+    return _per_role(
+        events, _BATCH_KEY, lambda e: (e.config or {}).get("batch") not in (None, False)
+    )
 
 
 def logged_cache(events: msgspec.Raw) -> dict[str, bool] | None:
     """Per role with model events, whether the cache answered all its calls (their
     `"cache": "read"`, as ours and Inspect's record a reply read from a cache). None
-    when no event says so (most samples: no copy, no decode).
+    when no event says so.
 
     Example:
         >>> logged_cache(msgspec.Raw(b'[{"event": "model", "cache": "read"}]'))
         {'solver': True}
     """
-    if _CACHE_READ.search(memoryview(events)) is None:
-        return None
-    try:
-        decoded = _call_caches.decode(events)
-    except msgspec.ValidationError:  # events of a shape we do not know: no cache read
-        return None
-    out: dict[str, bool] = {}
-    for event in decoded:
-        if event.event != "model":
-            continue
-        role = _EVENT_ROLES.get(event.role or "", "solver")
-        out[role] = out.get(role, True) and event.cache == "read"
-    return out
+    return _per_role(events, _CACHE_READ, lambda e: e.cache == "read")
 
 
 def is_batched(record: SampleRecord, role: str) -> bool:
