@@ -347,5 +347,9 @@ def assert_inspect_reads(path: Path | str, task: Any | None = None) -> Any:
                 assert sample.output.completion == row["result"]
         if task.metrics:
             (scores,) = full.results.scores
-            assert {k: m.value for k, m in scores.metrics.items()} == task.metrics
+            stderrs = {k: m for k, m in scores.metrics.items() if "stderr_of" in (m.metadata or {})}
+            metrics = {k: m.value for k, m in scores.metrics.items() if k not in stderrs}
+            assert metrics == task.metrics
+            for entry in stderrs.values():  # Inspect's `stderr` beside each metric
+                assert entry.value == task.metric_stats[entry.metadata["stderr_of"]].stderr
     return full

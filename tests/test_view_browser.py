@@ -762,3 +762,23 @@ def test_log_written_by_us_opens_in_the_browser(page, tmp_path: Path) -> None:
         expect(page.locator("#scores .grade")).to_have_text("C")
         expect(page.locator("#usage")).to_contain_text("scorer")
     assert page.problems == []
+
+
+def test_a_log_page_shows_each_metrics_stderr_and_interval(page, tmp_path: Path) -> None:
+    """Beside accuracy: ± its standard error, the 95% interval and how many samples; the
+    `.value` itself stays the metric."""
+    data = [
+        {"input": f"What's {i}+{i}?", "target": str(2 * i if right else 2 * i + 100)}
+        for i, right in enumerate([1, 1, 0, 1, 0, 1, 1, 1, 0, 1], start=1)
+    ]
+    task = ve.Task(data, ve.generate(ve.chat_mock()), ve.detect_includes(), dir=tmp_path)
+    task.eval()
+    with ViewServer(tmp_path).start() as server:
+        page.goto(log_url(server.url, task.log_path.name))
+        card = page.locator("#log-cards .metric")
+        expect(card.locator(".label")).to_have_text("accuracy")
+        expect(card.locator(".value")).to_have_text("0.7")
+        expect(card.locator(".stat .stderr")).to_have_text("± 0.153")
+        expect(card.locator(".stat .interval")).to_have_text(f"95% CI 0.354{DASH}1 · 10 samples")
+        shot(page, "log-metric-stats")
+    assert page.problems == []

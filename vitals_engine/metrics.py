@@ -10,13 +10,16 @@ vitals_engine` stays cheap, and `GRADE_DTYPE` is made on first access.
 
 from __future__ import annotations
 
+import math
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ._errors import ConfigError, MetricError
-from .samples import GRADES
+from .samples import GRADES, Sample, SampleRecord
+from .statistics.intervals import MetricStat, bootstrap_stderr, mean_stderr, t_interval
+from .statistics.reducers import numeric_value, reduce_epochs
 
 if TYPE_CHECKING:
     import polars as pl
@@ -27,6 +30,8 @@ __all__ = [
     "check_metrics",
     "compute_metrics",
     "grade_dtype",
+    "measure_records",
+    "metric_stats",
     "numeric_value",
     "score_series",
 ]
@@ -67,15 +72,6 @@ def score_series(values: Sequence[Any], name: str = "score") -> pl.Series:
     if present and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in present):
         return pl.Series(name, [None if v is None else float(v) for v in values], dtype=pl.Float64)
     return pl.Series(name, [None if v is None else str(v) for v in values], dtype=pl.String)
-
-
-def numeric_value(value: Any) -> float | None:
-    """A score as a number: C=1, P=0.5, I=0, numbers and booleans as they are; else None."""
-    if isinstance(value, str):
-        return _GRADE_VALUE.get(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    return None
 
 
 def accuracy(scores: pl.Series) -> float | None:
@@ -122,18 +118,104 @@ def compute_metrics(scores: pl.Series, metrics: Mapping[str, Metric] | None) -> 
     if metrics is None:
         value = accuracy(scores)
         return {} if value is None else {"accuracy": value}
-    import polars as pl
-
     results: dict[str, float] = {}
     for name, fn in metrics.items():
-        value = fn(scores)
-        if hasattr(value, "item") and not isinstance(value, pl.Series):
-            value = value.item()  # numpy scalars
-        if not isinstance(value, numbers.Real) or isinstance(value, bool):
-            shown = repr(value) if not isinstance(value, pl.Series) else "a Series"
-            raise MetricError(
-                f"Each metric function must return a single number; metric '{name}' "
-                f"returned a {type(value).__name__} ({shown[:60]})."
-            )
-        results[name] = float(value)
+        results[name] = _as_number(name, fn(scores))
     return results
+
+
+def _as_number(name: str, value: Any) -> float:
+    """A metric function's result as a float, or a `MetricError` saying what it was."""
+    import polars as pl
+
+    if hasattr(value, "item") and not isinstance(value, pl.Series):
+        value = value.item()  # numpy scalars
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        shown = repr(value) if not isinstance(value, pl.Series) else "a Series"
+        raise MetricError(
+            f"Each metric function must return a single number; metric '{name}' "
+            f"returned a {type(value).__name__} ({shown[:60]})."
+        )
+    return float(value)
+
+
+def metric_stats(
+    scores: pl.Series,
+    metrics: Mapping[str, Metric] | None,
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    seed: int = 0,
+) -> dict[str, MetricStat]:
+    """`compute_metrics`, each value with its standard error and 95% interval.
+
+    `clusters` gives each score's cluster (default: each score its own). `accuracy`
+    gets the analytic standard error of a mean, cluster-robust, and an interval clipped
+    to 0..1 when the scores lie there; any other metric function a bootstrap over
+    clusters (1,000 draws from `seed`: the same each time).
+
+    Example:
+        >>> stats = metric_stats(score_series(["C", "C", "I", "C"]), None)
+        >>> round(stats["accuracy"].stderr, 3), stats["accuracy"].clusters
+        (0.25, 4)
+    """
+    keys: Sequence[Hashable] = clusters if clusters is not None else range(scores.len())
+    if len(keys) != scores.len():
+        raise MetricError(f"{len(keys)} cluster keys for {scores.len()} scores.")
+    present = [i for i, null in enumerate(scores.is_null().to_list()) if not null]
+    stats: dict[str, MetricStat] = {}
+    for name, value in compute_metrics(scores, metrics).items():
+        fn = accuracy if metrics is None else metrics[name]
+        if fn is accuracy:
+            counted = [numeric_value(v) or 0.0 for v in scores.gather(present).to_list()]
+            used = [keys[i] for i in present]
+            stderr = mean_stderr(counted, used)
+            bounded = all(0.0 <= x <= 1.0 for x in counted)
+            bounds = (0.0, 1.0) if bounded else None
+        else:
+
+            def resampled(rows: pl.Series, fn: Metric = fn, name: str = name) -> float:
+                return _as_number(name, fn(scores.gather(rows)))
+
+            used = list(keys)
+            stderr = bootstrap_stderr(resampled, used, seed=seed)
+            bounds = None
+        count = len(set(used))
+        if stderr is not None and not math.isfinite(stderr):
+            stderr = None
+        low, high = t_interval(value, stderr, count, bounds=bounds)
+        stats[name] = MetricStat(value, stderr, low, high, n=len(present), clusters=count)
+    return stats
+
+
+def measure_records(
+    records: Sequence[SampleRecord],
+    metrics: Mapping[str, Metric] | None,
+    *,
+    reducer: str | None = None,
+    cluster: Callable[[Sample], Hashable] | None = None,
+) -> dict[str, MetricStat]:
+    """The metrics, with their statistics, of the records that finished without error.
+
+    With a `reducer`, each sample's epochs are first reduced to one score (see
+    `statistics.reducers`). Scores are clustered by `cluster(sample)`, by default the
+    sample's id: its epochs form one cluster.
+
+    Example:
+        >>> measure_records(task._state.records, None, reducer="mean")["accuracy"].value
+        0.75
+    """
+    finished = [r for r in records if r.error is None]
+    key = cluster or (lambda sample: sample.id)
+    if reducer is None:
+        values = [r.score.value if r.score else None for r in finished]
+        keys = [key(r.sample) for r in finished]
+    else:
+        by_sample: dict[Any, list[SampleRecord]] = {}
+        for record in finished:
+            by_sample.setdefault(record.sample.id, []).append(record)
+        epochs = [sorted(group, key=lambda r: r.sample.epoch) for group in by_sample.values()]
+        values = [
+            reduce_epochs([r.score.value if r.score else None for r in g], reducer) for g in epochs
+        ]
+        keys = [key(g[0].sample) for g in epochs]
+    return metric_stats(score_series(values), metrics, keys)

@@ -12,9 +12,10 @@ from .log.reader import read_log
 if TYPE_CHECKING:
     import polars as pl
 
+    from .statistics.intervals import MetricStat
     from .task.task import Task
 
-__all__ = ["cache_note", "format_cost", "summary", "ungraded_note"]
+__all__ = ["cache_note", "format_cost", "format_metric", "summary", "ungraded_note"]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -106,16 +107,41 @@ def cache_note(task: Task) -> str | None:
     return f"Cache: {hits:,} of {calls} answered from the cache, {misses:,} sent."
 
 
-def _stopped_run_metrics(path: Path) -> tuple[dict[str, float | int | None] | None, str | None]:
-    """The metrics the log of a run that stopped before the end holds, and its status
-    (the task keeps none in `metrics`); (None, None) for any other log."""
+def format_metric(name: str, value: float, stat: MetricStat | None = None) -> str:
+    """A metric as the summary shows it: its value, and with statistics its standard
+    error, 95% interval and how many scores (and clusters) it is over.
+
+    Example:
+        >>> format_metric("accuracy", 0.75, task.metric_stats["accuracy"])
+        'accuracy = 0.75 ± 0.068 (95% CI 0.61-0.89, 40 samples)'
+    """
+    text = f"{name} = {value:.4g}"
+    if stat is None or stat.stderr is None:
+        return text
+    text += f" ± {stat.stderr:.2g}"
+    details = []
+    if stat.low is not None and stat.high is not None:
+        details.append(f"95% CI {stat.low:.3g}\u2013{stat.high:.3g}")
+    if stat.n is not None:
+        if stat.clusters is None or stat.clusters == stat.n:
+            details.append(plural(stat.n, "sample"))
+        else:
+            details.append(f"{plural(stat.n, 'score')} in {plural(stat.clusters, 'cluster')}")
+    return text + (f" ({', '.join(details)})" if details else "")
+
+
+def _stopped_run_metrics(
+    path: Path,
+) -> tuple[dict[str, float | int | None] | None, dict[str, MetricStat] | None, str | None]:
+    """The metrics (and their statistics) the log of a run that stopped before the end
+    holds, and its status (the task keeps none in `metrics`); Nones for any other log."""
     try:
         logged = read_log(path, header_only=True)
     except VitalsError:
-        return None, None
+        return None, None, None
     if logged.status not in ("cancelled", "error"):
-        return None, None
-    return logged.metrics, logged.status
+        return None, None, None
+    return logged.metrics, logged.metric_stats, logged.status
 
 
 def summary(task: Task) -> str:
@@ -133,10 +159,14 @@ def summary(task: Task) -> str:
     elapsed = task.elapsed
     if elapsed is not None:
         parts[0] += f", {elapsed:.2f}s"
-    values, stopped = task.metrics, None
+    values, stats, stopped = task.metrics, task.metric_stats, None
     if values is None and task.solved and task.log_path is not None:
-        values, stopped = _stopped_run_metrics(task.log_path)
-    metrics = ", ".join(f"{k} = {v:.4g}" for k, v in (values or {}).items() if v is not None)
+        values, stats, stopped = _stopped_run_metrics(task.log_path)
+    metrics = "; ".join(
+        format_metric(k, v, (stats or {}).get(k))
+        for k, v in (values or {}).items()
+        if v is not None
+    )
     parts.append(f"Metrics: {metrics or 'none'}")
     if metrics and stopped is not None:
         parts[-1] += f" (of the samples scored before the run stopped: status {stopped})"

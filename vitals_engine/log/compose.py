@@ -10,6 +10,7 @@ import msgspec
 
 from ..chats.chat import Chat
 from ..samples import SampleRecord
+from ..statistics.intervals import LEVEL, MetricStat
 from ..vocab.batches import BatchRecord
 from ..vocab.turns import Turn
 from ..vocab.usage import UsageLedger
@@ -18,7 +19,14 @@ from .batches import with_batches
 from .events import ChatLog, sample_events
 from .messages import chat_messages, model_usage, stop_reason, to_builtins
 
-__all__ = ["RunHeader", "compose_header", "compose_sample", "iso_time", "logged_input"]
+__all__ = [
+    "RunHeader",
+    "compose_header",
+    "compose_metrics",
+    "compose_sample",
+    "iso_time",
+    "logged_input",
+]
 
 
 _LOCAL = datetime.now().astimezone().tzinfo
@@ -209,12 +217,17 @@ class RunHeader:
     max_samples: int | None = None
     packages: dict[str, str] = field(default_factory=dict)
     batches: list[BatchRecord] = field(default_factory=list)
+    #: The metrics' standard errors and intervals, by name (those known).
+    metric_stats: dict[str, MetricStat] = field(default_factory=dict)
+    #: The epoch reducer the metrics were computed after (None: none).
+    reducer: str | None = None
 
 
 def compose_header(run: RunHeader) -> s.EvalLog:
     """The log without samples: everything a listing or a header-only read needs."""
+    metrics = compose_metrics(run.metrics, run.metric_stats)
     scorers = (
-        [s.EvalScorer(run.scorer, metrics=[s.EvalMetricDecl(m) for m in run.metrics])]
+        [s.EvalScorer(run.scorer, metrics=[s.EvalMetricDecl(m) for m in metrics])]
         if run.scorer
         else None
     )
@@ -227,7 +240,8 @@ def compose_header(run: RunHeader) -> s.EvalLog:
                 scorer=run.scorer,
                 scored_samples=run.scored_samples,
                 unscored_samples=run.total_samples - run.scored_samples,
-                metrics={k: s.EvalMetric(k, v) for k, v in run.metrics.items()},
+                metrics=metrics,
+                reducer=run.reducer,
             )
         ]
         if run.scorer
@@ -246,7 +260,11 @@ def compose_header(run: RunHeader) -> s.EvalLog:
                 shuffled=False,
             ),
             model=run.model,
-            config=s.EvalConfig(epochs=run.epochs, max_samples=run.max_samples),
+            config=s.EvalConfig(
+                epochs=run.epochs,
+                epochs_reducer=[run.reducer] if run.reducer else None,
+                max_samples=run.max_samples,
+            ),
             eval_id=run.eval_id,
             run_id=run.run_id,
             task_id=run.task_id,
@@ -267,3 +285,40 @@ def compose_header(run: RunHeader) -> s.EvalLog:
         ),
         error=run.error if run.error is not None else msgspec.UNSET,
     )
+
+
+def compose_metrics(
+    values: dict[str, float], stats: dict[str, MetricStat]
+) -> dict[str, s.EvalMetric]:
+    """A scorer's metrics as Inspect writes them: each metric, its statistics in its
+    metadata, and beside it Inspect's `stderr` metric (`<name>_stderr` for all but the
+    first), marked as ours with `stderr_of`.
+
+    Example:
+        >>> list(compose_metrics({"accuracy": 0.7}, {"accuracy": stat}))
+        ['accuracy', 'stderr']
+    """
+    metrics: dict[str, s.EvalMetric] = {}
+    for position, (name, value) in enumerate(values.items()):
+        stat = stats.get(name)
+        metrics[name] = s.EvalMetric(name, value, metadata=_stat_metadata(stat))
+        if stat is None or stat.stderr is None:
+            continue
+        key = "stderr" if position == 0 else f"{name}_stderr"
+        if key not in values and key not in metrics:
+            metrics[key] = s.EvalMetric(key, stat.stderr, metadata={s.STDERR_OF: name})
+    return metrics
+
+
+def _stat_metadata(stat: MetricStat | None) -> dict[str, Any] | None:
+    if stat is None:
+        return None
+    found = {
+        "stderr": stat.stderr,
+        "ci_low": stat.low,
+        "ci_high": stat.high,
+        "ci_level": LEVEL if stat.low is not None else None,
+        "n": stat.n,
+        "clusters": stat.clusters,
+    }
+    return {k: v for k, v in found.items() if v is not None} or None

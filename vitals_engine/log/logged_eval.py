@@ -3,13 +3,20 @@
 Its status, task, model and metrics come from the header; `records()`,
 `get_samples()` and `get_cost()` are shaped like a `Task`'s. After a
 header-only read, what needs the samples reads the whole log first.
+
+Metrics: our logs write Inspect's `stderr` metric beside each metric, marked as ours;
+`metrics` leaves those out and `metric_stats` reads the statistics back. A log written
+elsewhere keeps its metrics as they are (Inspect's `stderr` included), and
+`metric_stats` takes each metric's standard error from its `stderr` (the first
+metric's) or `<name>_stderr`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
@@ -17,6 +24,7 @@ from .._words import plural
 from ..frames import records_frame
 from ..providers.replay import provider_display_name, split_model_id
 from ..samples import SampleRecord
+from ..statistics.intervals import MetricStat
 from ..vocab.batches import BatchRecord
 from ..vocab.usage import UsageRow, cost_schema
 from . import schema as s
@@ -29,7 +37,7 @@ from .logged_turns import usage_tokens
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["LoggedEval"]
+__all__ = ["LoggedEval", "metric_stats_of", "metric_values_of"]
 
 
 #: How a sample's calls of one role went: (all in provider batches, all from the cache).
@@ -131,7 +139,22 @@ class LoggedEval:
         results = self.header.results
         if not isinstance(results, s.EvalResults) or not results.scores:
             return None
-        return {name: metric.value for name, metric in results.scores[0].metrics.items()}
+        return metric_values_of(results.scores[0])
+
+    @property
+    def metric_stats(self) -> dict[str, MetricStat] | None:
+        """The first scorer's metrics with their standard errors and 95% intervals, as
+        `Task.metric_stats` (None when the log has no results). A log written elsewhere
+        says no interval and no clusters; its standard errors are Inspect's `stderr`.
+
+        Example:
+            >>> read_log(task.log_path).metric_stats == task.metric_stats
+            True
+        """
+        results = self.header.results
+        if not isinstance(results, s.EvalResults) or not results.scores:
+            return None
+        return metric_stats_of(results.scores[0])
 
     def _load(self) -> None:
         if self.header_only:
@@ -314,3 +337,76 @@ class LoggedEval:
             + (f", {metrics}" if metrics else "")
             + f" from {self.path.name}>"
         )
+
+
+def metric_values_of(score: s.EvalScore) -> dict[str, float | int | None]:
+    """A scorer's metrics, name -> value, without the `stderr` entries we add.
+
+    Example:
+        >>> metric_values_of(header.results.scores[0])
+        {'accuracy': 0.7}
+    """
+    return {
+        name: metric.value for name, metric in score.metrics.items() if not _ours_stderr(metric)
+    }
+
+
+def metric_stats_of(score: s.EvalScore) -> dict[str, MetricStat]:
+    """A scorer's metrics with their statistics: ours from each metric's metadata; in a
+    log written elsewhere, the standard error is Inspect's `stderr` metric (of the first
+    metric) or `<name>_stderr`, and those entries are folded into their metric.
+
+    Example:
+        >>> metric_stats_of(header.results.scores[0])["accuracy"].stderr
+        0.1527...
+    """
+    entries = {k: m for k, m in score.metrics.items() if not _ours_stderr(m)}
+    partners: dict[str, str] = {}
+    for key in entries:
+        if key == "stderr":
+            first = next((k for k in entries if k != "stderr" and not k.endswith("_stderr")), None)
+            if first is not None:
+                partners[first] = key
+        elif key.endswith("_stderr") and key.removesuffix("_stderr") in entries:
+            partners[key.removesuffix("_stderr")] = key
+    stats: dict[str, MetricStat] = {}
+    for name, metric in entries.items():
+        if name in partners.values():
+            continue
+        ours = metric.metadata or {}
+        if "n" in ours or "stderr" in ours:
+            stats[name] = MetricStat(
+                _value(metric.value),
+                _number(ours.get("stderr")),
+                _number(ours.get("ci_low")),
+                _number(ours.get("ci_high")),
+                _count(ours.get("n")),
+                _count(ours.get("clusters")),
+            )
+            continue
+        partner = entries.get(partners.get(name, ""))
+        stats[name] = MetricStat(
+            _value(metric.value),
+            _number(partner.value) if partner is not None else None,
+            n=score.scored_samples,
+        )
+    return stats
+
+
+def _ours_stderr(metric: s.EvalMetric) -> bool:
+    return bool(metric.metadata) and s.STDERR_OF in (metric.metadata or {})
+
+
+def _value(value: Any) -> float:
+    number = _number(value)
+    return math.nan if number is None else number
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -281,6 +281,7 @@ class EvalDataset(_Loose):
 
 class EvalConfig(_Loose):
     epochs: int | None = None
+    epochs_reducer: list[str] | None = None
     fail_on_error: bool | float | None = None
     max_samples: int | None = None
     log_samples: bool | None = None
@@ -333,15 +334,26 @@ class EvalPlan(Struct):
     config: dict[str, Any] = field(default_factory=dict)
 
 
+#: On a `stderr` entry we write beside a metric (Inspect's metric shape), the name of
+#: the metric it is the standard error of; our reader leaves such entries out of the
+#: metrics.
+STDERR_OF = "stderr_of"
+
+
 class EvalMetric(_Loose):
+    """A metric of a scorer. Ours carry their statistics in `metadata`: `stderr`,
+    `ci_low`, `ci_high` (the interval at `ci_level`), `n` (scores) and `clusters`."""
+
     name: str
     value: float | int | None
     params: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] | None = None
 
 
 class EvalScore(_Loose):
     name: str
     scorer: str
+    reducer: str | None = None
     scored_samples: int | None = None
     unscored_samples: int | None = None
     params: dict[str, Any] = field(default_factory=dict)

@@ -177,6 +177,7 @@ def run_header(setup: TaskSetup, state: RunState, records: list[SampleRecord]) -
     spec: FunctionSpec = setup.solver_spec
     fingerprint = "|".join([setup.name, spec.label, setup.scorer_label or "", model])
     partial = state.partial_metrics if state.status != "success" else None
+    stats = state.metric_stats if state.metrics else partial
     return RunHeader(
         task=setup.name,
         task_id=hashlib.sha256(fingerprint.encode()).hexdigest()[:22],
@@ -189,7 +190,9 @@ def run_header(setup: TaskSetup, state: RunState, records: list[SampleRecord]) -
         epochs=state.epochs,
         dataset_name=setup.name,
         sample_ids=[r.id for r in setup.rows],
-        metrics=state.metrics or partial or {},
+        metrics=state.metrics or {k: stat.value for k, stat in (partial or {}).items()},
+        metric_stats=stats or {},
+        reducer=setup.reducer,
         started_at=state.started_at,
         completed_at=state.completed_at,
         status=state.status,

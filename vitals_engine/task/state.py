@@ -1,22 +1,24 @@
 """What a `Task` holds: its setup, which its runs read, and the state its last run left.
 
 `TaskSetup` is what the user configured: the dataset, the solver and scorer, the
-metrics, the name and the log directory. Runs never change it; the setters do.
+metrics (with the epoch reducer and the clustering of their statistics), the name and
+the log directory. Runs never change it; the setters do.
 
 `RunState` is what the last run left and what its log is made from. Invariants:
 `records` is None until a run solves, and a solving run replaces them (in run
 order); a scoring run keeps them and clears their scores first. `scored` turns
 True only when a scoring run ends without failing. Each run starts with `status`
-"started" and ends "success", "error" or "cancelled"; `partial_metrics` are the
-metrics of a run that did not succeed, for its log. The ledgers hold the usage of
-every run since the last reset, by role; the cache's counts, those of every run
-since the last solving one. `writer` is the journal of the current run: one per
-solving run, reopened under the same name by a scoring run.
+"started" and ends "success", "error" or "cancelled"; `metric_stats` are `metrics`
+with their standard errors and intervals, `partial_metrics` those of a run that did
+not succeed, for its log. The ledgers hold the usage of every run since the last
+reset, by role; the cache's counts, those of every run since the last solving one.
+`writer` is the journal of the current run: one per solving run, reopened under the
+same name by a scoring run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,8 @@ from ..engine.calls import FunctionSpec
 from ..log import schema as log_schema
 from ..log.writer import LogWriter
 from ..metrics import Metric
-from ..samples import SampleRecord
+from ..samples import Sample, SampleRecord
+from ..statistics.intervals import MetricStat
 from ..vocab.batches import BatchRecord
 from ..vocab.usage import UsageLedger
 from .options import DEFAULT_CONCURRENCY
@@ -49,6 +52,10 @@ class TaskSetup:
     scorer_spec: FunctionSpec | None
     metric_fns: dict[str, Metric] | None
     epochs: int | None
+    #: How each sample's epochs become one score before metrics (None: every epoch counts).
+    reducer: str | None = None
+    #: The metadata column whose values cluster the scores (None: by sample).
+    cluster: str | None = None
     positions: dict[Any, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -68,6 +75,15 @@ class TaskSetup:
     def order(self, key: tuple[Any, int]) -> tuple[int, int]:
         return (self.positions.get(key[0], len(self.positions)), key[1])
 
+    def cluster_of(self, sample: Sample) -> Hashable:
+        """The cluster of a sample's scores: its `cluster` column's value, else its id."""
+        if self.cluster is None:
+            return sample.id
+        position = self.positions.get(sample.id)
+        metadata = self.rows[position].metadata if position is not None else sample.metadata
+        value = metadata.get(self.cluster)
+        return value if isinstance(value, Hashable) else repr(value)
+
 
 @dataclass(slots=True)
 class RunState:
@@ -76,8 +92,9 @@ class RunState:
     records: list[SampleRecord] | None = None
     scored: bool = False
     metrics: dict[str, float] | None = None
+    metric_stats: dict[str, MetricStat] | None = None
     #: Metrics over the samples scored before a run was cancelled or failed (the log's).
-    partial_metrics: dict[str, float] | None = None
+    partial_metrics: dict[str, MetricStat] | None = None
     solve_ledger: UsageLedger = field(default_factory=UsageLedger)
     score_ledger: UsageLedger = field(default_factory=UsageLedger)
     run_id: str | None = None
@@ -128,6 +145,7 @@ class RunState:
     def reset_scores(self) -> None:
         self.scored = False
         self.metrics = None
+        self.metric_stats = None
         self.partial_metrics = None
         self.score_ledger = UsageLedger()
         for record in self.records or []:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -20,15 +21,17 @@ from .._sync import run_sync
 from .._words import plural
 from ..caching.options import Cache
 from ..chats.chat import Chat
-from ..dataset import dataset_name, load_dataset
+from ..dataset import DatasetRow, dataset_name, load_dataset
 from ..distributed.backend import Ray
 from ..engine.calls import describe, route_kwargs
 from ..frames import dataset_frame, records_frame
 from ..log.writer import clean_task_name
-from ..metrics import Metric, check_metrics, compute_metrics, score_series
+from ..metrics import Metric, check_metrics, measure_records
 from ..pacing.batch import Batch
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
+from ..statistics.intervals import MetricStat
+from ..statistics.reducers import check_reducer
 from ..vocab.usage import UsageLedger
 from .estimate import Estimate, estimate_cost
 from .logfile import rehydrate_records, write_log
@@ -71,6 +74,12 @@ class Task:
         name: the task's name in logs (default: the dataset file's name, or "task").
         dir: where logs are written (default: VITALS_LOG_DIR, else ./logs).
         log_format: "json" (one JSON file) or "eval" (Inspect's zip format).
+        reducer: how each sample's epochs become one score before the metrics: None
+            (default: every epoch's score counts), "mean", "mode", "max" or
+            "pass_at_<k>" (e.g. "pass_at_2"). `get_samples()` keeps every epoch.
+        cluster: a metadata column whose values cluster the scores for the metrics'
+            standard errors (default: a sample's epochs are one cluster). Every row
+            needs a value.
 
     Example:
         >>> task = Task(
@@ -92,13 +101,16 @@ class Task:
         name: str | None = None,
         dir: str | Path | None = None,
         log_format: str = "json",
+        reducer: str | None = None,
+        cluster: str | None = None,
     ) -> None:
         if log_format not in ("json", "eval"):
             raise ConfigError(f"`log_format` must be 'json' or 'eval', not {log_format!r}.")
         self.log_format = log_format
+        rows = load_dataset(dataset)
         # Checked in this order, so the first bad argument is the one reported.
         self._setup = TaskSetup(
-            rows=load_dataset(dataset),
+            rows=rows,
             solver_spec=describe(solver, "solver"),
             scorer_spec=describe(scorer, "scorer") if scorer is not None else None,
             solver=solver,
@@ -107,6 +119,8 @@ class Task:
             epochs=check_epochs(epochs),
             name=clean_task_name(name or dataset_name(dataset) or "task"),
             dir=Path(dir or config.log_dir() or config.DEFAULT_LOG_DIR),
+            reducer=check_reducer(reducer, epochs),
+            cluster=_check_cluster(cluster, rows),
         )
         self._state = RunState()
 
@@ -136,6 +150,18 @@ class Task:
     @metrics.setter
     def metrics(self, value: dict[str, float] | None) -> None:
         self._state.metrics = value
+        self._state.metric_stats = None  # they were those of the metrics replaced
+
+    @property
+    def metric_stats(self) -> dict[str, MetricStat] | None:
+        """The metrics with their standard errors and 95% intervals (None before
+        `measure()`): name -> `MetricStat(value, stderr, low, high, n, clusters)`.
+
+        Example:
+            >>> task.eval().metric_stats["accuracy"]
+            MetricStat(value=0.7, stderr=0.1528, low=0.3544, high=1.0, n=10, clusters=10)
+        """
+        return self._state.metric_stats
 
     @property
     def log_path(self) -> Path | None:
@@ -208,6 +234,7 @@ class Task:
         state.solve_ledger = _copy_ledger(state.solve_ledger)
         state.score_ledger = _copy_ledger(state.score_ledger)
         state.metrics = dict(state.metrics) if state.metrics is not None else None
+        state.metric_stats = dict(state.metric_stats) if state.metric_stats is not None else None
         return twin
 
     # -- running -----------------------------------------------------------------
@@ -496,14 +523,21 @@ class Task:
     # -- results ------------------------------------------------------------------
 
     def measure(self) -> dict[str, float]:
-        """Compute the metrics over the scores and return them (also in `task.metrics`)."""
-        state = self._state
+        """Compute the metrics over the scores and return them (also in `task.metrics`;
+        with their standard errors and 95% intervals in `task.metric_stats`).
+
+        Samples that failed are left out. With `Task(reducer=)`, each sample's epochs are
+        reduced to one score first. The standard errors treat a sample's epochs (or the
+        rows sharing a value of `Task(cluster=)`'s column) as one cluster.
+        """
+        state, setup = self._state, self._setup
         if not state.scored or state.records is None:
             raise TaskStateError("Task has not been scored yet. Run task.score() first.")
-        scores = score_series(
-            [r.score.value if r.score else None for r in state.records if r.error is None]
+        stats = measure_records(
+            state.records, setup.metric_fns, reducer=setup.reducer, cluster=setup.cluster_of
         )
-        self.metrics = compute_metrics(scores, self._setup.metric_fns)
+        self.metrics = {name: stat.value for name, stat in stats.items()}
+        state.metric_stats = stats
         return self.metrics
 
     def get_samples(self) -> pl.DataFrame:
@@ -636,6 +670,27 @@ def _check_keys(fn: Any, routed: dict[str, Any], slot: str) -> list[Chat]:
     for chat in chats:
         chat.provider.check_key()
     return chats
+
+
+def _check_cluster(cluster: Any, rows: list[DatasetRow]) -> str | None:
+    """`Task(cluster=)`: None, or a metadata column every row has a value in."""
+    if cluster is None:
+        return None
+    if not isinstance(cluster, str) or not cluster:
+        raise ConfigError(
+            f"`cluster` must be the name of a metadata column, not {cluster!r}. "
+            "Example: cluster='topic'."
+        )
+    for row in rows:
+        value = row.metadata.get(cluster)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            columns = sorted({k for r in rows for k in r.metadata})
+            known = ", ".join(repr(c) for c in columns) or "none"
+            raise ConfigError(
+                f"`cluster={cluster!r}`: sample {row.id!r} has no value in column "
+                f"{cluster!r}; every row needs one to cluster by (metadata columns: {known})."
+            )
+    return cluster
 
 
 def _copy_ledger(ledger: UsageLedger) -> UsageLedger:

@@ -12,6 +12,7 @@ records are read as `BatchSummary`s, which leave their requests unread.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -21,7 +22,7 @@ import msgspec
 
 from ..log import schema as s
 from ..log.batches import BatchSummary, logged_batches
-from ..log.logged_eval import LoggedEval
+from ..log.logged_eval import LoggedEval, metric_stats_of, metric_values_of
 from ..log.logged_sample import logged_cache, normalize_model
 
 __all__ = [
@@ -339,7 +340,8 @@ def log_entry(
         {
             "name": score.name,
             "scorer": score.scorer,
-            "metrics": {name: metric.value for name, metric in score.metrics.items()},
+            "metrics": metric_values_of(score),
+            "stats": _stats(score),
         }
         for score in (results.scores if results is not None else [])
     ]
@@ -360,6 +362,7 @@ def log_entry(
         "status": header.status,
         "running": header.status == "started",
         "metrics": scores[0]["metrics"] if scores else {},
+        "metric_stats": scores[0]["stats"] if scores else {},
         "scores": scores,
         "samples": samples,
         "total_samples": results.total_samples if results is not None else spec.dataset.samples,
@@ -380,3 +383,21 @@ def log_entry(
         "mtime": stat.st_mtime if stat else None,
         "version": version,
     }
+
+
+def _stats(score: s.EvalScore) -> dict[str, dict[str, Any]]:
+    """A scorer's metrics' statistics for the page: stderr, 95% interval, n, clusters
+    (those known; JSON has no NaN, so a value that is not finite is left out)."""
+    shown: dict[str, dict[str, Any]] = {}
+    for name, stat in metric_stats_of(score).items():
+        fields = {
+            "stderr": stat.stderr,
+            "low": stat.low,
+            "high": stat.high,
+            "n": stat.n,
+            "clusters": stat.clusters,
+        }
+        kept = {k: v for k, v in fields.items() if v is not None and math.isfinite(v)}
+        if kept:
+            shown[name] = kept
+    return shown

@@ -163,9 +163,26 @@
     return dl;
   }
 
-  function card(label, value, extraClass) {
+  function card(label, value, extraClass, note) {
     return el("div", { class: "card" + (extraClass ? " " + extraClass : "") },
-      el("div", { class: "label", text: label }), el("div", { class: "value" }, value));
+      el("div", { class: "label", text: label }), el("div", { class: "value" }, value), note || null);
+  }
+
+  // A metric's standard error, 95% interval and count, under its value (when known).
+  function metricNote(stat) {
+    if (!stat || typeof stat.stderr !== "number") return null;
+    const parts = [];
+    if (typeof stat.low === "number" && typeof stat.high === "number") {
+      parts.push("95% CI " + fmtNum(stat.low) + "\u2013" + fmtNum(stat.high));
+    }
+    if (typeof stat.n === "number") {
+      parts.push(typeof stat.clusters === "number" && stat.clusters !== stat.n
+        ? plural(stat.n, "score") + " in " + plural(stat.clusters, "cluster")
+        : plural(stat.n, "sample"));
+    }
+    return el("div", { class: "stat" },
+      el("span", { class: "stderr", title: "standard error", text: "\u00b1 " + fmtNum(stat.stderr) }),
+      parts.length ? el("span", { class: "interval", text: parts.join(" \u00b7 ") }) : null);
   }
 
   // ---------------------------------------------------------------- data API
@@ -898,7 +915,8 @@
       const metricCards = [];
       for (const score of entry.scores || []) {
         for (const [name, value] of Object.entries(score.metrics || {})) {
-          metricCards.push(card((entry.scores.length > 1 ? score.name + " · " : "") + name, fmtNum(value), "metric"));
+          metricCards.push(card((entry.scores.length > 1 ? score.name + " · " : "") + name, fmtNum(value), "metric",
+            metricNote((score.stats || {})[name])));
         }
       }
       replace(cards, metricCards,

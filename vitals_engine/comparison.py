@@ -1,0 +1,723 @@
+"""Two runs of one task side by side: `compare(a, b)`, and every model of an eval set
+against a baseline: `compare(eval_set)`.
+
+Samples are paired by (id, epoch); a sample in one run only is counted, not paired.
+Differences are B - A. The mean score (`accuracy`: C = 1, P = 0.5, I = 0, numbers and
+booleans as they are) is compared over the pairs both runs scored, with one method per
+case:
+
+- both runs' scores pass or fail (C/I, booleans, 0/1): McNemar's exact test on the
+  discordant pairs for the p-value; the interval is the paired difference +/- Student's
+  t standard errors, clustered by sample id (a sample's epochs are not independent),
+  within -1..1. McNemar's test itself takes every (id, epoch) pair as independent.
+- any other scores (P grades, numbers): a paired bootstrap (2,000 seeded draws of the
+  samples, each with all its epochs) for both the p-value and the percentile interval.
+
+The runs' other metrics (custom ones) are shown as each run reports them, without a
+test: only their values are known, not how they vary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
+
+from ._errors import ConfigError, TaskStateError, VitalsError
+from ._words import plural
+from .log.logged_eval import LoggedEval
+from .log.reader import read_log
+from .statistics.paired import (
+    Bootstrap,
+    McNemar,
+    mcnemar,
+    paired_bootstrap,
+    paired_difference,
+)
+from .statistics.reducers import numeric_value
+from .task.task import Task
+
+if TYPE_CHECKING:
+    import polars as pl
+
+__all__ = ["Comparison", "ComparisonSet", "compare"]
+
+Run = Task | LoggedEval | str | Path
+
+_KEY = ["id", "epoch"]
+_SIDE_COLUMNS = ("input", "score", "answer", "value")
+_SHOWN_CHANGES = 10
+
+
+@dataclass
+class _Run:
+    """What a comparison needs of one run."""
+
+    task: str
+    model: str | None
+    samples: pl.DataFrame  # id, epoch, input, score, answer, value (the score as a number)
+    metrics: dict[str, float | int | None]
+    cost: pl.DataFrame
+    seconds: float | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.task} ({self.model})" if self.model else self.task
+
+
+# -- the runs ------------------------------------------------------------------------------
+
+
+def _task_model(task: Task, frame: pl.DataFrame) -> str | None:
+    """The solver's model as `provider/model`: as its log names it, else its chats."""
+    if task.log_path is not None:
+        try:
+            return read_log(task.log_path, header_only=True).model
+        except VitalsError:
+            pass
+    if "solver_chat" in frame.columns:
+        for chat in frame["solver_chat"].to_list():
+            provider = getattr(chat, "provider", None)
+            if provider is not None:
+                return provider.model_id
+    return None
+
+
+def _log_seconds(logged: LoggedEval) -> float | None:
+    stats = logged.header.stats
+    try:
+        started = datetime.fromisoformat(stats.started_at)
+        completed = datetime.fromisoformat(stats.completed_at)
+        return (completed - started).total_seconds()
+    except (ValueError, TypeError):  # not written, or one time with a zone and one without
+        return None
+
+
+def _pairing_frame(frame: pl.DataFrame, where: str) -> pl.DataFrame:
+    """id, epoch, input (as text), score, answer and the score as a number (none for a
+    custom grade scheme, whose strings may include a "C" that means something else)."""
+    import polars as pl
+
+    if "score" not in frame.columns:
+        raise TaskStateError(f"{where} has no scores: compare() needs scored runs.")
+    inputs = [v if isinstance(v, str) or v is None else str(v) for v in frame["input"].to_list()]
+    answers = frame["answer"] if "answer" in frame.columns else pl.lit(None, dtype=pl.String)
+    epochs = frame["epoch"] if "epoch" in frame.columns else pl.lit(1, dtype=pl.Int64)
+    scores = frame["score"]
+    values = [None] * frame.height
+    if scores.dtype != pl.String:
+        values = [numeric_value(v) for v in scores.to_list()]
+    return frame.select(
+        "id",
+        epochs.alias("epoch"),
+        pl.Series("input", inputs, dtype=pl.String),
+        "score",
+        answers.alias("answer"),
+        pl.Series("value", values, dtype=pl.Float64),
+    )
+
+
+def _task_run(task: Task) -> _Run:
+    if not task.solved:
+        raise TaskStateError(f"Task {task.name} has not run yet: run task.eval() first.")
+    if not task.scored:
+        raise TaskStateError(f"Task {task.name} has not been scored: run task.score() first.")
+    frame = task.get_samples()
+    return _Run(
+        task=task.name,
+        model=_task_model(task, frame),
+        samples=_pairing_frame(frame, f"Task {task.name}"),
+        metrics=dict(task.metrics or {}),
+        cost=task.get_cost(),
+        seconds=task.elapsed,
+    )
+
+
+def _logged_run(logged: LoggedEval) -> _Run:
+    return _Run(
+        task=logged.task,
+        model=logged.model,
+        samples=_pairing_frame(logged.get_samples(), f"The log {logged.path}"),
+        metrics=dict(logged.metrics or {}),
+        cost=logged.get_cost(),
+        seconds=_log_seconds(logged),
+    )
+
+
+def _load(value: Any, which: str) -> _Run:
+    if isinstance(value, str | Path):
+        value = read_log(value)
+    if isinstance(value, Task):
+        return _task_run(value)
+    if isinstance(value, LoggedEval):
+        return _logged_run(value)
+    raise ConfigError(
+        f"compare() takes Tasks that ran, logs read with read_log(), paths to logs, or an "
+        f"eval set; `{which}` is a {type(value).__name__}."
+    )
+
+
+# -- pairing --------------------------------------------------------------------------------
+
+
+def _pair(a: _Run, b: _Run) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The pairs (A's order) with each side's columns suffixed `_a` / `_b`, and the
+    (id, epoch) of the samples only A and only B ran."""
+    import polars as pl
+
+    left, right = a.samples, b.samples
+    if left["id"].dtype != right["id"].dtype:  # ints in one run, strings in the other
+        left = left.with_columns(pl.col("id").cast(pl.String))
+        right = right.with_columns(pl.col("id").cast(pl.String))
+    if left["score"].dtype != right["score"].dtype and pl.Null not in (
+        left["score"].dtype,
+        right["score"].dtype,
+    ):
+        left = left.with_columns(pl.col("score").cast(pl.String))
+        right = right.with_columns(pl.col("score").cast(pl.String))
+    left = left.rename({c: f"{c}_a" for c in _SIDE_COLUMNS})
+    right = right.rename({c: f"{c}_b" for c in _SIDE_COLUMNS})
+    pairs = left.join(right, on=_KEY, how="inner", maintain_order="left")
+    only_a = left.join(right, on=_KEY, how="anti").select(_KEY)
+    only_b = right.join(left, on=_KEY, how="anti").select(_KEY)
+    return pairs, only_a, only_b
+
+
+def _some(values: Sequence[Any]) -> str:
+    shown = ", ".join(repr(v) for v in values[:3])
+    return shown + (" ..." if len(values) > 3 else "")
+
+
+def _check_same_task(a: _Run, b: _Run, pairs: pl.DataFrame) -> int:
+    """Raise ConfigError for runs of different tasks; else how many pairs' inputs differ."""
+    import polars as pl
+
+    if pairs.height == 0:
+        ids_a, ids_b = (r.samples["id"].unique(maintain_order=True).to_list() for r in (a, b))
+        raise ConfigError(
+            f"{a.name} and {b.name} have no sample in common (by id and epoch): they look "
+            f"like runs of different tasks. Ids in A: {_some(ids_a)}; in B: {_some(ids_b)}."
+        )
+    differ = pairs.filter(pl.col("input_a").ne_missing(pl.col("input_b")))
+    if differ.height == pairs.height:
+        first = differ.row(0, named=True)
+        raise ConfigError(
+            f"No sample has the same input in {a.name} and {b.name}: they look like runs of "
+            f"different tasks (sample {first['id']!r}: {first['input_a']!r:.60} in A, "
+            f"{first['input_b']!r:.60} in B)."
+        )
+    return differ.height
+
+
+# -- the comparison -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two runs of one task compared sample by sample (B - A).
+
+    Attributes:
+        name_a, name_b: the runs as "task (provider/model)".
+        metrics: one row per metric: metric, a, b, difference, low, high (the 95%
+            interval), p_value, test ("McNemar" or "paired bootstrap"; null for a
+            custom metric, shown untested), n_pairs.
+        changed: the paired samples whose score differs: id, epoch, input, score_a,
+            score_b, answer_a, answer_b.
+        cost: one row per run (run "A" and "B"): name, requests, input_tokens,
+            cached_input_tokens, output_tokens, tokens, cost (None when a price is
+            unknown).
+        time: each run's wall time in seconds (None when unknown).
+        only_a, only_b: (id, epoch) of the samples one run has and the other lacks.
+        unscored: pairs left out of the tests because a run did not score them.
+        inputs_differ: pairs whose input differs between the runs (an edited dataset).
+        graded: whether the scores are grades (C/P/I, booleans, custom), not numbers.
+        epochs: the highest epoch paired.
+        mcnemar, bootstrap: the test behind the accuracy row, the other one None.
+
+    Example:
+        >>> print(compare(task_a, task_b))
+        >>> compare(task_a, task_b).metrics.row(0, named=True)["p_value"]
+        0.0703125
+    """
+
+    name_a: str
+    name_b: str
+    metrics: pl.DataFrame
+    changed: pl.DataFrame
+    cost: pl.DataFrame
+    time: tuple[float | None, float | None]
+    only_a: list[tuple[int | str, int]]
+    only_b: list[tuple[int | str, int]]
+    unscored: int
+    inputs_differ: int
+    graded: bool
+    epochs: int
+    mcnemar: McNemar | None = None
+    bootstrap: Bootstrap | None = None
+
+    def __str__(self) -> str:
+        return _render(self)
+
+
+def _metric_rows(
+    a: _Run, b: _Run, pairs: pl.DataFrame
+) -> tuple[list[dict[str, Any]], int, McNemar | None, Bootstrap | None]:
+    import polars as pl
+
+    scored = pairs.filter(pl.col("value_a").is_not_null() & pl.col("value_b").is_not_null())
+    rows: list[dict[str, Any]] = []
+    test: McNemar | None = None
+    boot: Bootstrap | None = None
+    if scored.height:
+        xs, ys = scored["value_a"].to_list(), scored["value_b"].to_list()
+        ids = scored["id"].to_list()
+        row = {
+            "metric": "accuracy",
+            "a": math.fsum(xs) / len(xs),
+            "b": math.fsum(ys) / len(ys),
+            "n_pairs": scored.height,
+        }
+        if all(v in (0.0, 1.0) for v in (*xs, *ys)):
+            test = mcnemar(
+                sum(1 for x, y in zip(xs, ys, strict=True) if x > y),
+                sum(1 for x, y in zip(xs, ys, strict=True) if x < y),
+            )
+            diff = paired_difference(xs, ys, ids, bounds=(-1.0, 1.0))
+            row |= {
+                "difference": diff.difference,
+                "low": diff.low,
+                "high": diff.high,
+                "p_value": test.p_value,
+                "test": "McNemar",
+            }
+        else:
+            boot = paired_bootstrap(xs, ys, ids)
+            row |= {
+                "difference": boot.difference,
+                "low": boot.low,
+                "high": boot.high,
+                "p_value": boot.p_value,
+                "test": "paired bootstrap",
+            }
+        rows.append(row)
+    for name in dict.fromkeys([*a.metrics, *b.metrics]):
+        if rows and name == "accuracy":
+            continue  # the paired one stands for it
+        x, y = a.metrics.get(name), b.metrics.get(name)
+        difference = y - x if x is not None and y is not None else None
+        rows.append({"metric": name, "a": x, "b": y, "difference": difference})
+    unscored = pairs.filter(pl.col("score_a").is_null() | pl.col("score_b").is_null()).height
+    return rows, unscored, test, boot
+
+
+def _metrics_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    import polars as pl
+
+    schema = {
+        "metric": pl.String,
+        "a": pl.Float64,
+        "b": pl.Float64,
+        "difference": pl.Float64,
+        "low": pl.Float64,
+        "high": pl.Float64,
+        "p_value": pl.Float64,
+        "test": pl.String,
+        "n_pairs": pl.Int64,
+    }
+    return pl.DataFrame(
+        {c: [r.get(c) for r in rows] for c in schema},
+        schema=schema,
+    )
+
+
+def _changed(pairs: pl.DataFrame) -> pl.DataFrame:
+    import polars as pl
+
+    both = pl.col("value_a").is_not_null() & pl.col("value_b").is_not_null()
+    differs = (
+        pl.when(both)
+        .then(pl.col("value_a") != pl.col("value_b"))
+        .otherwise(pl.col("score_a").cast(pl.String).ne_missing(pl.col("score_b").cast(pl.String)))
+    )
+    return pairs.filter(differs).select(
+        "id",
+        "epoch",
+        pl.col("input_a").alias("input"),
+        "score_a",
+        "score_b",
+        "answer_a",
+        "answer_b",
+    )
+
+
+def _cost_frame(a: _Run, b: _Run) -> pl.DataFrame:
+    import polars as pl
+
+    def total(frame: pl.DataFrame, column: str) -> int | float | None:
+        values = frame[column].to_list()
+        if any(v is None for v in values):
+            return None  # one unknown makes the total unknown, never a partial sum
+        return sum(values)
+
+    rows = []
+    for label, run in (("A", a), ("B", b)):
+        frame = run.cost
+        tokens = [total(frame, c) for c in ("input_tokens", "cached_input_tokens", "output_tokens")]
+        rows.append(
+            {
+                "run": label,
+                "name": run.name,
+                "requests": total(frame, "requests"),
+                "input_tokens": tokens[0],
+                "cached_input_tokens": tokens[1],
+                "output_tokens": tokens[2],
+                "tokens": None if None in tokens else sum(t or 0 for t in tokens),
+                "cost": total(frame, "cost"),
+            }
+        )
+    schema = {
+        "run": pl.String,
+        "name": pl.String,
+        "requests": pl.Int64,
+        "input_tokens": pl.Int64,
+        "cached_input_tokens": pl.Int64,
+        "output_tokens": pl.Int64,
+        "tokens": pl.Int64,
+        "cost": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _compare_runs(a: _Run, b: _Run) -> Comparison:
+    import polars as pl
+
+    pairs, only_a, only_b = _pair(a, b)
+    inputs_differ = _check_same_task(a, b, pairs)
+    rows, unscored, test, boot = _metric_rows(a, b, pairs)
+    dtypes = {a.samples["score"].dtype, b.samples["score"].dtype} - {pl.Null}
+    return Comparison(
+        name_a=a.name,
+        name_b=b.name,
+        metrics=_metrics_frame(rows),
+        changed=_changed(pairs),
+        cost=_cost_frame(a, b),
+        time=(a.seconds, b.seconds),
+        only_a=list(only_a.iter_rows()),
+        only_b=list(only_b.iter_rows()),
+        unscored=unscored,
+        inputs_differ=inputs_differ,
+        graded=not any(d.is_numeric() for d in dtypes),
+        epochs=max(pairs["epoch"].to_list()),
+        mcnemar=test,
+        bootstrap=boot,
+    )
+
+
+# -- eval sets -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ComparisonSet:
+    """Every task of an eval set: each model's run against the baseline model's.
+
+    `metrics` and `changed` stack the comparisons' frames, with `task`, `model_a`
+    (the baseline) and `model_b` in front. `skipped` names the runs left out because
+    they have no scores (a run of the set that failed before it was scored).
+
+    Example:
+        >>> print(compare(eval_set))
+        >>> compare(eval_set, baseline="openai/gpt-4.1").metrics
+    """
+
+    comparisons: list[Comparison]
+    tasks: list[str]
+    models: list[tuple[str | None, str | None]]
+    skipped: list[str] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Comparison]:
+        return iter(self.comparisons)
+
+    def __len__(self) -> int:
+        return len(self.comparisons)
+
+    def __getitem__(self, index: int) -> Comparison:
+        return self.comparisons[index]
+
+    def _stacked(self, attribute: str) -> pl.DataFrame:
+        import polars as pl
+
+        frames = [
+            getattr(c, attribute).select(
+                pl.lit(task, dtype=pl.String).alias("task"),
+                pl.lit(model_a, dtype=pl.String).alias("model_a"),
+                pl.lit(model_b, dtype=pl.String).alias("model_b"),
+                pl.all(),
+            )
+            for c, task, (model_a, model_b) in zip(
+                self.comparisons, self.tasks, self.models, strict=True
+            )
+        ]
+        return pl.concat(frames, how="diagonal_relaxed")
+
+    @property
+    def metrics(self) -> pl.DataFrame:
+        return self._stacked("metrics")
+
+    @property
+    def changed(self) -> pl.DataFrame:
+        return self._stacked("changed")
+
+    def __str__(self) -> str:
+        return _render_set(self)
+
+
+def _model_id(model: Any) -> str | None:
+    """An eval set's model as `provider/model` (a Chat, a model id, or a name)."""
+    provider = getattr(model, "provider", None)
+    if provider is not None and hasattr(provider, "model_id"):
+        return str(provider.model_id)
+    if isinstance(model, str):
+        return model
+    named = getattr(model, "model_id", None)
+    return str(named) if named is not None else None
+
+
+def _same_model(found: str | None, wanted: str) -> bool:
+    """Whether a run's `provider/model` is `wanted` (which may leave out the provider)."""
+    if found is None:
+        return False
+    return found == wanted or ("/" not in wanted and found.split("/", 1)[-1] == wanted)
+
+
+def _compare_set(eval_set: Any, baseline: str | None) -> ComparisonSet:
+    runs, skipped = [], []
+    for i, task in enumerate(eval_set.tasks):
+        try:
+            runs.append(_load(task, f"tasks[{i}]"))
+        except TaskStateError:
+            skipped.append(getattr(task, "name", f"tasks[{i}]"))
+    models = list(getattr(eval_set, "models", None) or [])
+    wanted = baseline if baseline is not None else (_model_id(models[0]) if models else None)
+    groups: dict[str, list[_Run]] = {}
+    for run in runs:
+        groups.setdefault(run.task, []).append(run)
+    comparisons, tasks, pairs = [], [], []
+    for task, group in groups.items():
+        base = next((r for r in group if wanted is not None and _same_model(r.model, wanted)), None)
+        if base is None and baseline is not None:
+            ran = ", ".join(str(r.model) for r in group)
+            raise ConfigError(
+                f"Task {task} has no run on the baseline model {baseline!r}; it ran on {ran}."
+            )
+        base = base or group[0]
+        for run in group:
+            if run is not base:
+                comparisons.append(_compare_runs(base, run))
+                tasks.append(task)
+                pairs.append((base.model, run.model))
+    if not comparisons:
+        raise ConfigError(
+            "Nothing to compare: each task of the eval set ran on a single model. "
+            "compare(eval_set) compares each model's run of a task with the baseline's."
+        )
+    return ComparisonSet(comparisons, tasks, pairs, skipped)
+
+
+@overload
+def compare(a: Run, b: Run) -> Comparison: ...
+
+
+@overload
+def compare(a: Any, b: None = None, *, baseline: str | None = None) -> ComparisonSet: ...
+
+
+def compare(
+    a: Any, b: Run | None = None, *, baseline: str | None = None
+) -> Comparison | ComparisonSet:
+    """Compare two runs of one task sample by sample, or every model of an eval set
+    against a baseline.
+
+    `a` and `b` are Tasks that ran, logs read with `read_log()`, or paths to logs, in
+    any mix. Samples pair by (id, epoch); the result holds the difference B - A in each
+    metric with its 95% interval and a paired test (McNemar's for pass/fail grades, a
+    paired bootstrap otherwise), the samples that changed grade, and each run's cost
+    and time. Runs of different tasks (no sample in common) are a `ConfigError`.
+
+    `compare(eval_set)` takes anything with `.tasks` (and `.models`, whose first is the
+    baseline unless `baseline=` names a model id): each task's run on every other model
+    is compared with its run on the baseline (runs group by task name; a task that did
+    not run on the first model is compared with its first run). It returns a
+    `ComparisonSet`.
+
+    Example:
+        >>> comparison = compare(old_task, "logs/new-run.json")
+        >>> print(comparison)
+        accuracy 0.60 → 0.90 (+0.30, 95% CI +0.03\u2013+0.57), McNemar p = 0.070, 20 pairs
+        ...
+        >>> comparison.changed.select("id", "score_a", "score_b").rows()
+        [(1, 'I', 'C'), ...]
+    """
+    if b is None and hasattr(a, "tasks") and not isinstance(a, Task | LoggedEval | str | Path):
+        return _compare_set(a, baseline)
+    if baseline is not None:
+        raise ConfigError("`baseline=` is for compare(eval_set); compare(a, b) takes A as it.")
+    if b is None:
+        raise ConfigError(
+            "compare() needs two runs, compare(a, b), or an eval set (anything with `.tasks`)."
+        )
+    return _compare_runs(_load(a, "a"), _load(b, "b"))
+
+
+# -- printing ----------------------------------------------------------------------------------
+
+
+def _number(value: float) -> str:
+    return f"{value:.2f}" if value == 0 or abs(value) >= 0.01 else f"{value:.2g}"
+
+
+def _signed(value: float) -> str:
+    return ("+" if value >= 0 else "") + _number(value)
+
+
+def _p(value: float) -> str:
+    return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
+
+
+def _money(value: float | None) -> str:
+    if value is None:
+        return "unknown"
+    return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:.4f}"
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "unknown"
+    return f"{value:.2f} s" if value < 10 else f"{value:,.0f} s"
+
+
+def _metric_line(row: dict[str, Any]) -> str:
+    a, b = ("?" if v is None else _number(v) for v in (row["a"], row["b"]))
+    shown = f"{row['metric']} {a} → {b}"
+    if row["difference"] is None:
+        return shown
+    if row["test"] is None:
+        return shown + f" ({_signed(row['difference'])}; as the runs report it, untested)"
+    if row["low"] is None:
+        interval = "no interval from one sample"
+    else:
+        interval = f"95% CI {_signed(row['low'])}\u2013{_signed(row['high'])}"
+    return (
+        shown
+        + f" ({_signed(row['difference'])}, {interval}), {row['test']} {_p(row['p_value'])}, "
+        + plural(row["n_pairs"], "pair")
+    )
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _changes_line(comparison: Comparison) -> str:
+    changed = comparison.changed
+    what = "grade" if comparison.graded else "score"
+    if changed.height == 0:
+        return f"No sample changed {what}."
+    counts = Counter(
+        f"{_shown(x)}→{_shown(y)}"
+        if comparison.graded or x is None or y is None
+        else ("up" if y > x else "down")
+        for x, y in zip(changed["score_a"].to_list(), changed["score_b"].to_list(), strict=True)
+    )
+    parts = ", ".join(f"{n} {change}" for change, n in counts.most_common())
+    if comparison.epochs > 1:
+        return f"{plural(changed.height, '(sample, epoch) pair')} changed {what}: {parts}"
+    return f"{plural(changed.height, 'sample')} changed {what}: {parts}"
+
+
+def _cost_line(comparison: Comparison) -> str:
+    a, b = comparison.cost.iter_rows(named=True)
+    tokens = [("unknown" if r["tokens"] is None else f"{r['tokens']:,}") for r in (a, b)]
+    time_a, time_b = comparison.time
+    return (
+        f"cost {_money(a['cost'])} vs {_money(b['cost'])}; tokens {tokens[0]} vs {tokens[1]}; "
+        f"time {_seconds(time_a)} vs {_seconds(time_b)}"
+    )
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = [header, ["-" * w for w in widths], *rows]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
+
+
+def _changes_table(changed: pl.DataFrame) -> str:
+    rows = [
+        [
+            str(r["id"]),
+            str(r["epoch"]),
+            _shown(r["score_a"]),
+            _shown(r["score_b"]),
+            " ".join((r["input"] or "").split())[:50],
+        ]
+        for r in changed.head(_SHOWN_CHANGES).iter_rows(named=True)
+    ]
+    table = _table(["id", "epoch", "A", "B", "input"], rows)
+    if changed.height > _SHOWN_CHANGES:
+        table += f"\n... and {changed.height - _SHOWN_CHANGES:,} more (see .changed)"
+    return table
+
+
+def _render(comparison: Comparison) -> str:
+    lines = [f"A: {comparison.name_a}", f"B: {comparison.name_b}", ""]
+    lines += [_metric_line(row) for row in comparison.metrics.iter_rows(named=True)]
+    lines.append(_changes_line(comparison))
+    lines.append(_cost_line(comparison))
+    if comparison.only_a or comparison.only_b:
+        lines.append(
+            f"Not paired: {plural(len(comparison.only_a), 'sample')} only in A, "
+            f"{len(comparison.only_b):,} only in B"
+        )
+    if comparison.unscored:
+        lines.append(f"Left out: {plural(comparison.unscored, 'pair')} one run did not score")
+    if comparison.inputs_differ:
+        lines.append(
+            f"Note: the input differs between the runs in "
+            f"{plural(comparison.inputs_differ, 'paired sample')}"
+        )
+    if comparison.changed.height:
+        lines += ["", _changes_table(comparison.changed)]
+    return "\n".join(lines)
+
+
+def _render_set(comparisons: ComparisonSet) -> str:
+    """One line per task, model and metric, then each comparison in full."""
+    rows = []
+    for r in comparisons.metrics.iter_rows(named=True):
+        shown = ["" if r[c] is None else _number(r[c]) for c in ("a", "b")]
+        rows.append(
+            [
+                r["task"],
+                str(r["model_a"]),
+                str(r["model_b"]),
+                r["metric"],
+                *shown,
+                "" if r["difference"] is None else _signed(r["difference"]),
+                "" if r["low"] is None else f"{_signed(r['low'])}\u2013{_signed(r['high'])}",
+                "" if r["p_value"] is None else _p(r["p_value"]).removeprefix("p = "),
+                r["test"] or "",
+            ]
+        )
+    header = ["task", "model A", "model B", "metric", "A", "B", "B - A", "95% CI", "p", "test"]
+    table = _table(header, rows)
+    if comparisons.skipped:
+        runs = plural(len(comparisons.skipped), "run")
+        table += f"\nNot compared: {runs} without scores ({', '.join(comparisons.skipped)})"
+    return "\n\n\n".join([table, *(str(c) for c in comparisons)])
