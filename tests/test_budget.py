@@ -378,9 +378,7 @@ def test_a_budget_flag_that_is_not_positive_is_a_usage_error(tmp_path, flag, cap
 
 
 @pytest.mark.anyio
-async def test_a_resumed_run_keeps_the_cached_calls_of_the_run_it_resumes_apart(
-    server, tmp_path
-):
+async def test_a_resumed_run_keeps_the_cached_calls_of_the_run_it_resumes_apart(server, tmp_path):
     cache = ve.Cache(dir=tmp_path / "cache")
     warm = sums_task(server, tmp_path / "warm", 6)
     await warm.eval_async(cache=cache)

@@ -57,6 +57,7 @@ if _typing.TYPE_CHECKING:
         chat_openrouter,
         chat_vllm,
     )
+    from .comparison import Comparison, ComparisonSet, compare
     from .config import (
         log_dir,
         log_dir_set,
@@ -93,6 +94,8 @@ if _typing.TYPE_CHECKING:
         generate,
         generate_structured,
     )
+    from .statistics.intervals import MetricStat
+    from .task.eval_set import EvalSet, eval_set, eval_set_async
     from .task.task import Task
     from .transport.base import Timeouts
     from .viewer.bundle import bundle
@@ -127,6 +130,9 @@ _LAZY: dict[str, str] = {
     "chat_openai": ".chats.constructors",
     "chat_openrouter": ".chats.constructors",
     "chat_vllm": ".chats.constructors",
+    "Comparison": ".comparison",
+    "ComparisonSet": ".comparison",
+    "compare": ".comparison",
     "Ray": ".distributed.backend",
     "log_dir": ".config",
     "log_dir_set": ".config",
@@ -153,6 +159,10 @@ _LAZY: dict[str, str] = {
     "model_graded_qa": ".scorers",
     "generate": ".solvers",
     "generate_structured": ".solvers",
+    "MetricStat": ".statistics.intervals",
+    "EvalSet": ".task.eval_set",
+    "eval_set": ".task.eval_set",
+    "eval_set_async": ".task.eval_set",
     "Task": ".task.task",
     "Timeouts": ".transport.base",
     "bundle": ".viewer.bundle",
@@ -174,6 +184,8 @@ __all__ = [
     "BudgetExceeded",
     "Cache",
     "Chat",
+    "Comparison",
+    "ComparisonSet",
     "ConfigError",
     "ContentImage",
     "ContentText",
@@ -182,6 +194,7 @@ __all__ = [
     "ContentToolResult",
     "DatasetError",
     "EvalFailedError",
+    "EvalSet",
     "ExtractionError",
     "JournalInUseError",
     "Limits",
@@ -190,6 +203,7 @@ __all__ = [
     "LoggedEval",
     "MalformedResponse",
     "MetricError",
+    "MetricStat",
     "ProviderError",
     "ProviderTimeout",
     "ProviderUnavailable",
@@ -226,12 +240,15 @@ __all__ = [
     "chat_openai",
     "chat_openrouter",
     "chat_vllm",
+    "compare",
     "datasets",
     "detect_answer",
     "detect_exact",
     "detect_includes",
     "detect_match",
     "detect_pattern",
+    "eval_set",
+    "eval_set_async",
     "generate",
     "generate_structured",
     "log_dir",

@@ -9,11 +9,10 @@ from typing import Any
 
 from .._errors import BudgetExceeded, ConfigError, DatasetError, EvalFailedError
 from ..caching.options import Cache
-from ..chats.chat import Chat
-from ..chats.constructors import chat as make_chat
 from ..distributed.backend import Ray
 from ..pacing.limits import Limits
 from ..report import summary
+from ..task.eval_set import EvalSetFailedError, eval_set, model_chat
 from ..task.task import Task
 from .shared import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, report, say
 from .task_file import find_tasks_or_fail, imported
@@ -29,21 +28,6 @@ def _split_target(target: str) -> tuple[Path, str | None]:
     if sep and head and not tail:
         raise UsageError(f"'{target}': the task name after ':' is empty.")
     return Path(target), None
-
-
-def _takes_solver_chat(task: Task) -> bool:
-    return task.takes("solver_chat")
-
-
-def _swapped_chat(model: str, task: Task) -> Chat:
-    """A chat with `model` that keeps the system prompt and tools of the solver's own chat."""
-    current = getattr(task.solver, "solver_chat", None)
-    if not isinstance(current, Chat):
-        return make_chat(model)
-    swapped = make_chat(model, system_prompt=current.system_prompt)
-    for tool in current.tools:
-        swapped.register_tool(tool.fn, name=tool.name)
-    return swapped
 
 
 @dataclass
@@ -64,7 +48,9 @@ def _backend(args: argparse.Namespace) -> Ray | None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    """`vitals eval FILE.py[:task]`: run the file's task(s); the worst exit code of them."""
+    """`vitals eval FILE.py[:task]`: run the file's task(s), one after another; with
+    several `--model` (or `--max-tasks`), every task on every model at once as an eval
+    set. The worst exit code of the runs."""
     path, name = _split_target(args.target)
     if not path.exists():
         raise UsageError(f"File not found: {path}")
@@ -83,16 +69,18 @@ def run_eval(args: argparse.Namespace) -> int:
                 f"{len(tasks)} ({names}); pick one with {path}:NAME."
             )
         backend = _backend(args)
-        routed: list[dict[str, Any]] = [{} for _ in tasks]
-        if args.model:
-            for attr, task in tasks:
-                if not _takes_solver_chat(task):
-                    raise UsageError(
-                        f"--model cannot swap the model of task '{task.name}' ({attr}): its "
-                        "solver takes no `solver_chat` argument. Use ve.generate(...) or give "
-                        "the solver a `solver_chat` parameter."
-                    )
-            routed = [{"solver_chat": _swapped_chat(args.model, task)} for _, task in tasks]
+        models: list[str] = args.model or []
+        max_tasks = getattr(args, "max_tasks", None)
+        as_set = len(models) > 1 or max_tasks is not None
+        if as_set and isinstance(args.resume, str):
+            raise UsageError(
+                f"--resume {args.resume} continues one run; an eval set (several --model, "
+                "--max-tasks) continues with --resume alone."
+            )
+        # every (task, model), checked before anything runs: a model each solver can take
+        pairs = [(task, {"solver_chat": model_chat(m, task)}) for _, task in tasks for m in models]
+        if not models:
+            pairs = [(task, {}) for _, task in tasks]
         options: dict[str, Any] = {
             "epochs": args.epochs,
             "max_concurrency": args.max_concurrency,
@@ -110,11 +98,14 @@ def run_eval(args: argparse.Namespace) -> int:
         }
         debug = bool(getattr(args, "debug", False))
         if estimating:
-            return _estimate_tasks([task for _, task in tasks], routed, options, args, debug)
-        outcomes: list[_Outcome] = []
-        for (_, task), kwargs in zip(tasks, routed, strict=True):
-            if args.log_dir:
+            return _estimate_tasks(pairs, options, args, debug, named=len(models) > 1)
+        if args.log_dir:
+            for _, task in tasks:
                 task.dir = Path(args.log_dir)
+        if as_set:
+            return _run_set([task for _, task in tasks], models, options, max_tasks, debug)
+        outcomes: list[_Outcome] = []
+        for task, kwargs in pairs:
             outcomes.append(_run_task(task, options, kwargs, debug))
             if outcomes[-1].code == EXIT_INTERRUPTED:
                 break
@@ -153,17 +144,19 @@ _ESTIMATE_OPTIONS = ("max_concurrency", "limits", "fail_on_error", "progress", "
 
 
 def _estimate_tasks(
-    tasks: list[Task],
-    routed: list[dict[str, Any]],
+    pairs: list[tuple[Task, dict[str, Any]]],
     options: dict[str, Any],
     args: argparse.Namespace,
     debug: bool,
+    named: bool = False,
 ) -> int:
-    """`--estimate`: print what each task's eval would cost; the worst exit code of them."""
+    """`--estimate`: print what each task's eval (on each model: `named` says which)
+    would cost; the worst exit code of them."""
     codes = []
     run_options = {k: v for k, v in options.items() if k in _ESTIMATE_OPTIONS}
-    for task, kwargs in zip(tasks, routed, strict=True):
-        codes.append(_estimate_task(task, run_options, kwargs, args, debug))
+    for task, kwargs in pairs:
+        model = _model_of(kwargs) if named else ""
+        codes.append(_estimate_task(task, run_options, kwargs, args, debug, model))
         if codes[-1] == EXIT_INTERRUPTED:
             break
     return max(codes, default=EXIT_OK)
@@ -175,8 +168,9 @@ def _estimate_task(
     routed: dict[str, Any],
     args: argparse.Namespace,
     debug: bool,
+    model: str = "",
 ) -> int:
-    prefix = f"vitals eval: task '{task.name}': "
+    prefix = f"vitals eval: task '{task.name}'{model}: "
     try:
         estimate = task.estimate_cost(
             args.estimate_samples or 20,
@@ -194,8 +188,14 @@ def _estimate_task(
     except Exception as exc:
         report(exc, debug, prefix=f"{prefix}the estimate failed: {type(exc).__name__}: ")
         return EXIT_FAILED
-    print(f"Task {task.name}: the estimated cost of its eval\n\n{estimate}\n", flush=True)
+    print(f"Task {task.name}{model}: the estimated cost of its eval\n\n{estimate}\n", flush=True)
     return EXIT_OK
+
+
+def _model_of(routed: dict[str, Any]) -> str:
+    """The model `--model` gave a run, as " on provider/model" ("" for none)."""
+    chat = routed.get("solver_chat")
+    return f" on {chat.provider.model_id}" if chat is not None else ""
 
 
 def _run_task(task: Task, options: dict[str, Any], routed: dict[str, Any], debug: bool) -> _Outcome:
@@ -203,15 +203,6 @@ def _run_task(task: Task, options: dict[str, Any], routed: dict[str, Any], debug
     prefix = f"vitals eval: task '{task.name}': "
     try:
         task.eval(**options, **routed)
-    except (EvalFailedError, BudgetExceeded) as exc:
-        _print_summary(task)
-        report(exc, debug, prefix=prefix)
-        return _Outcome(task, EXIT_FAILED)
-    except (ConfigError, DatasetError) as exc:
-        if task.log_path is not None:
-            _print_summary(task)
-        report(exc, debug, prefix=prefix)
-        return _Outcome(task, EXIT_USAGE if task.log_path is None else EXIT_FAILED)
     except KeyboardInterrupt:
         if task.log_path is not None:
             _print_summary(task)
@@ -220,10 +211,52 @@ def _run_task(task: Task, options: dict[str, Any], routed: dict[str, Any], debug
     except Exception as exc:
         if task.log_path is not None:
             _print_summary(task)
-        report(exc, debug, prefix=f"{prefix}the run failed: {type(exc).__name__}: ")
-        return _Outcome(task, EXIT_FAILED)
+        return _Outcome(task, _failed(exc, prefix, task.log_path is not None, debug))
     _print_summary(task)
     return _Outcome(task, EXIT_OK)
+
+
+def _failed(exc: Exception, prefix: str, logged: bool, debug: bool) -> int:
+    """Say why a run failed; its exit code (a usage error when a bad setup stopped it
+    before it logged anything)."""
+    if isinstance(exc, EvalFailedError | BudgetExceeded):
+        report(exc, debug, prefix=prefix)
+        return EXIT_FAILED
+    if isinstance(exc, ConfigError | DatasetError):
+        report(exc, debug, prefix=prefix)
+        return EXIT_FAILED if logged else EXIT_USAGE
+    report(exc, debug, prefix=f"{prefix}the run failed: {type(exc).__name__}: ")
+    return EXIT_FAILED
+
+
+def _run_set(
+    tasks: list[Task],
+    models: list[str],
+    options: dict[str, Any],
+    max_tasks: int | None,
+    debug: bool,
+) -> int:
+    """Every task on every model at once (`eval_set`): the combined summary, then why each
+    failed run failed; the worst exit code of the runs."""
+    options = {**options, "resume": bool(options["resume"])}
+    try:
+        runs = eval_set(tasks, models or None, max_tasks=max_tasks, **options)
+    except EvalSetFailedError as failure:
+        runs = failure.eval_set
+        print(f"{runs}\n", flush=True)
+        return max(
+            _failed(failure.errors[label], f"vitals eval: {label}: ", path is not None, debug)
+            for label, path in zip(runs.labels, runs.log_paths, strict=True)
+            if label in failure.errors
+        )
+    except KeyboardInterrupt:
+        say(
+            "vitals eval: interrupted; each run's finished samples are in its log "
+            "(--resume continues the set)."
+        )
+        return EXIT_INTERRUPTED
+    print(f"{runs}\n", flush=True)
+    return EXIT_OK
 
 
 def _print_summary(task: Task) -> None:

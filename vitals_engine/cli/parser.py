@@ -45,12 +45,18 @@ EVAL_EPILOG = """\
 The file is imported as a module (its directory goes on sys.path). Tasks are
 module-level `Task` objects, or functions without required arguments that
 return one (annotated `-> Task` or ending in `return ve.Task(...)`). With
-several tasks and no `:name`, all of them run in order.
+several tasks and no `:name`, all of them run in order. With several --model
+(or --max-tasks), every task runs on every model at once, as an eval set:
+runs that call one model share its limits, and --resume continues only the
+runs that did not finish.
 
 Examples:
   vitals eval examples/cli_task.py
   vitals eval evals/suite.py:arithmetic --epochs 5 --max-concurrency 20
   vitals eval evals/suite.py --model anthropic/claude-sonnet-4-5 --rpm 50
+  vitals eval evals/suite.py --model openai/gpt-4.1-mini --model anthropic/claude-sonnet-4-5
+                                                       every task on both models, at once
+  vitals eval evals/suite.py --model openai/gpt-4.1 --model openai/o3 --max-tasks 2 --resume
   vitals eval evals/suite.py --fail-on-error 0.05 --log-dir runs/today
   vitals eval evals/suite.py --log-format eval --no-progress
   vitals eval evals/suite.py --resume                  continue the newest unfinished run
@@ -62,7 +68,7 @@ Examples:
 
 Exit codes: 0 success, 1 samples failed beyond --fail-on-error (the log is
 still written), the run reached --max-cost or --max-tokens, or the run failed,
-2 usage error.
+2 usage error; for several runs, the worst of them.
 """
 
 LS_EPILOG = """\
@@ -191,9 +197,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--model",
+        action="append",
         metavar="PROVIDER/MODEL",
         help="run the solver on this model instead (e.g. openai/gpt-4.1-mini); "
-        "the solver must take `solver_chat`, as ve.generate() does",
+        "the solver must take `solver_chat`, as ve.generate() does. Repeat it to run every "
+        "task on each model, all at once (an eval set: one log per task and model, one "
+        "summary)",
+    )
+    run.add_argument(
+        "--max-tasks",
+        type=_positive_int,
+        metavar="N",
+        help="runs at once in an eval set (default: all); alone, it runs the file's tasks "
+        "as a set, N at a time",
     )
     run.add_argument("--epochs", type=_positive_int, metavar="N", help="runs per sample")
     run.add_argument(

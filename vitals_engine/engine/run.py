@@ -1,8 +1,9 @@
 """One run of a task: the stage functions the supervisor drives, and their bookkeeping.
 
-A `Run` owns what lives exactly as long as a run: the usage ledger, the
-endpoint limits shared by every call of the run, the retry policy, the
-thread limiter for sync user code, progress counters and timestamps.
+A `Run` owns what lives exactly as long as a run: the usage ledger, its use
+of the endpoint limits (shared by every call of the run, and with the other
+runs of its event loop until it ends: `pacing/limits.py`), the retry policy,
+the thread limiter for sync user code, progress counters and timestamps.
 
 Its stage functions open a call scope per sample stage, so model usage is
 attributed to the role (solver or scorer) and the sample; they record a
@@ -35,7 +36,7 @@ from ..caching.lookup import CacheUse
 from ..pacing.batch import Batch
 from ..pacing.budget import Budget
 from ..pacing.clock import Clock, SystemClock
-from ..pacing.limits import Limits, LimitsRegistry
+from ..pacing.limits import Limits, LimitsRegistry, RunLimits
 from ..pacing.retry import Retry
 from ..pacing.scope import CallScope, TextSink
 from ..pacing.seats import current_seat
@@ -194,7 +195,8 @@ class Run:
         self.ledger = ledger if ledger is not None else UsageLedger()
         self.samples_frame = samples_frame
         self.clock = clock or SystemClock()
-        self.limits = LimitsRegistry(limits, concurrency, self.clock)
+        #: The run's endpoint limits, shared with the other runs of its event loop.
+        self.limits: LimitsRegistry = RunLimits(limits, concurrency, self.clock)
         self.retry = retry or Retry()
         self.started_at: float | None = None
         self.completed_at: float | None = None
@@ -225,6 +227,8 @@ class Run:
         #: Samples in a per-sample stage now (for the batch queues: see `BatchQueues`).
         self.at_work = 0
         self._threads = anyio.CapacityLimiter(concurrency)
+        #: `execute()` calls going on (the run lets go of its endpoints when none is).
+        self._executing = 0
 
     def _scope(self, role: str, record: SampleRecord | None) -> CallScope:
         live = self.live
@@ -454,6 +458,7 @@ class Run:
             await sink(record)
             self._emit()
 
+        self._executing += 1
         try:
             with relaxed_gc(), asyncio_named():
                 queues = BatchQueues(
@@ -472,6 +477,9 @@ class Run:
         finally:
             if live is not None and live.entries:
                 live.clear()
+            self._executing -= 1
+            if not self._executing:
+                self.limits.close()
         self.completed_at = time.time()
 
     async def _execute(

@@ -1,7 +1,8 @@
 """Rate limits that belong to a model endpoint, shared by every call to it.
 
-An endpoint is (provider, base URL, model). All calls to it in a run, from
-solvers and judges alike, go through one `EndpointLimiter`:
+An endpoint is (provider, base URL, model). All calls to it, from solvers and
+judges alike and from every run in the same event loop, go through one
+`EndpointState`, which each run reaches through its own `EndpointLimiter`:
 
 1. a gate: when the endpoint is rate limited, the whole endpoint waits
    until the Retry-After has passed, not just the request that got it;
@@ -27,7 +28,14 @@ never exceeds the current limit.
 
 Whose limits: a model's own `Limits` win field by field over the run's;
 when chats with different own limits share an endpoint, the stricter of
-each applies (the lowest number; adaptive if any asks for it).
+each applies (the lowest number; adaptive if any asks for it). Runs that
+share an endpoint combine the same way (see `RunLimits`).
+
+Per process, per event loop: a run's registry (`RunLimits`) finds the
+endpoint's state in its event loop (an anyio `RunVar`: a process may run
+several loops in threads, each with its own), so two runs, or two
+`eval_async()` of one service, share one endpoint's limits; the state is
+forgotten when the last run using it ends.
 """
 
 from __future__ import annotations
@@ -42,11 +50,23 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import anyio
+from anyio.lowlevel import RunVar
 
 from .._errors import ConfigError
 from .clock import Clock, SystemClock
 
-__all__ = ["EndpointLimiter", "Limits", "LimitsRegistry", "TokenBucket"]
+__all__ = [
+    "Endpoint",
+    "EndpointLimiter",
+    "EndpointState",
+    "Limits",
+    "LimitsRegistry",
+    "RunLimits",
+    "TokenBucket",
+]
+
+#: (provider, base URL, model): the unit limits belong to.
+Endpoint = tuple[str, str, str]
 
 #: Answers remembered per endpoint to tell a rate-limit storm from a stray 429.
 WINDOW = 20
@@ -220,132 +240,300 @@ class Slots:
             self._waiting.popleft().set()
 
 
-class EndpointLimiter:
-    """The limits of one endpoint: pause gate, buckets and adaptive concurrency."""
+class EndpointState:
+    """What limits one endpoint: its slots, buckets, pause and adaptive state, and the
+    limiters (one per run) that use it. The runs that call an endpoint in one event
+    loop share one (see `RunLimits`); a limiter made alone has its own."""
 
-    def __init__(self, limits: Limits, default_concurrency: int, clock: Clock | None = None):
-        self.clock = clock or SystemClock()
-        self.default_concurrency = default_concurrency
-        self.max_concurrency = limits.max_concurrency or default_concurrency
-        self.slots = Slots(self.max_concurrency)
+    __slots__ = (
+        "adaptive",
+        "clock",
+        "gate",
+        "limits",
+        "max_concurrency",
+        "next_decrease",
+        "paused_until",
+        "recent",
+        "requests",
+        "slots",
+        "successes",
+        "tokens",
+        "users",
+    )
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.slots = Slots(0)
         self.requests: TokenBucket | None = None
         self.tokens: TokenBucket | None = None
-        #: The models' own limits merged into these (see `LimitsRegistry.get`).
-        self.model_limits: tuple[Limits, ...] = ()
-        self._successes = 0
-        self._recent: deque[bool] = deque(maxlen=WINDOW)  # True: a 429
-        self._next_decrease = -math.inf
+        self.limits = Limits()
+        self.adaptive = True
+        self.max_concurrency = 0
         self.paused_until = -math.inf
-        #: Whether a warning said this run's calls to the endpoint are being retried.
-        self.retries_announced = False
-        self._gate = anyio.Lock()
-        #: Concurrency changes: (unix time, old limit, new limit, reason), reasons as
-        #: Inspect's logs name them ("rate_limit", "steady_state_up").
-        self.history: list[tuple[float, int, int, str]] = []
-        self.configure(limits)
+        self.gate = anyio.Lock()
+        self.recent: deque[bool] = deque(maxlen=WINDOW)  # True: a 429
+        self.successes = 0
+        self.next_decrease = -math.inf
+        self.users: list[EndpointLimiter] = []
 
-    def configure(self, limits: Limits) -> None:
-        """Apply `limits`, keeping what the endpoint has learnt (a lowered concurrency,
-        bucket levels, a pause)."""
+    def settle(self) -> None:
+        """Apply what the limiters using the endpoint ask: the stricter of each limit; a
+        concurrency none of them sets is theirs added up. What the endpoint learnt (a
+        lowered concurrency, bucket levels, a pause) is kept."""
+        users = self.users
+        limits = functools.reduce(Limits.stricter, (user.asked for user in users))
         old_max = self.max_concurrency
         self.limits = limits
         self.adaptive = limits.adaptive is not False
-        self.max_concurrency = limits.max_concurrency or self.default_concurrency
-        lowered = self.concurrency < old_max
+        self.max_concurrency = limits.max_concurrency or sum(
+            user.default_concurrency for user in users
+        )
+        size = self.slots.size
         self.slots.resize(
-            min(self.concurrency, self.max_concurrency) if lowered else self.max_concurrency
+            min(size, self.max_concurrency) if size < old_max else self.max_concurrency
         )
         rpm, tpm = limits.rpm, limits.tpm
         self.requests = _bucket(self.requests, rpm, (rpm or 0) / 60, self.clock)
         self.tokens = _bucket(self.tokens, tpm, tpm or 0, self.clock)
 
+
+class EndpointLimiter:
+    """A run's limiter of one endpoint: pause gate, buckets and adaptive concurrency.
+
+    What limits the endpoint lives in `shared` (an `EndpointState`, shared with the
+    other runs calling the endpoint in this event loop when the run's registry is a
+    `RunLimits`). The run's own: the limits it asks (`asked`, and its
+    `default_concurrency`), the concurrency changes it saw (`history`), and whether it
+    said its calls to the endpoint are being retried.
+
+    Example:
+        >>> limiter = EndpointLimiter(Limits(max_concurrency=8, rpm=600), default_concurrency=32)
+        >>> await limiter.wait_turn()
+        >>> async with limiter.slot():
+        ...     ...  # send the request
+    """
+
+    def __init__(
+        self,
+        limits: Limits,
+        default_concurrency: int,
+        clock: Clock | None = None,
+        shared: EndpointState | None = None,
+    ):
+        self.shared = shared or EndpointState(clock or SystemClock())
+        self.default_concurrency = default_concurrency
+        #: What this run asks of the endpoint (its models' own limits over its defaults).
+        self.asked = limits
+        #: The models' own limits merged into these (see `LimitsRegistry.get`).
+        self.model_limits: tuple[Limits, ...] = ()
+        #: Whether a warning said this run's calls to the endpoint are being retried.
+        self.retries_announced = False
+        #: Concurrency changes while this run used the endpoint: (unix time, old limit,
+        #: new limit, reason), reasons as Inspect's logs name them ("rate_limit",
+        #: "steady_state_up").
+        self.history: list[tuple[float, int, int, str]] = []
+        self.joined = False
+        self.join(self.shared)
+
+    # What limits the endpoint, as attributes (a leased limiter sets them: distributed/).
+
+    @property
+    def clock(self) -> Clock:
+        return self.shared.clock
+
+    @property
+    def slots(self) -> Slots:
+        return self.shared.slots
+
+    @slots.setter
+    def slots(self, slots: Slots) -> None:
+        self.shared.slots = slots
+
+    @property
+    def requests(self) -> TokenBucket | None:
+        return self.shared.requests
+
+    @requests.setter
+    def requests(self, bucket: TokenBucket | None) -> None:
+        self.shared.requests = bucket
+
+    @property
+    def tokens(self) -> TokenBucket | None:
+        return self.shared.tokens
+
+    @tokens.setter
+    def tokens(self, bucket: TokenBucket | None) -> None:
+        self.shared.tokens = bucket
+
+    @property
+    def paused_until(self) -> float:
+        return self.shared.paused_until
+
+    @paused_until.setter
+    def paused_until(self, when: float) -> None:
+        self.shared.paused_until = when
+
+    @property
+    def limits(self) -> Limits:
+        """The limits that hold for the endpoint (the stricter of what its runs ask)."""
+        return self.shared.limits
+
+    @limits.setter
+    def limits(self, limits: Limits) -> None:
+        self.shared.limits = limits
+
+    @property
+    def adaptive(self) -> bool:
+        return self.shared.adaptive
+
+    @adaptive.setter
+    def adaptive(self, adaptive: bool) -> None:
+        self.shared.adaptive = adaptive
+
+    @property
+    def max_concurrency(self) -> int:
+        return self.shared.max_concurrency
+
+    @max_concurrency.setter
+    def max_concurrency(self, size: int) -> None:
+        self.shared.max_concurrency = size
+
+    @property
+    def _recent(self) -> deque[bool]:
+        return self.shared.recent
+
     @property
     def concurrency(self) -> int:
         """The current concurrency limit."""
-        return self.slots.size
+        return self.shared.slots.size
 
     @property
     def in_flight(self) -> int:
-        return self.slots.taken
+        return self.shared.slots.taken
+
+    # -- the run's use of the endpoint --------------------------------------------------
+
+    def join(self, shared: EndpointState) -> None:
+        """Use `shared` (another run's, or a fresh one) from now on; its limits become
+        the stricter of its runs' and this one's."""
+        self.shared = shared
+        shared.users.append(self)
+        self.joined = True
+        self.configure(self.asked)
+
+    def leave(self) -> bool:
+        """This run no longer uses the endpoint: the limits the others ask hold again.
+        True when no run uses it any more."""
+        users = self.shared.users
+        if self.joined:
+            self.joined = False
+            users.remove(self)
+            if users:
+                self.shared.settle()
+        return not users
+
+    def configure(self, limits: Limits) -> None:
+        """Ask `limits` for this run, keeping what the endpoint has learnt (a lowered
+        concurrency, bucket levels, a pause)."""
+        self.asked = limits
+        self.shared.settle()
+
+    # -- limiting ------------------------------------------------------------------------
 
     async def wait_unpaused(self) -> None:
         """Wait until the endpoint's pause (if any) has passed."""
-        async with self._gate:
-            while (wait := self.paused_until - self.clock.now()) > 0:
-                await self.clock.sleep(wait)
+        shared = self.shared
+        async with shared.gate:
+            while (wait := shared.paused_until - shared.clock.now()) > 0:
+                await shared.clock.sleep(wait)
 
     async def wait_turn(self, estimated_tokens: int = 0) -> None:
         """Wait until the endpoint is not paused and the buckets allow one more request."""
-        if self.paused_until > self.clock.now():
+        shared = self.shared
+        if shared.paused_until > shared.clock.now():
             await self.wait_unpaused()
-        if self.requests is not None:
-            await self.requests.take(1)
-        if self.tokens is not None and estimated_tokens:
-            await self.tokens.take(estimated_tokens)
+        if shared.requests is not None:
+            await shared.requests.take(1)
+        if shared.tokens is not None and estimated_tokens:
+            await shared.tokens.take(estimated_tokens)
 
     async def acquire_slot(self) -> None:
         """Take a concurrent-request slot once the endpoint is not paused; a slot got
         while a pause began is given back (never held while waiting)."""
-        await self.slots.acquire()
-        while self.paused_until > self.clock.now():
-            self.slots.release()
+        shared = self.shared
+        await shared.slots.acquire()
+        while shared.paused_until > shared.clock.now():
+            shared.slots.release()
             await self.wait_unpaused()
-            await self.slots.acquire()
+            await shared.slots.acquire()
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one of the endpoint's concurrent-request slots for the request's duration."""
         await self.acquire_slot()
+        slots = self.shared.slots
         try:
             yield
         finally:
-            self.slots.release()
+            slots.release()
 
     def reconcile(self, estimated_tokens: int, actual_tokens: int) -> None:
         """Correct the token bucket once the real usage is known (0 for an attempt that
         failed: it gets its estimate back)."""
-        if self.tokens is not None and estimated_tokens:
-            self.tokens.give(estimated_tokens - actual_tokens)
+        tokens = self.shared.tokens
+        if tokens is not None and estimated_tokens:
+            tokens.give(estimated_tokens - actual_tokens)
 
     def _set_concurrency(self, new: int, reason: str) -> None:
-        old = self.concurrency
+        shared = self.shared
+        old = shared.slots.size
         if new != old:
-            self.slots.resize(new)
-            self.history.append((time.time(), old, new, reason))
+            shared.slots.resize(new)
+            change = (time.time(), old, new, reason)
+            for user in shared.users:
+                user.history.append(change)
 
     @property
     def storming(self) -> bool:
         """Whether recent answers are 429s often enough to mean the endpoint is limited."""
-        seen = len(self._recent)
-        return seen >= MIN_SEEN and sum(self._recent) / seen >= STORM_SHARE
+        recent = self.shared.recent
+        seen = len(recent)
+        return seen >= MIN_SEEN and sum(recent) / seen >= STORM_SHARE
 
     def on_rate_limited(self, retry_after: float | None) -> None:
         """A 429. If the endpoint is rate limited (a configured bucket, or a storm):
         pause it until the Retry-After has passed and halve its concurrency."""
-        self._recent.append(True)
-        self._successes = 0
-        if self.requests is None and self.tokens is None and not self.storming:
+        shared = self.shared
+        shared.recent.append(True)
+        shared.successes = 0
+        if shared.requests is None and shared.tokens is None and not self.storming:
             return
-        now = self.clock.now()
+        now = shared.clock.now()
         wait = retry_after if retry_after is not None else 1.0
-        self.paused_until = max(self.paused_until, now + wait)
-        if self.adaptive and now >= self._next_decrease:
-            self._next_decrease = now + max(wait, 1.0)
+        shared.paused_until = max(shared.paused_until, now + wait)
+        if shared.adaptive and now >= shared.next_decrease:
+            shared.next_decrease = now + max(wait, 1.0)
             self._set_concurrency(max(1, self.concurrency // 2), "rate_limit")
 
     def on_success(self) -> None:
         """A clean success: after as many as the current limit, allow one more."""
-        self._recent.append(False)
-        if not self.adaptive or self.concurrency >= self.max_concurrency:
+        shared = self.shared
+        shared.recent.append(False)
+        if not shared.adaptive or shared.slots.size >= shared.max_concurrency:
             return
-        self._successes += 1
-        if self._successes >= self.concurrency:
-            self._successes = 0
-            self._set_concurrency(self.concurrency + 1, "steady_state_up")
+        shared.successes += 1
+        if shared.successes >= shared.slots.size:
+            shared.successes = 0
+            self._set_concurrency(shared.slots.size + 1, "steady_state_up")
 
 
 class LimitsRegistry:
-    """Every endpoint limiter of a run, made on first use."""
+    """Every endpoint limiter of a run, made on first use, each with limits of its own.
+
+    Example:
+        >>> registry = LimitsRegistry(Limits(rpm=500), concurrency=32)
+        >>> limiter = registry.get(("OpenAI", "https://api.openai.com/v1", "gpt-4.1"), None)
+    """
 
     def __init__(
         self, defaults: Limits | None = None, concurrency: int = 32, clock: Clock | None = None
@@ -353,9 +541,9 @@ class LimitsRegistry:
         self.defaults = defaults or Limits()
         self.concurrency = concurrency
         self.clock = clock or SystemClock()
-        self._limiters: dict[tuple[str, str, str], EndpointLimiter] = {}
+        self._limiters: dict[Endpoint, EndpointLimiter] = {}
 
-    def get(self, endpoint: tuple[str, str, str], limits: Limits | None) -> EndpointLimiter:
+    def get(self, endpoint: Endpoint, limits: Limits | None) -> EndpointLimiter:
         """The endpoint's limiter; a model's own `limits` not seen before are merged in."""
         limiter = self._limiters.get(endpoint)
         if limiter is None:
@@ -366,9 +554,83 @@ class LimitsRegistry:
             limiter.configure(own.over(self.defaults))
         return limiter
 
-    def new_limiter(self, endpoint: tuple[str, str, str]) -> EndpointLimiter:
+    def new_limiter(self, endpoint: Endpoint) -> EndpointLimiter:
         """The limiter of an endpoint first seen (a registry of shared limits makes its own)."""
         return EndpointLimiter(self.defaults, self.concurrency, self.clock)
 
-    def items(self) -> list[tuple[tuple[str, str, str], EndpointLimiter]]:
+    def items(self) -> list[tuple[Endpoint, EndpointLimiter]]:
         return list(self._limiters.items())
+
+    def close(self) -> None:
+        """The run is over: let go of what it shares with other runs (here, nothing)."""
+
+
+#: The endpoint states of each event loop, by endpoint (and clock, when not the system's).
+_SHARED: RunVar[dict[tuple[Endpoint, Clock | None], EndpointState]] = RunVar(
+    "vitals_engine_endpoints"
+)
+
+
+class RunLimits(LimitsRegistry):
+    """A run's endpoint limiters, sharing each endpoint with the other runs that call it
+    in the same event loop: one concurrency, one rpm and tpm, one pause, one adaptive
+    concurrency per endpoint, whichever run calls.
+
+    How two runs' settings combine: the stricter of each limit holds (the lowest
+    number, adaptive if either asks); a `max_concurrency` that no run sets for the
+    endpoint (neither a model's own `Limits` nor `eval(limits=)`) is the runs' own
+    `max_concurrency` added up, so runs without limits do not slow each other down.
+    Each run keeps its own `history` of the changes it saw. `close()` (at the end of
+    the run) leaves every endpoint; the last run to leave one forgets it, so a later
+    run starts afresh: nothing a finished run learnt (a pause, a halved concurrency)
+    throttles the next.
+
+    Example:
+        >>> a, b = RunLimits(Limits(max_concurrency=5)), RunLimits(None, concurrency=50)
+        >>> a.get(endpoint, None).shared is b.get(endpoint, None).shared   # in one loop
+        True
+        >>> b.get(endpoint, None).max_concurrency
+        5
+        >>> a.close(); b.close()
+    """
+
+    def __init__(
+        self, defaults: Limits | None = None, concurrency: int = 32, clock: Clock | None = None
+    ) -> None:
+        super().__init__(defaults, concurrency, clock)
+        #: The endpoint states of the run's event loop (known once it used an endpoint).
+        self._states: dict[tuple[Endpoint, Clock | None], EndpointState] = {}
+
+    def get(self, endpoint: Endpoint, limits: Limits | None) -> EndpointLimiter:
+        limiter = self._limiters.get(endpoint)
+        if limiter is not None and not limiter.joined:  # the run goes on after close()
+            limiter.join(self._shared(endpoint))
+        return super().get(endpoint, limits)
+
+    def new_limiter(self, endpoint: Endpoint) -> EndpointLimiter:
+        return EndpointLimiter(
+            self.defaults, self.concurrency, self.clock, shared=self._shared(endpoint)
+        )
+
+    def _key(self, endpoint: Endpoint) -> tuple[Endpoint, Clock | None]:
+        return endpoint, None if isinstance(self.clock, SystemClock) else self.clock
+
+    def _shared(self, endpoint: Endpoint) -> EndpointState:
+        states = _SHARED.get(None)
+        if states is None:
+            states = {}
+            _SHARED.set(states)
+        self._states = states
+        key = self._key(endpoint)
+        state = states.get(key)
+        if state is None:
+            state = states[key] = EndpointState(self.clock)
+        return state
+
+    def close(self) -> None:
+        states = self._states
+        for endpoint, limiter in self._limiters.items():
+            if limiter.joined and limiter.leave():
+                key = self._key(endpoint)
+                if states.get(key) is limiter.shared:
+                    del states[key]

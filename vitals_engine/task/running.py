@@ -39,10 +39,11 @@ from ..log.compose import compose_header, compose_sample
 from ..log.journal_format import encode_sample
 from ..log.live import LiveFile, LiveSample, input_excerpt, live_path
 from ..log.writer import log_file_name, new_id
-from ..metrics import compute_metrics, score_series
+from ..metrics import measure_records
 from ..pacing.budget import Budget
 from ..progress import ProgressBar
 from ..samples import SampleRecord
+from ..statistics.intervals import MetricStat
 from ..transport.pool import transport_scope
 from .logfile import (
     configured_solver_model,
@@ -267,6 +268,7 @@ def _finish_run(
     if run.batches is not None:
         state.batches.update(run.batches.records)
     state.count_cache(run.cache)
+    run.limits.close()  # a run on Ray never calls run.execute() here: let go of its endpoints
     state.limit_history = [
         log_schema.ConnectionLimitChange(when, f"{provider.lower()}/{model}", old, new, why)
         for (provider, _, model), limiter in run.limits.items()
@@ -297,15 +299,19 @@ def _finish_run(
         state.status = "error" if failures > allowed else "success"
 
 
-def _metrics_so_far(setup: TaskSetup, records: list[SampleRecord]) -> dict[str, float] | None:
-    """Metrics over the samples scored before the run stopped, for its log."""
-    values = [r.score.value for r in records if r.score is not None and r.error is None]
-    if not values:
+def _metrics_so_far(setup: TaskSetup, records: list[SampleRecord]) -> dict[str, MetricStat] | None:
+    """Metrics, with their statistics, over the samples scored before the run stopped,
+    for its log."""
+    scored = [r for r in records if r.score is not None and r.error is None]
+    if not scored:
         return None
     try:
-        return compute_metrics(score_series(values), setup.metric_fns)
+        stats = measure_records(
+            scored, setup.metric_fns, reducer=setup.reducer, cluster=setup.cluster_of
+        )
     except VitalsError:  # a metric that cannot cope with a partial run: leave it out
         return None
+    return stats or None
 
 
 def raise_if_failed(state: RunState, options: RunOptions) -> None:

@@ -1,0 +1,149 @@
+"""Many runs at once: an eval set of 6 runs of 5,000 samples against one mock endpoint,
+beside one run of 30,000 samples of the same work.
+
+    .venv/bin/python bench/eval_set.py            # 6 x 5,000 beside 1 x 30,000 (about a minute)
+    .venv/bin/python bench/eval_set.py --quick    # 6 x 1,000 beside 1 x 6,000, at C=200
+
+Each side runs in a fresh child process after a warm-up sample, against `python -m
+vitals_engine.testing` (100 ms latency) in another process, recording every request.
+The tasks are `Task(generate(chat_openai(...)), detect_includes())` with their logs on,
+with `limits=Limits(max_concurrency=C)` (C=1,000): the six runs of the set share the
+endpoint's C requests in flight, as the single run has them to itself. The set runs
+twice: each run at `max_concurrency=C` (what one would write: 6 x C samples at work,
+5 x C of them waiting for a request slot at any time), and each at C/6 (the endpoint's
+share: as many samples at work as the single run has).
+
+Measured: wall time, CPU per sample of the child process, its peak RSS, and the most
+requests the server was answering at once (from when each arrived and was answered).
+Targets: the set's wall within 1.3x of the single run's; its CPU per sample no worse
+(within 5%: two runs of the same thing differ by that much here); at most C requests in
+flight, set or not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+RUNS = 6
+
+import throughput as _throughput  # noqa: E402  (bench/ is this script's folder)
+
+mock_server, verdict, ideal = _throughput.mock_server, _throughput.verdict, _throughput.ideal
+
+
+def child_run(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
+    """`kind` "set": an eval set of RUNS tasks of n samples, each run at max_concurrency
+    C ("share": C / RUNS); "one": one task of RUNS x n."""
+    import vitals_engine as ve
+
+    chat = ve.chat_openai("gpt-bench", base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-bench")
+
+    def task(name: str, count: int, logs: str) -> ve.Task:
+        data = [{"input": f"{name}: What's {i}+{i}?", "target": str(2 * i)} for i in range(count)]
+        return ve.Task(data, ve.generate(chat), ve.detect_includes(), name=name, dir=logs)
+
+    options: dict[str, Any] = {
+        "max_concurrency": c,
+        "limits": ve.Limits(max_concurrency=c),
+        "progress": False,
+        "retry": ve.Retry(max_attempts=20),
+        "fail_on_error": False,
+    }
+    with tempfile.TemporaryDirectory() as logs:
+        task("warm", 1, logs).eval(progress=False)  # loads what a run loads on first use
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        if kind in ("set", "share"):
+            if kind == "share":
+                options["max_concurrency"] = c // RUNS
+            ran = ve.eval_set([task(f"part{k}", n, logs) for k in range(RUNS)], **options).tasks
+        else:
+            ran = [task("whole", RUNS * n, logs).eval(**options)]
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        records = [r for t in ran if isinstance(t, ve.Task) for r in t._state.records or []]
+        finished = sum(1 for r in records if r.score is not None and r.error is None)
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "finished": finished,
+    }
+
+
+def peak_in_flight(record: Path) -> int:
+    """The most requests the server was answering at once, from its record."""
+    marks = []
+    for r in json.loads(record.read_bytes()):
+        marks += [(r["at"], 1), (r["answered"], -1)]
+    now = peak = 0
+    for _, step in sorted(marks):
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def measure(kind: str, n: int, c: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        record = Path(tmp) / "requests.json"
+        with mock_server(record=record) as port:
+            result = _throughput.in_child(kind, port, n, c, script=__file__)
+        result["peak"] = peak_in_flight(record)
+    return result
+
+
+def report(n: int, c: int) -> list[str]:
+    total = RUNS * n
+    one = measure("one", n, c)
+    runs = {"set": measure("set", n, c), "share": measure("share", n, c)}
+    labels = {"set": f"set, C={c:,} per run", "share": f"set, C={c // RUNS:,} per run"}
+
+    def line(label: str, r: dict[str, Any]) -> str:
+        return (
+            f"  {label:<22} wall {r['wall']:6.2f} s  ({r['wall'] / ideal(total, c):4.2f}x ideal)  "
+            f"CPU {r['cpu'] / total * 1000:5.3f} ms/sample  peak RSS {r['rss_mb']:5.0f} MB  "
+            f"in flight at most {r['peak']:,}  finished {r['finished']:,}/{total:,}"
+        )
+
+    lines = [
+        f"eval set: {RUNS} runs of {n:,} samples at once beside one run of {total:,}, "
+        f"Limits(max_concurrency={c:,}) on one endpoint; latency "
+        f"{_throughput.LATENCY * 1000:.0f} ms, ideal {ideal(total, c):.2f} s",
+        line(f"one run, C={c:,}", one),
+        *(line(labels[kind], r) for kind, r in runs.items()),
+    ]
+    for kind, r in runs.items():
+        wall, cpu = r["wall"] / one["wall"], r["cpu"] / one["cpu"]
+        lines += [
+            verdict(r["finished"] == total, f"{labels[kind]}: {r['finished']:,} finished"),
+            verdict(wall <= 1.3, f"{labels[kind]}: wall {wall:.2f}x the single run's (<= 1.3x)"),
+            verdict(
+                cpu <= 1.05, f"{labels[kind]}: CPU/sample {cpu:.2f}x the single run's (<= 1.05x)"
+            ),
+        ]
+    peak = max(r["peak"] for r in (one, *runs.values()))
+    return [*lines, verdict(peak <= c, f"at most {peak:,} requests in flight (limit {c:,})")]
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        kind, port, n, c = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+        print(json.dumps(child_run(kind, port, n, c)))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="6 x 1,000 beside 6,000, C=200")
+    args = parser.parse_args()
+    n, c = (1_000, 200) if args.quick else (5_000, 1_000)
+    print(f"vitals-engine eval set  (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
+    print()
+    print("\n".join(report(n, c)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
