@@ -169,25 +169,33 @@ def _from_cache(
 ) -> Turn:
     """The cached reply as this call's turn: at cost 0, recorded as read from the cache."""
     turn = msgspec.structs.replace(hit.turn, cost=0.0, retries=0)
-    tokens = turn.tokens or TokenUsage()
     if scope is not None:
-        for ledger in scope.ledgers:
-            ledger.record(scope.role, provider.name, provider.model, tokens, 0.0, cached=True)
-        if scope.calls is not None:
-            now = time.time()
-            scope.calls.append(
-                ModelCall(
-                    scope.role,
-                    provider.model_id,
-                    request,
-                    turn,
-                    now,
-                    now,
-                    cache="read",
-                    cached_from=hit.origin,
-                )
-            )
+        now = time.time()
+        call = ModelCall(
+            scope.role, provider.model_id, request, turn, now, now,
+            cache="read", cached_from=hit.origin,
+        )  # fmt: skip
+        _account(scope, provider, call, 0.0, cached=True)
     return turn
+
+
+def _account(
+    scope: CallScope,
+    provider: Provider,
+    call: ModelCall,
+    cost: float | None,
+    *,
+    batch: bool = False,
+    cached: bool = False,
+) -> None:
+    """Charge a completed call to the scope's ledgers and add it to the sample's calls."""
+    tokens = (call.reply.tokens if call.reply is not None else None) or TokenUsage()
+    for ledger in scope.ledgers:
+        ledger.record(
+            scope.role, provider.name, provider.model, tokens, cost, batch=batch, cached=cached
+        )
+    if scope.calls is not None:
+        scope.calls.append(call)
 
 
 async def call_model(provider: Provider, request: ChatRequest) -> Turn:
@@ -244,22 +252,11 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
             scope.role if scope is not None else None,
         )
     if scope is not None:
-        for ledger in scope.ledgers:
-            ledger.record(scope.role, provider.name, provider.model, tokens, cost, batch=batched)
-        if scope.calls is not None:
-            scope.calls.append(
-                ModelCall(
-                    scope.role,
-                    provider.model_id,
-                    request,
-                    turn,
-                    started,
-                    time.time(),
-                    notes,
-                    batch=batch_id,
-                    cache="write" if entry is not None else None,
-                )
-            )
+        call = ModelCall(
+            scope.role, provider.model_id, request, turn, started, time.time(), notes,
+            batch=batch_id, cache="write" if entry is not None else None,
+        )  # fmt: skip
+        _account(scope, provider, call, cost, batch=batched)
     return turn
 
 
