@@ -64,6 +64,65 @@ def local_ray():
     ray.shutdown()
 
 
+# -- one headless browser for the viewer's tests -----------------------------
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-default-apps",
+    "--disable-dev-shm-usage",
+    "--disable-extensions",
+    "--disable-sync",
+    "--no-first-run",
+    "--mute-audio",
+]
+
+
+def pytest_collection_modifyitems(items):
+    """The tests that use the browser run last, in their order. Playwright's sync API keeps
+    its event loop marked as running in the main thread while the browser is open, which
+    the async tests' own loops refuse; so the browser opens once, after all of them."""
+    uses_browser = [item for item in items if "browser" in getattr(item, "fixturenames", ())]
+    if uses_browser:
+        chosen = set(map(id, uses_browser))
+        items[:] = [item for item in items if id(item) not in chosen] + uses_browser
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's chromium under Playwright, started once for the run (when a test asks):
+    its tests run last (`pytest_collection_modifyitems`)."""
+    playwright_sync = pytest.importorskip("playwright.sync_api")
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is missing: `make setup` installs Debian's chromium."
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    with playwright_sync.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page (its own context) that collects what went wrong in it in
+    `page.problems`: uncaught errors and console errors."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    tab = context.new_page()
+    tab.set_default_timeout(15_000)
+    problems: list[str] = []
+    tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    tab.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    tab.problems = problems
+    yield tab
+    context.close()
+
+
 # -- every log a test writes is read with Inspect's reader --------------------
 
 _CALL_FAILED = pytest.StashKey[bool]()

@@ -132,8 +132,10 @@ async def test_tasks_logs_and_paths_compare_alike(tmp_path):
 
 
 def test_epochs_pair_by_id_and_epoch(tmp_path):
-    """With 3 epochs each (id, epoch) is a pair: McNemar counts pairs (b = 1, c = 3:
-    p = 2 * (1 + 4) / 16), and the interval's standard error is clustered by sample."""
+    """With 3 epochs each (id, epoch) is a pair (b = 1, c = 3), and both McNemar's test and
+    the interval's standard error are clustered by sample: per sample b_k - c_k is -2, -1,
+    +1, 0, 0, 0, so X = (-2)^2 / (4 + 1 + 1) = 2/3 and p = erfc(sqrt(1/3)) = 0.41422 (the
+    exact test, taking the 4 pairs as independent, would say 2 * (1 + 4) / 16 = 0.625)."""
     wrong_a = {(1, 1), (1, 2), (2, 3)}
     wrong_b = {(3, 1)}
 
@@ -150,8 +152,12 @@ def test_epochs_pair_by_id_and_epoch(tmp_path):
     assert isinstance(comparison, Comparison)
     assert comparison.changed.select("id", "epoch").rows() == [(1, 1), (1, 2), (2, 3), (3, 1)]
     (row,) = comparison.metrics.iter_rows(named=True)
-    assert (row["n_pairs"], row["test"]) == (18, "McNemar")
-    assert row["p_value"] == 0.625
+    assert (row["n_pairs"], row["test"]) == (18, "McNemar (clustered)")
+    assert row["p_value"] == pytest.approx(0.4142162, abs=1e-7)
+    assert comparison.mcnemar is not None
+    assert (comparison.mcnemar.b, comparison.mcnemar.c) == (1, 3)
+    assert comparison.mcnemar.statistic == pytest.approx(2 / 3)
+    assert (comparison.mcnemar.method, comparison.mcnemar.clusters) == ("clustered", 6)
     # per sample, the sums of differences: +2, +1, -1, 0, 0, 0 over 3 pairs each; d = 2/18
     d = 2 / 18
     sums = [2, 1, -1, 0, 0, 0]
@@ -160,6 +166,40 @@ def test_epochs_pair_by_id_and_epoch(tmp_path):
     assert row["low"] == pytest.approx(d - T_5 * error, abs=1e-4)
     assert row["high"] == pytest.approx(d + T_5 * error, abs=1e-4)
     assert "4 (sample, epoch) pairs changed grade: 3 I→C, 1 C→I" in str(comparison)
+    assert "McNemar (clustered) p = 0.414, 18 pairs" in str(comparison)
+
+
+def test_two_epochs_report_the_clustered_mcnemar(tmp_path):
+    """epochs=2: A fails both epochs of sample 1 and the first of samples 2 and 3, B the
+    second of sample 4. Per sample b_k - c_k: -2, -1, -1, +1, 0, 0; X = 9 / 7 and
+    p = erfc(sqrt(9 / 14)) = 0.25684, shown as "McNemar (clustered)" in the frame, the
+    printout and an eval set's table."""
+    wrong_a = {(1, 1), (1, 2), (2, 1), (3, 1)}
+    wrong_b = {(4, 2)}
+
+    def answering(wrong):
+        def solver(input: str, sample: ve.Sample) -> str:
+            return "no" if (sample.id, sample.epoch) in wrong else "yes"
+
+        return solver
+
+    data = QUESTIONS[:6]
+    a, b = (
+        ve.Task(data, answering(w), ve.detect_includes(), name="twice", dir=tmp_path).eval(epochs=2)
+        for w in (wrong_a, wrong_b)
+    )
+    comparison = compare(a, b)
+    assert isinstance(comparison, Comparison)
+    (row,) = comparison.metrics.iter_rows(named=True)
+    assert (row["test"], row["n_pairs"]) == ("McNemar (clustered)", 12)
+    assert row["p_value"] == pytest.approx(math.erfc(math.sqrt(9 / 14)), rel=1e-12)
+    assert row["p_value"] == pytest.approx(0.2568393, abs=1e-7)
+    assert comparison.mcnemar is not None
+    assert (comparison.mcnemar.b, comparison.mcnemar.c) == (1, 4)
+    assert "accuracy 0.67 → 0.92 (+0.25, 95% CI" in str(comparison)
+    assert "McNemar (clustered) p = 0.257, 12 pairs" in str(comparison)
+    table = str(compare(StandIn([a, b], []))).split("\n\n\n")[0]
+    assert re.search(r" 0\.257 +McNemar \(clustered\)$", table, flags=re.MULTILINE), table
 
 
 def test_one_epoch_against_three_pairs_the_first(tmp_path):
@@ -170,6 +210,7 @@ def test_one_epoch_against_three_pairs_the_first(tmp_path):
     comparison = compare(a, b)
     assert isinstance(comparison, Comparison)
     assert comparison.metrics["n_pairs"].to_list() == [4]
+    assert comparison.metrics["test"].to_list() == ["McNemar"]  # one pair per sample: exact
     assert comparison.only_a == []
     assert comparison.only_b == [(i, e) for i in (1, 2, 3, 4) for e in (2, 3)]
 
@@ -252,6 +293,7 @@ def test_unscored_pairs_are_left_out(tmp_path):
     assert isinstance(comparison, Comparison)
     assert comparison.unscored == 1
     assert comparison.metrics["n_pairs"].to_list() == [4]
+    assert comparison.metrics["test"].to_list() == ["McNemar"]  # one pair per sample: exact
     assert comparison.changed.select("id", "score_b").rows() == [(2, None)]
     assert "Left out: 1 pair one run did not score" in str(comparison)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import zipfile
 from pathlib import Path
 
 import httpx
@@ -154,6 +155,87 @@ def test_a_reducer_with_a_cluster_column_clusters_the_reduced_samples(tmp_path):
     task = ve.Task(rows, ve.generate(ve.chat_mock()), by_epoch, dir=tmp_path, epochs=2,
                    reducer="mean", cluster="level").eval()  # fmt: skip
     assert (task.metric_stats["accuracy"].n, task.metric_stats["accuracy"].clusters) == (5, 2)
+
+
+#: 5 samples x 3 epochs: (C,C,C) (C,I,I) (I,I,I) (I,C,I) (I,I,C).
+THREE_EPOCH_GRADES = ["CCC", "CII", "III", "ICI", "IIC"]
+#: Each sample's three epochs reduced, by hand: c correct of n = 3, pass_at_2 is
+#: 1 - C(3 - c, 2) / C(3, 2): 1, 2/3 and 0 for c = 3, 1 and 0.
+REDUCED_THREE = {
+    "max": ["C", "C", "I", "C", "C"],
+    "mode": ["C", "I", "I", "I", "I"],
+    "mean": [1.0, 1 / 3, 0.0, 1 / 3, 1 / 3],
+    "pass_at_2": [1.0, 2 / 3, 0.0, 2 / 3, 2 / 3],
+    None: [1.0, 1 / 3, 0.0, 1 / 3, 1 / 3],  # no reducer: Inspect's mean
+}
+
+
+def three_epoch_grades(sample: ve.SolvedSample) -> str:
+    return THREE_EPOCH_GRADES[int(sample.id) - 1][sample.epoch - 1]
+
+
+def reductions(path: Path) -> list[dict]:
+    with zipfile.ZipFile(path) as zf:
+        return json.loads(zf.read("reductions.json"))
+
+
+@pytest.mark.parametrize("reducer", list(REDUCED_THREE))
+def test_an_eval_logs_reductions_use_the_runs_reducer(tmp_path, reducer):
+    """epochs=3: reductions.json names the run's reducer as Inspect does (the config's
+    `epochs_reducer`; "mean" without one) and holds each sample's epochs reduced by it;
+    Inspect reads it back alike."""
+    task = ve.Task(ten_rows()[:5], ve.generate(ve.chat_mock()), three_epoch_grades,
+                   dir=tmp_path, epochs=3, reducer=reducer, log_format="eval").eval()  # fmt: skip
+    expected = REDUCED_THREE[reducer]
+    name = reducer or "mean"
+    (written,) = reductions(task.log_path)
+    assert (written["scorer"], written["reducer"]) == ("three_epoch_grades", name)
+    assert [s["sample_id"] for s in written["samples"]] == [1, 2, 3, 4, 5]
+    assert [s["value"] for s in written["samples"]] == pytest.approx(expected)
+    full = assert_inspect_reads(task.log_path, task)
+    (read,) = full.reductions
+    assert (read.scorer, read.reducer) == ("three_epoch_grades", name)
+    assert [s.value for s in read.samples] == pytest.approx(expected)
+    if reducer is not None:  # the metrics were computed over the same reduced scores
+        numbers = [{"C": 1.0, "I": 0.0}.get(v, v) for v in expected]
+        assert task.metrics == {"accuracy": pytest.approx(sum(numbers) / 5)}
+
+
+def test_reductions_keep_an_answer_only_when_every_epoch_gave_it(tmp_path):
+    """A sample answered alike in each epoch keeps its answer; one answered differently
+    has none (as Inspect's reducers keep a field only when every epoch agrees)."""
+
+    def solver(input: str, sample: ve.Sample) -> str:
+        return "4" if sample.id == 1 else f"{sample.epoch}"
+
+    def grade(sample: ve.SolvedSample) -> ve.Score:
+        return ve.Score("C" if sample.id == 1 else "I", answer=sample.result)
+
+    task = ve.Task(ten_rows()[:2], solver, grade, dir=tmp_path, epochs=3, reducer="max",
+                   log_format="eval").eval()  # fmt: skip
+    (written,) = reductions(task.log_path)
+    assert [(s["value"], s["answer"]) for s in written["samples"]] == [("C", "4"), ("I", None)]
+    assert_inspect_reads(task.log_path, task)
+
+
+def test_an_epoch_left_unscored_is_left_out_of_the_reduction(tmp_path):
+    """A scorer giving no grade (logged as "N", grader_failed) in one epoch: max reduces
+    the others, as the metrics did; pass_at_3 with two scored epochs of three has no
+    value, logged as the same no-grade marker."""
+
+    def grade(sample: ve.SolvedSample) -> ve.Score:
+        if (sample.id, sample.epoch) == (2, 3):
+            return ve.Score(None, explanation="the grader failed")
+        return ve.Score("C" if (sample.id, sample.epoch) == (2, 2) else "I")
+
+    cases = (("max", ["I", "C"], None), ("pass_at_3", [0.0, "N"], "grader_failed"))
+    for reducer, values, reason in cases:
+        task = ve.Task(ten_rows()[:2], ve.generate(ve.chat_mock()), grade, dir=tmp_path,
+                       epochs=3, reducer=reducer, log_format="eval").eval()  # fmt: skip
+        (written,) = reductions(task.log_path)
+        assert [s["value"] for s in written["samples"]] == values
+        assert written["samples"][1].get("reason") == reason
+        assert_inspect_reads(task.log_path, task)
 
 
 # -- the log -----------------------------------------------------------------------------

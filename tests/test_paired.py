@@ -1,15 +1,21 @@
-"""Paired tests of two runs: McNemar's exact test, the paired bootstrap and the clustered
-paired difference, against values computed by hand."""
+"""Paired tests of two runs: McNemar's exact and clustered tests, the paired bootstrap and
+the clustered paired difference, against values computed by hand."""
 
 from __future__ import annotations
 
 import math
 from fractions import Fraction
+from statistics import NormalDist
 
 import pytest
 
 from vitals_engine._errors import ConfigError
-from vitals_engine.statistics.paired import mcnemar, paired_bootstrap, paired_difference
+from vitals_engine.statistics.paired import (
+    mcnemar,
+    mcnemar_clustered,
+    paired_bootstrap,
+    paired_difference,
+)
 
 # Student's t, 97.5% quantiles (tables): 3, 5 and 19 degrees of freedom
 T_3, T_5, T_19 = 3.182446, 2.570582, 2.093024
@@ -63,6 +69,104 @@ def test_mcnemar_takes_counts(counts):
     """Anything other than two counts >= 0 is a ConfigError."""
     with pytest.raises(ConfigError, match="two counts"):
         mcnemar(*counts)
+
+
+# -- clustered McNemar ---------------------------------------------------------------------
+
+
+def _chi2_1df_tail(x: float) -> float:
+    """P(chi-square with 1 df > x) = P(|Z| > sqrt(x)), from the standard library's normal
+    (scipy is not installed): a check independent of the erfc the module uses."""
+    return 2 * NormalDist().cdf(-math.sqrt(x))
+
+
+def _pairs(per_cluster: list[tuple[int, int, int]]) -> tuple[list[int], list[int], list[str]]:
+    """Pass/fail pairs from (passed in A only, passed in B only, concordant) per cluster."""
+    a, b, clusters = [], [], []
+    for k, (only_a, only_b, same) in enumerate(per_cluster):
+        pairs = [(1, 0)] * only_a + [(0, 1)] * only_b + [(1, 1)] * same
+        a += [x for x, _ in pairs]
+        b += [y for _, y in pairs]
+        clusters += [f"s{k}"] * len(pairs)
+    return a, b, clusters
+
+
+def test_clustered_mcnemar_by_hand():
+    """Clusters with (b_k, c_k) = (2, 0), (1, 0), (0, 1), (2, 0) and one concordant: the
+    differences 2, 1, -1, 2, 0 sum to 4, their squares to 10: X = 16 / 10 = 1.6 and
+    p = P(chi-square_1 > 1.6) = erfc(sqrt(0.8)) = 0.20590."""
+    a, b, clusters = _pairs([(2, 0, 1), (1, 0, 2), (0, 1, 0), (2, 0, 0), (0, 0, 3)])
+    result = mcnemar_clustered(a, b, clusters)
+    assert (result.b, result.c) == (5, 1)
+    assert result.statistic == 1.6
+    assert result.p_value == pytest.approx(0.2059032, abs=1e-7)
+    assert result.p_value == pytest.approx(_chi2_1df_tail(1.6), rel=1e-12)
+    assert (result.method, result.clusters, result.name) == ("clustered", 5, "McNemar (clustered)")
+    # the exact test, taking the 6 discordant pairs as independent, says otherwise
+    assert mcnemar(5, 1).p_value == 0.21875
+
+
+def test_clustered_mcnemar_is_symmetric_and_takes_booleans():
+    """B against A: the same statistic and p-value, b and c swapped; True/False as 1/0."""
+    a, b, clusters = _pairs([(2, 0, 1), (1, 0, 2), (0, 1, 0), (2, 0, 0)])
+    forward = mcnemar_clustered(a, b, clusters)
+    backward = mcnemar_clustered([bool(y) for y in b], [bool(x) for x in a], clusters)
+    assert (backward.b, backward.c) == (forward.c, forward.b)
+    assert (backward.statistic, backward.p_value) == (forward.statistic, forward.p_value)
+
+
+@pytest.mark.parametrize(
+    ("per_cluster", "statistic"),
+    [
+        # differences -2, -1, 1 (and 0s): X = 4 / 6
+        ([(0, 2, 1), (0, 1, 2), (1, 0, 2), (0, 0, 3), (0, 0, 3), (0, 0, 3)], 2 / 3),
+        # differences -2, -1, -1, 1: X = 9 / 7
+        ([(0, 2, 0), (0, 1, 1), (0, 1, 1), (1, 0, 1), (0, 0, 2), (0, 0, 2)], 9 / 7),
+        # one cluster alone: X = d^2 / d^2 = 1, whatever d
+        ([(3, 0, 0)], 1.0),
+    ],
+)
+def test_clustered_mcnemar_p_value_is_the_chi_square_tail(per_cluster, statistic):
+    result = mcnemar_clustered(*_pairs(per_cluster))
+    assert result.statistic == pytest.approx(statistic, rel=1e-15)
+    assert result.p_value == pytest.approx(_chi2_1df_tail(statistic), rel=1e-12)
+
+
+def test_clustered_mcnemar_with_one_pair_per_cluster_is_the_exact_test():
+    """Every cluster a single pair (one epoch per sample): exactly mcnemar(b, c)."""
+    a, b, clusters = _pairs([(1, 0, 0)] * 7 + [(0, 1, 0)] + [(0, 0, 1)] * 12)
+    result = mcnemar_clustered(a, b, clusters)
+    assert result == mcnemar(7, 1)
+    assert (result.p_value, result.method, result.clusters) == (0.0703125, "exact", None)
+    assert result.name == "McNemar"
+
+
+def test_clustered_mcnemar_without_imbalance_in_any_cluster():
+    """All pairs concordant, or each cluster with as many pairs passed in A only as in B
+    only: the denominator is 0, p = 1 and no statistic."""
+    all_same = mcnemar_clustered(*_pairs([(0, 0, 2), (0, 0, 3)]))
+    assert (all_same.b, all_same.c, all_same.statistic, all_same.p_value) == (0, 0, None, 1.0)
+    balanced = mcnemar_clustered(*_pairs([(1, 1, 0), (2, 2, 1), (0, 0, 2)]))
+    assert (balanced.b, balanced.c, balanced.statistic, balanced.p_value) == (3, 3, None, 1.0)
+    assert balanced.method == "clustered"
+
+
+def test_clustered_mcnemar_with_opposite_clusters_that_cancel():
+    """Differences +2 and -2: the sum is 0, so X = 0 and p = 1."""
+    result = mcnemar_clustered(*_pairs([(2, 0, 0), (0, 2, 0)]))
+    assert (result.statistic, result.p_value) == (0.0, 1.0)
+
+
+def test_clustered_mcnemar_takes_pass_fail_pairs():
+    """Scores other than pass/fail, pairs that do not pair, or none: ConfigErrors."""
+    with pytest.raises(ConfigError, match=r"pass/fail outcomes .* not 0\.5"):
+        mcnemar_clustered([1, 0.5], [1, 1], ["s1", "s1"])
+    with pytest.raises(ConfigError, match=r"pass/fail outcomes .* not None"):
+        mcnemar_clustered([1, None], [1, 1], ["s1", "s1"])  # type: ignore[list-item]
+    with pytest.raises(ConfigError, match="one value of each run per pair"):
+        mcnemar_clustered([1, 0], [1, 1], ["s1"])
+    with pytest.raises(ConfigError, match="at least one pair"):
+        mcnemar_clustered([], [], [])
 
 
 # -- paired difference ----------------------------------------------------------------------

@@ -5,14 +5,12 @@ Screenshots of each page land in `test-artifacts/` (git-ignored) for people to l
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
@@ -49,56 +47,8 @@ playwright_sync = pytest.importorskip("playwright.sync_api")
 expect = playwright_sync.expect
 expect.set_options(timeout=15_000)  # generous for a loaded CI machine; passing waits are short
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-default-apps",
-    "--disable-dev-shm-usage",
-    "--disable-extensions",
-    "--disable-sync",
-    "--no-first-run",
-    "--mute-audio",
-]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 DASH = "\u2013"  # the en dash of the pager's "Rows 1-100"
-
-
-@dataclass
-class Page:
-    """A browser page and what went wrong in it (uncaught errors, console errors)."""
-
-    page: object
-    problems: list[str] = field(default_factory=list)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is missing: `make setup` installs Debian's chromium."
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    with playwright_sync.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser) -> Iterator:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
-    tab = context.new_page()
-    tab.set_default_timeout(15_000)
-    problems: list[str] = []
-    tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-    tab.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    tab.problems = problems
-    yield tab
-    context.close()
 
 
 @pytest.fixture(scope="module")
@@ -679,11 +629,21 @@ def test_cached_calls_are_marked_with_where_their_replies_came_from(
 # -- bundle ----------------------------------------------------------------------------------
 
 
-def test_bundle_works_from_a_static_web_server(page, fixture_logs: Path, tmp_path: Path) -> None:
-    """A bundle served by `python -m http.server` lists the logs, opens a log and a sample."""
-    out = bundle(fixture_logs, tmp_path / "site")
+@contextmanager
+def static_site(directory: Path) -> Iterator[str]:
+    """`python -m http.server` serving `directory` while in the block; its URL is yielded."""
     server = subprocess.Popen(
-        [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "-d", str(out)],
+        [
+            sys.executable,
+            "-u",
+            "-m",
+            "http.server",
+            "0",
+            "--bind",
+            "127.0.0.1",
+            "-d",
+            str(directory),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -693,7 +653,16 @@ def test_bundle_works_from_a_static_web_server(page, fixture_logs: Path, tmp_pat
         banner = server.stdout.readline()  # "Serving HTTP on 127.0.0.1 port 40123 ..."
         match = re.search(r"port (\d+)", banner)
         assert match, banner
-        url = f"http://127.0.0.1:{match[1]}"
+        yield f"http://127.0.0.1:{match[1]}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_bundle_works_from_a_static_web_server(page, fixture_logs: Path, tmp_path: Path) -> None:
+    """A bundle served by `python -m http.server` lists the logs, opens a log and a sample."""
+    out = bundle(fixture_logs, tmp_path / "site")
+    with static_site(out) as url:
         page.goto(url + "/")
         expect(page.locator("#logs-table tbody tr.log-row")).to_have_count(10)
         expect(page.locator("#live")).to_be_hidden()
@@ -707,9 +676,6 @@ def test_bundle_works_from_a_static_web_server(page, fixture_logs: Path, tmp_pat
         page.goto(log_url(url, "retry_original.eval", "sample", "2", "1"))
         expect(page.locator("#sample-error")).to_contain_text("boom on 2")
         shot(page, "bundle-sample")
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
     assert page.problems == []
 
 

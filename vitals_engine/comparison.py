@@ -6,10 +6,11 @@ Differences are B - A. The mean score (`accuracy`: C = 1, P = 0.5, I = 0, number
 booleans as they are) is compared over the pairs both runs scored, with one method per
 case:
 
-- both runs' scores pass or fail (C/I, booleans, 0/1): McNemar's exact test on the
-  discordant pairs for the p-value; the interval is the paired difference +/- Student's
-  t standard errors, clustered by sample id (a sample's epochs are not independent),
-  within -1..1. McNemar's test itself takes every (id, epoch) pair as independent.
+- both runs' scores pass or fail (C/I, booleans, 0/1): McNemar's test on the discordant
+  pairs for the p-value, exact when each sample has one pair, and clustered by sample id
+  (Durkalski's, test "McNemar (clustered)") when any sample has several epochs paired,
+  since a sample's epochs are not independent; the interval is the paired difference
+  +/- Student's t standard errors, clustered by sample id too, within -1..1.
 - any other scores (P grades, numbers): a paired bootstrap (2,000 seeded draws of the
   samples, each with all its epochs) for both the p-value and the percentile interval.
 
@@ -34,7 +35,7 @@ from .log.reader import read_log
 from .statistics.paired import (
     Bootstrap,
     McNemar,
-    mcnemar,
+    mcnemar_clustered,
     paired_bootstrap,
     paired_difference,
 )
@@ -223,8 +224,9 @@ class Comparison:
     Attributes:
         name_a, name_b: the runs as "task (provider/model)".
         metrics: one row per metric: metric, a, b, difference, low, high (the 95%
-            interval), p_value, test ("McNemar" or "paired bootstrap"; null for a
-            custom metric, shown untested), n_pairs.
+            interval), p_value, test ("McNemar"; "McNemar (clustered)", by sample, when
+            a sample has several epochs paired; or "paired bootstrap"; null for a custom
+            metric, shown untested), n_pairs.
         changed: the paired samples whose score differs: id, epoch, input, score_a,
             score_b, answer_a, answer_b.
         cost: one row per run (run "A" and "B"): name, requests, input_tokens,
@@ -236,7 +238,8 @@ class Comparison:
         inputs_differ: pairs whose input differs between the runs (an edited dataset).
         graded: whether the scores are grades (C/P/I, booleans, custom), not numbers.
         epochs: the highest epoch paired.
-        mcnemar, bootstrap: the test behind the accuracy row, the other one None.
+        mcnemar, bootstrap: the test behind the accuracy row, the other one None
+            (`mcnemar.method` says "exact" or "clustered").
 
     Example:
         >>> print(compare(task_a, task_b))
@@ -282,17 +285,15 @@ def _metric_rows(
             "n_pairs": scored.height,
         }
         if all(v in (0.0, 1.0) for v in (*xs, *ys)):
-            test = mcnemar(
-                sum(1 for x, y in zip(xs, ys, strict=True) if x > y),
-                sum(1 for x, y in zip(xs, ys, strict=True) if x < y),
-            )
+            # the same clusters as the interval's: exact while each sample has one pair
+            test = mcnemar_clustered(xs, ys, ids)
             diff = paired_difference(xs, ys, ids, bounds=(-1.0, 1.0))
             row |= {
                 "difference": diff.difference,
                 "low": diff.low,
                 "high": diff.high,
                 "p_value": test.p_value,
-                "test": "McNemar",
+                "test": test.name,
             }
         else:
             boot = paired_bootstrap(xs, ys, ids)
@@ -543,9 +544,10 @@ def compare(
 
     `a` and `b` are Tasks that ran, logs read with `read_log()`, or paths to logs, in
     any mix. Samples pair by (id, epoch); the result holds the difference B - A in each
-    metric with its 95% interval and a paired test (McNemar's for pass/fail grades, a
-    paired bootstrap otherwise), the samples that changed grade, and each run's cost
-    and time. Runs of different tasks (no sample in common) are a `ConfigError`.
+    metric with its 95% interval and a paired test (McNemar's for pass/fail grades,
+    clustered by sample when samples ran several epochs; a paired bootstrap otherwise),
+    the samples that changed grade, and each run's cost and time. Runs of different
+    tasks (no sample in common) are a `ConfigError`.
 
     `compare(eval_set)` takes anything with `.tasks` (and `.models`, whose first is the
     baseline unless `baseline=` names a model id): each task's run on every other model

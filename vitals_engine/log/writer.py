@@ -16,9 +16,11 @@ The writer is the only actor that touches a run's files:
 4. When the run ends (success, failure or cancellation) the writer appends
    the final header, fsyncs the journal, composes the final log from it
    (`.json`, or `.eval`: a zip of header.json, samples/, summaries.json and
-   reductions.json), checking each sample it copies, has the caller read the
-   new file back, moves it into place atomically, updates the directory's
-   `listing.json`, and only then removes the journal and its lock.
+   reductions.json, each sample's epochs reduced by the run's reducer, its
+   config's `epochs_reducer`, else "mean"), checking each sample it copies, has
+   the caller read the new file back, moves it into place atomically, updates
+   the directory's `listing.json`, and only then removes the journal and its
+   lock.
 
 A run killed before step 4 leaves its journal: `read_log()` reads it and
 `eval(resume=...)` continues it.
@@ -44,7 +46,8 @@ import anyio
 import anyio.to_thread
 import msgspec
 
-from .._errors import LogWriteError
+from .._errors import LogWriteError, MetricError
+from ..statistics.reducers import reduce_epochs
 from ..vocab.batches import BatchRecord
 from . import schema as s
 from .atomic import replace_atomically
@@ -285,32 +288,58 @@ def _summary(sample: bytes) -> s.EvalSampleSummary:
     return s.EvalSampleSummary(**fields)
 
 
-def _reductions(summaries: list[s.EvalSampleSummary]) -> list[dict[str, Any]]:
-    """Per scorer, each sample's score averaged over its epochs (as Inspect's mean reducer)."""
-    from ..metrics import numeric_value
+def _reducers(header: s.EvalLog) -> list[str]:
+    """The run's epoch reducers, as its config names them (`eval.config.epochs_reducer`);
+    "mean" without one, as Inspect reduces then."""
+    return list(header.eval.config.epochs_reducer or ["mean"])
 
-    by_scorer: dict[str, dict[Any, list[Any]]] = {}
+
+def _reduced(scores: list[s.LogScore], reducer: str) -> dict[str, Any]:
+    """One sample's epoch scores (in epoch order) reduced by `reducer` with the run's own
+    reducers (`statistics.reducers`), as an Inspect reduction; the answer and explanation
+    are kept when every epoch has the same (as Inspect keeps them)."""
+    values = [
+        None if sc.value == s.NO_GRADE and sc.reason == s.NO_GRADE_REASON else sc.value
+        for sc in scores
+    ]
+    reason = None
+    try:
+        value = reduce_epochs(values, reducer)
+    except (MetricError, TypeError):  # scores this reducer cannot count (custom grades)
+        value = scores[-1].value  # the log is still written; the metrics said why
+    if value is None:  # no epoch scored (or fewer than pass_at_<k>'s k)
+        value, reason = s.NO_GRADE, s.NO_GRADE_REASON
+    answers = {sc.answer for sc in scores}
+    explanations = {sc.explanation for sc in scores}
+    reduction: dict[str, Any] = {
+        "value": value,
+        "answer": scores[0].answer if len(answers) == 1 else None,
+        "explanation": scores[0].explanation if len(explanations) == 1 else None,
+    }
+    if reason is not None:
+        reduction["reason"] = reason
+    return reduction | {"history": []}
+
+
+def _reductions(summaries: list[s.EvalSampleSummary], reducers: list[str]) -> list[dict[str, Any]]:
+    """Per scorer and reducer, each sample's scores over its epochs reduced to one, as
+    Inspect's `reductions.json` holds them. Samples that failed are left out, as from the
+    metrics."""
+    by_scorer: dict[str, dict[Any, list[tuple[int, s.LogScore]]]] = {}
     for summary in summaries:
+        if summary.error is not None:
+            continue
         for scorer, score in (summary.scores or {}).items():
-            by_scorer.setdefault(scorer, {}).setdefault(summary.id, []).append(score)
+            epochs = by_scorer.setdefault(scorer, {}).setdefault(summary.id, [])
+            epochs.append((summary.epoch, score))
     out = []
     for scorer, samples in by_scorer.items():
-        reduced = []
-        for sample_id, scores in samples.items():
-            values = [numeric_value(sc.value) for sc in scores]
-            known = [v for v in values if v is not None]
-            value: Any = sum(known) / len(known) if known else scores[-1].value
-            last = scores[-1]
-            reduced.append(
-                {
-                    "value": value,
-                    "answer": last.answer,
-                    "explanation": last.explanation,
-                    "history": [],
-                    "sample_id": sample_id,
-                }
-            )
-        out.append({"scorer": scorer, "reducer": "mean", "samples": reduced})
+        for reducer in reducers:
+            reduced = []
+            for sample_id, epochs in samples.items():
+                scores = [score for _, score in sorted(epochs, key=lambda e: e[0])]
+                reduced.append(_reduced(scores, reducer) | {"sample_id": sample_id})
+            out.append({"scorer": scorer, "reducer": reducer, "samples": reduced})
     return out
 
 
@@ -340,7 +369,8 @@ def _compose_eval(
                 summaries.append(summary)
             zf.writestr("summaries.json", s.encoder.encode(summaries))
             if any(summary.scores for summary in summaries):
-                zf.writestr("reductions.json", s.encoder.encode(_reductions(summaries)))
+                reductions = _reductions(summaries, _reducers(header))
+                zf.writestr("reductions.json", s.encoder.encode(reductions))
             zf.writestr("header.json", _header_bytes(header))
 
     return replace_atomically(out, write, ".eval", check=check)

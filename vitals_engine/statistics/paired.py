@@ -1,5 +1,5 @@
-"""Tests for two runs scored on the same samples: McNemar's, a paired bootstrap, and the
-paired difference's clustered standard error.
+"""Tests for two runs scored on the same samples: McNemar's (exact, or clustered by
+sample), a paired bootstrap, and the paired difference's clustered standard error.
 
 - `mcnemar(b, c)`: paired pass/fail outcomes. `b` pairs passed in run A only, `c` in
   run B only; the p-value is the exact two-sided binomial test of b against
@@ -7,6 +7,12 @@ paired difference's clustered standard error.
   The chi-square statistic with Edwards' continuity correction,
   `max(0, |b - c| - 1)^2 / (b + c)`, is reported beside it; the p-value is not
   read from it.
+- `mcnemar_clustered(a, b, clusters)`: the same outcomes when pairs come in clusters
+  (a sample's epochs, which are not independent): Durkalski et al.'s (2003) test.
+  With `b_k`, `c_k` the pairs of cluster k passed in A only and in B only, the
+  statistic is `X = (sum_k (b_k - c_k))^2 / sum_k (b_k - c_k)^2` and the p-value its
+  chi-square (1 df) tail, `erfc(sqrt(X / 2))` (1 when every cluster has b_k = c_k). When
+  every cluster holds a single pair, it is `mcnemar(b, c)`, exact, as before.
 - `paired_bootstrap(a, b, clusters=)`: numeric scores. The pairs (every pair of a
   cluster together: a sample's epochs) are drawn with replacement, 2,000 times from
   polars' seeded sampling (as `intervals.bootstrap_stderr` draws), so the same input
@@ -26,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from .._errors import ConfigError
 from .intervals import LEVEL, cluster_groups, mean_stderr, t_interval
@@ -35,6 +42,7 @@ __all__ = [
     "McNemar",
     "PairedDifference",
     "mcnemar",
+    "mcnemar_clustered",
     "paired_bootstrap",
     "paired_difference",
 ]
@@ -51,15 +59,31 @@ class McNemar:
     Attributes:
         b: pairs that pass in run A and fail in run B.
         c: pairs that fail in run A and pass in run B.
-        statistic: the chi-square statistic with continuity correction (None when
-            no pair is discordant).
-        p_value: the exact two-sided binomial p-value (not from `statistic`).
+        statistic: "exact": the chi-square statistic with continuity correction (None
+            when no pair is discordant); "clustered": Durkalski's statistic (None when
+            every cluster has as many pairs passed in A only as in B only).
+        p_value: "exact": the exact two-sided binomial p-value (not from
+            `statistic`); "clustered": the chi-square (1 df) tail of `statistic`.
+        method: "exact" (pairs independent) or "clustered" (`mcnemar_clustered`).
+        clusters: how many clusters the clustered test ran over (None for "exact").
     """
 
     b: int
     c: int
     statistic: float | None
     p_value: float
+    method: Literal["exact", "clustered"] = "exact"
+    clusters: int | None = None
+
+    @property
+    def name(self) -> str:
+        """The test as a comparison shows it: "McNemar" or "McNemar (clustered)".
+
+        Example:
+            >>> mcnemar(7, 1).name
+            'McNemar'
+        """
+        return "McNemar (clustered)" if self.method == "clustered" else "McNemar"
 
 
 @dataclass(frozen=True)
@@ -117,6 +141,49 @@ def mcnemar(b: int, c: int) -> McNemar:
     p_value = min(1.0, 2 * tail / 2**n)  # exact integers: no rounding before the division
     statistic = max(0, abs(b - c) - 1) ** 2 / n
     return McNemar(b, c, statistic, p_value)
+
+
+def mcnemar_clustered(
+    a: Sequence[float], b: Sequence[float], clusters: Sequence[Hashable]
+) -> McNemar:
+    """McNemar's test for pass/fail pairs that come in clusters (Durkalski et al., 2003).
+
+    `a[i]` and `b[i]` are one pair's outcomes in runs A and B (True/False or 1/0);
+    `clusters[i]` its cluster (the sample id, when each sample ran several epochs). Per
+    cluster k, `b_k` pairs passed in A only and `c_k` in B only; the statistic is
+    `(sum_k (b_k - c_k))^2 / sum_k (b_k - c_k)^2`, and the p-value its chi-square tail on
+    1 degree of freedom (1 when the denominator is 0). Its `b` and `c` are the totals.
+    When every cluster holds a single pair, the pairs are independent and this is
+    `mcnemar(b, c)`, the exact test.
+
+    Example:
+        >>> a = [1, 1, 1, 1, 0, 1, 1, 0]
+        >>> b = [0, 0, 0, 1, 1, 0, 0, 0]
+        >>> result = mcnemar_clustered(a, b, ["s1", "s1", "s2", "s2", "s3", "s4", "s4", "s5"])
+        >>> result.name, result.statistic, round(result.p_value, 4)
+        ('McNemar (clustered)', 1.6, 0.2059)
+    """
+    _check(a, b, clusters)
+    odd = [v for v in (*a, *b) if v not in (0, 1)]  # True == 1 and 1.0 == 1
+    if odd:
+        raise ConfigError(
+            f"mcnemar_clustered() takes pass/fail outcomes (True/False or 1/0), not {odd[0]!r}."
+        )
+    groups = cluster_groups(clusters)
+    counts = [
+        (sum(1 for i in g if a[i] and not b[i]), sum(1 for i in g if b[i] and not a[i]))
+        for g in groups
+    ]
+    b_total, c_total = sum(n for n, _ in counts), sum(n for _, n in counts)
+    if all(len(g) == 1 for g in groups):
+        return mcnemar(b_total, c_total)
+    differences = [passed_a - passed_b for passed_a, passed_b in counts]
+    spread = sum(d * d for d in differences)
+    if spread == 0:
+        return McNemar(b_total, c_total, None, 1.0, "clustered", len(groups))
+    statistic = sum(differences) ** 2 / spread  # exact integers until this division
+    p_value = math.erfc(math.sqrt(statistic / 2))  # chi-square, 1 df: P(|Z| > sqrt(X))
+    return McNemar(b_total, c_total, statistic, p_value, "clustered", len(groups))
 
 
 def _check(a: Sequence[float], b: Sequence[float], clusters: Sequence[Hashable] | None) -> None:

@@ -359,14 +359,18 @@
     return Boolean(entry) && entry.batches > 0;
   }
 
+  // The logs the page shows now: their rows are kept however many there are.
+  let pinned = new Set();
+  const KEEP_LOADED = 4;
+
   function logData(file) {
     let data = store.data.get(file);
     if (!data) {
       data = new LogData(file);
       store.data.set(file, data);
-      if (store.data.size > 4) {
-        const oldest = store.data.keys().next().value;
-        if (oldest !== file) store.data.delete(oldest);
+      for (const other of store.data.keys()) {
+        if (store.data.size <= KEEP_LOADED) break;
+        if (other !== file && !pinned.has(other)) store.data.delete(other);
       }
     }
     return data;
@@ -401,12 +405,22 @@
 
   // ---------------------------------------------------------------- routing
 
-  // #/                               the list of logs
-  // #/log/<file>                     one log
-  // #/log/<file>/sample/<key>/<n>    one sample (epoch n)
+  // #/                                        the list of logs
+  // #/log/<file>                              one log
+  // #/log/<file>/sample/<key>/<n>             one sample (epoch n)
+  // #/compare/<file>,<file>,...               two or more logs of one task side by side
+  // #/compare/<file>,.../sample/<key>/<n>     one sample's answers in each of them
+  // (each <file> percent-encoded: its `/`s and `,`s never separate)
   function parseRoute() {
     const parts = location.hash.replace(/^#\/?/, "").split("/").filter((p) => p !== "");
     try {
+      if (parts[0] === "compare" && parts.length >= 2) {
+        const files = parts[1].split(",").filter((f) => f !== "").map(decodeURIComponent);
+        if (parts[2] === "sample" && parts.length >= 5) {
+          return { view: "compare-sample", files, key: decodeURIComponent(parts[3]), epoch: Number(parts[4]) };
+        }
+        return { view: "compare", files };
+      }
       if (parts[0] === "log" && parts.length >= 2) {
         const file = decodeURIComponent(parts[1]);
         if (parts[2] === "sample" && parts.length >= 5) {
@@ -426,18 +440,38 @@
     return logHref(file) + "/sample/" + encodeURIComponent(key) + "/" + epoch;
   }
 
+  function compareHref(files) {
+    return "#/compare/" + files.map(encodeURIComponent).join(",");
+  }
+
+  function compareSampleHref(files, key, epoch) {
+    return compareHref(files) + "/sample/" + encodeURIComponent(key) + "/" + epoch;
+  }
+
+  // The logs a route shows.
+  function routeFiles(route) {
+    return route.files || (route.file ? [route.file] : []);
+  }
+
+  // The final log a journal became (null when it is still listed, or became none).
+  function finalOf(file) {
+    if (store.byFile.has(file)) return null;
+    const before = store.previous.get(file);
+    return before && before.final && store.byFile.has(before.final) ? before.final : null;
+  }
+
   // A journal that became its final log: follow it, keeping the rest of the route.
   function followFinal(route) {
-    if (!route.file || store.byFile.has(route.file)) return false;
-    const before = store.previous.get(route.file);
-    if (before && before.final && store.byFile.has(before.final)) {
-      const target = route.view === "sample"
-        ? sampleHref(before.final, route.key, route.epoch)
-        : logHref(before.final);
-      location.replace(target);
-      return true;
-    }
-    return false;
+    const files = routeFiles(route);
+    if (!files.some(finalOf)) return false;
+    const now = files.map((f) => finalOf(f) || f);
+    let target;
+    if (route.view === "sample") target = sampleHref(now[0], route.key, route.epoch);
+    else if (route.view === "log") target = logHref(now[0]);
+    else if (route.view === "compare-sample") target = compareSampleHref(now, route.key, route.epoch);
+    else target = compareHref(now);
+    location.replace(target);
+    return true;
   }
 
   const app = document.getElementById("app");
@@ -468,8 +502,11 @@
     if (followFinal(route)) return;
     current = null;
     window.scrollTo(0, 0);
+    pinned = new Set(routeFiles(route));
     if (route.view === "log") current = mountLog(route);
     else if (route.view === "sample") current = mountSample(route);
+    else if (route.view === "compare") current = compare.mountCompare(route);
+    else if (route.view === "compare-sample") current = compare.mountCompareSample(route);
     else current = mountList(route);
   }
 
@@ -505,19 +542,21 @@
     }
     const route = current ? current.route : parseRoute();
     if (followFinal(route)) return;
-    const data = route.file ? store.data.get(route.file) : null;
-    if (data) {
-      const jobs = [];
-      if (change.hello || files.includes(route.file)) {
+    const jobs = [];
+    for (const file of routeFiles(route)) {
+      const data = store.data.get(file);
+      if (!data) continue;
+      if (change.hello || files.includes(file)) {
         jobs.push(data.refresh());
         // a batch recorded in a journal changes its file: the log page lists them anew
-        if (route.view === "log" && hasBatches(route.file)) jobs.push(data.refreshBatches());
+        if (route.view === "log" && hasBatches(file)) jobs.push(data.refreshBatches());
       }
-      if (!hasBatches(route.file)) data.batches = null;
-      if (!isRunning(route.file)) data.clearLive();
-      else if (change.hello || live.includes(route.file)) jobs.push(data.refreshLive());
-      await Promise.allSettled(jobs); // a failure shows on the next load
+      if (!hasBatches(file)) data.batches = null;
+      if (!isRunning(file)) data.clearLive();
+      else if (route.view.startsWith("compare")) continue; // compared: finished rows only
+      else if (change.hello || live.includes(file)) jobs.push(data.refreshLive());
     }
+    await Promise.allSettled(jobs); // a failure shows on the next load
     if (!current) return;
     if (liveOnly) {
       if (current.live) current.live(); // only the live text changed: nothing else to redraw
@@ -561,6 +600,7 @@
   // ---------------------------------------------------------------- page 1: the list of logs
 
   const LIST_COLUMNS = [
+    { key: "pick", label: "", sortable: false, value: () => null },
     { key: "task", label: "Task", value: (e) => e.task },
     { key: "model", label: "Model", value: (e) => e.model },
     { key: "status", label: "Status", value: (e) => e.status },
@@ -569,18 +609,48 @@
     { key: "cost", label: "Cost", value: (e) => e.cost, numeric: true },
     { key: "date", label: "Date", value: (e) => parseTime(e.started || e.created), numeric: true },
   ];
-  const listState = { sort: "date", dir: -1 };
+  const listState = { sort: "date", dir: -1, picked: [] };
+
+  // What the picked logs can be: compared (two or more, one task) or not, and why.
+  function pickedState() {
+    const picked = listState.picked.map((f) => store.byFile.get(f)).filter(Boolean);
+    const tasks = new Set(picked.map((e) => e.task));
+    if (picked.length < 2) {
+      return { ok: false, text: picked.length ? "Pick one more log of " + picked[0].task + " to compare." : "Pick two or more logs of one task to compare them." };
+    }
+    if (tasks.size > 1) return { ok: false, text: "The picked logs are of different tasks (" + Array.from(tasks).join(", ") + "): pick logs of one task." };
+    return { ok: true, text: plural(picked.length, "log") + " of " + picked[0].task + " picked." };
+  }
 
   function mountList(route) {
     setCrumbs([{ text: "Logs" }]);
     const table = el("table", { id: "logs-table" });
     const summary = el("p", { class: "muted small" });
     const problems = el("div");
+    const hint = el("span", { class: "muted small", id: "compare-hint" });
+    const compareButton = el("button", {
+      class: "btn", type: "button", id: "compare-picked", text: "Compare",
+      onclick: () => { if (pickedState().ok) location.hash = compareHref(listState.picked); },
+    });
     replace(app, el("section", { class: "panel" },
-      el("div", { class: "head" }, el("div", { class: "grow" }, el("h1", { text: "Logs" }), summary)),
+      el("div", { class: "head" }, el("div", { class: "grow" }, el("h1", { text: "Logs" }), summary),
+        el("div", { class: "compare-pick" }, hint, compareButton)),
       el("div", { class: "table-wrap" }, table)), problems);
 
+    function updatePicked() {
+      const state = pickedState();
+      hint.textContent = state.text;
+      compareButton.disabled = !state.ok;
+    }
+
+    function pick(file, on) {
+      listState.picked = listState.picked.filter((f) => f !== file);
+      if (on) listState.picked.push(file);
+      updatePicked();
+    }
+
     function update() {
+      listState.picked = listState.picked.filter((f) => store.byFile.has(f));
       const column = LIST_COLUMNS.find((c) => c.key === listState.sort) || LIST_COLUMNS[0];
       const logs = store.logs.slice().sort((a, b) => {
         const c = compareValues(column.value(a), column.value(b));
@@ -589,8 +659,12 @@
       summary.textContent = plural(logs.length, "log");
       const body = el("tbody", {}, logs.map((e) => el("tr", {
         class: "clickable log-row", "data-file": e.file,
-        onclick: (event) => { if (!event.target.closest("a")) location.hash = logHref(e.file); },
+        onclick: (event) => { if (!event.target.closest("a, .pick")) location.hash = logHref(e.file); },
       },
+      el("td", { class: "pick" }, el("input", {
+        type: "checkbox", class: "pick-log", "aria-label": "Pick " + e.task + " · " + e.model + " to compare",
+        checked: listState.picked.includes(e.file), onchange: (event) => pick(e.file, event.target.checked),
+      })),
       el("td", {}, el("a", { href: logHref(e.file), class: "task-link", text: e.task }),
         el("div", { class: "muted small cell-clip", title: e.file, text: e.file })),
       el("td", { class: "nowrap", text: e.model }),
@@ -607,6 +681,7 @@
       replace(problems, store.errors.length ? el("section", { class: "panel" },
         el("h2", { text: "Logs that could not be read" }),
         el("ul", {}, store.errors.map((err) => el("li", {}, el("code", { text: err.file }), " — ", err.message)))) : null);
+      updatePicked();
     }
     update();
     return { route, update };
@@ -1420,6 +1495,14 @@
     const id = event.key === "ArrowLeft" ? "sample-prev" : event.key === "ArrowRight" ? "sample-next" : null;
     const button = id && document.getElementById(id);
     if (button && !button.disabled) button.click();
+  });
+
+  // The compare view (compare.js) draws with the same helpers and data.
+  const compare = window.vitalsCompare({
+    el, replace, card, metricNote, kv, plural, fmtInt, fmtNum, fmtCost, fmtSeconds, fmtDate,
+    parseTime, scoreBadge, scoreKey, statusBadge, compareValues, store, logData, logHref,
+    sampleHref, compareHref, compareSampleHref, setCrumbs, showError, getJSON, logBase,
+    conversation, resolver, isCurrent: (mounted) => current === mounted, PAGE_SIZE,
   });
 
   render();
