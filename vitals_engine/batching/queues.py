@@ -315,9 +315,9 @@ class BatchQueues:
     def nudge(self) -> None:
         """Something changed in the run (a request joined a queue, a sample left a stage):
         if every sample at work now waits on a batch, submit what is queued."""
-        if self.at_work is None or self._checking or self._tg is None or not self._quiet():
-            return
-        if not any(queue.waiting for queue in self._queues.values()):
+        if self.at_work is None or self._checking or self._tg is None or not self._queues:
+            return  # no queue yet: no call waits on a batch
+        if not self._quiet() or not any(queue.waiting for queue in self._queues.values()):
             return
         self._checking = True
         self._tg.start_soon(self._flush_if_quiet)

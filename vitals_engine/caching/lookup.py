@@ -49,7 +49,8 @@ class CacheUse:
 
     def opened(self, options: Cache) -> tuple[ReplyStore | None, float | None]:
         """The store `options` name (None: it cannot be opened) and their max age."""
-        at = (options, os.environ.get(ENV_CACHE_DIR))
+        # the variable decides the path only when the options give no dir
+        at = (options, os.environ.get(ENV_CACHE_DIR) if options.dir is None else None)
         found = self._opened.get(at)
         if found is None:
             found = self._opened[at] = (open_store(options.path), options.max_age)

@@ -98,7 +98,11 @@ class Chat:
 
     def clone(self) -> Chat:
         """An independent copy: same provider, system prompt and tools; its own turns."""
-        twin = copy.copy(self)
+        if type(self) is Chat:  # what copy.copy does, without its generic dispatch
+            twin = Chat.__new__(Chat)
+            twin.__dict__.update(self.__dict__)
+        else:
+            twin = copy.copy(self)
         twin._turns = list(self._turns)
         twin._tools = dict(self._tools)
         return twin

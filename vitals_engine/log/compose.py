@@ -56,7 +56,7 @@ def _usage(ledger: UsageLedger) -> tuple[dict[str, s.ModelUsage], dict[str, s.Mo
     """A sample's usage by model and by role (one row each, the common case, costs one)."""
     rows = ledger.rows
     if len(rows) == 1:
-        (role, provider, model, *_), row = next(iter(rows.items()))
+        (role, provider, model, _, _), row = next(iter(rows.items()))
         usage = model_usage(row.tokens, row.cost)
         return {f"{provider.lower()}/{model}": usage}, {role: usage}
     return _by_model(ledger), _by_role(ledger)
@@ -92,24 +92,35 @@ def _score(record: SampleRecord, judge: ChatLog | None) -> s.LogScore | None:
     )
 
 
-_SECONDS: dict[int, tuple[str, str]] = {}
+#: Per second: (its time up to the dot, its offset, the whole time at .000000).
+_SECONDS: dict[int, tuple[str, str, str]] = {}
+#: The last (time, text): a call read from the cache starts and completes at once, and a
+#: sample completes when its score does.
+_last: tuple[float | None, str] = (None, "")
 
 
 def _times(unix: float) -> str:
     """Local ISO time with microseconds, as `datetime.isoformat` writes it, built from a
     per-second (date, offset) pair: a run's samples share their seconds, and this runs
     several times a sample."""
+    global _last
+    last = _last
+    if last[0] == unix:
+        return last[1]
     second = int(unix)
     head = _SECONDS.get(second)
     if head is None:
         if len(_SECONDS) > 4096:
             _SECONDS.clear()
         stamp = datetime.fromtimestamp(second, _LOCAL).isoformat()
-        head = _SECONDS[second] = (stamp[:19], stamp[19:])
+        head = _SECONDS[second] = (stamp[:19] + ".", stamp[19:], stamp)
     micros = round((unix - second) * 1_000_000)
     if micros >= 1_000_000:
         return _times(second + 1)
-    return f"{head[0]}.{micros:06d}{head[1]}" if micros else head[0] + head[1]
+    # str(1_000_000 + micros)[1:] is micros on 6 digits, cheaper than a format spec
+    text = head[0] + str(1_000_000 + micros)[1:] + head[1] if micros else head[2]
+    _last = (unix, text)
+    return text
 
 
 def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSample:
@@ -149,6 +160,9 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
     events, events_data = sample_events(record, score, chats, times, output)
     started = record.solve_started or record.score_started
     completed = record.score_completed or record.solve_completed
+    # completed first: it is the score event's timestamp, just made (see `_times`)
+    completed_at = times(completed) if completed is not None else None
+    started_at = times(started) if started is not None else None
     by_model, by_role = _usage(record.usage)
     error = None
     if record.error is not None:
@@ -164,10 +178,10 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
         metadata=metadata,
         model_usage=by_model,
         role_usage=by_role,
-        started_at=times(started) if started is not None else None,
-        completed_at=times(completed) if completed is not None else None,
+        started_at=started_at,
+        completed_at=completed_at,
         total_time=round(completed - started, 6) if started and completed else None,
-        working_time=_working_time(record),
+        working_time=_working_time(chats),
         uuid=f"{prefix}",
         error=error,
         events=events,
@@ -179,13 +193,12 @@ def _input_text(value: Any) -> str:
     return value if isinstance(value, str) else s.encoder.encode(value).decode()
 
 
-def _working_time(record: SampleRecord) -> float | None:
+def _working_time(chats: list[ChatLog]) -> float | None:
     total = 0.0
-    for chat in (record.solver_chat, record.score.chat if record.score else None):
-        if chat is not None:
-            for turn in chat.turns:
-                if turn.duration:
-                    total += turn.duration
+    for chat in chats:
+        for turn in chat.turns:
+            if turn.duration:
+                total += turn.duration
     return round(total, 6) if total else None
 
 

@@ -42,13 +42,14 @@ class ChatLog:
 
     def __init__(self, chat: Chat, prefix: str) -> None:
         self.chat = chat
+        self.turns = chat.turns  # a copy: taken once
         self.model_id = chat.provider.model_id
         self.messages: list[s.ChatMessage] = []
         if chat.system_prompt:
             self.messages.append(s.ChatMessageSystem(chat.system_prompt, id=f"{prefix}-s"))
         self.ends = [len(self.messages)]  # messages before turn i
         self.replies: dict[int, s.ChatMessageAssistant] = {}
-        for i, turn in enumerate(chat.turns):
+        for i, turn in enumerate(self.turns):
             converted = turn_message(turn, f"{prefix}-{i}", self.model_id)
             if turn.role == "assistant":
                 self.replies[id(turn)] = converted[0]  # type: ignore[assignment]
@@ -73,7 +74,7 @@ class _Pool:
     def refs(self, call: ModelCall) -> list[tuple[int, int]] | None:
         turns = call.request.turns
         for log, offset in self._chats:
-            own = log.chat.turns
+            own = log.turns
             if len(turns) <= len(own) and all(map(operator.is_, turns, own)):
                 return [(offset, offset + log.ends[len(turns)])]
         return None
