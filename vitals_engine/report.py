@@ -61,7 +61,7 @@ def format_cost(task: Task) -> str:
         )
     if not rows:
         return "No model calls."
-    return _table(["role", "model", "requests", "input", "cached", "output", "cost"], rows)
+    return _table(["role", "model", "requests", "input", "cached input", "output", "cost"], rows)
 
 
 def _ungraded(frame: pl.DataFrame) -> int:

@@ -860,7 +860,7 @@
     }, { input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_tokens: 0, cost: null });
     const num = (v) => el("td", { class: "num", text: fmtInt(v) });
     return el("table", { id: "cost-table" },
-      el("thead", {}, el("tr", {}, ["Role", "Model", "Requests", "Input", "Cached", "Output", "Reasoning", "Cost"].map((h, i) =>
+      el("thead", {}, el("tr", {}, ["Role", "Model", "Requests", "Input", "Cached input", "Output", "Reasoning", "Cost"].map((h, i) =>
         el("th", { class: i >= 2 ? "num" : "", text: h })))),
       el("tbody", {}, rows.map((r) => el("tr", { class: r.cached ? "cost-row cost-cached" : "cost-row", "data-cached": String(Boolean(r.cached)) },
         el("td", { text: r.role }),
