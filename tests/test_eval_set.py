@@ -189,6 +189,21 @@ async def test_runs_of_a_set_share_each_endpoints_limits(server, tmp_path):
     assert max(peaks.values()) <= 2
 
 
+async def test_runs_of_a_set_reuse_each_others_connections(server, tmp_path):
+    """Three runs on one endpoint that serves 2 requests at once: the set opens 2
+    connections to it, not 2 for each run (one pool of connections for the set)."""
+    server.latency = 0.01
+    chat = openai(server)
+    tasks = [
+        ve.Task(sums(8, f"{n}: "), ve.generate(chat), ve.detect_includes(), name=n, dir=tmp_path)
+        for n in ("one", "two", "three")
+    ]
+    runs = await ve.eval_set_async(tasks, max_concurrency=8, limits=ve.Limits(max_concurrency=2))
+    assert all(t.metrics == {"accuracy": 1.0} for t in runs.tasks)
+    assert server.requests == 24
+    assert len(server.connections) <= 2
+
+
 async def test_max_tasks_bounds_the_runs_at_once(server, tmp_path):
     """With max_tasks=2, no more than two runs are open at once (a run is open from its
     first sample's start until its last sample is solved); every run still runs."""

@@ -38,6 +38,8 @@ from ..chats.constructors import chat as make_chat
 from ..log.journal_format import JOURNAL_SUFFIX
 from ..log.logged_eval import LoggedEval
 from ..log.reader import read_log
+from ..transport.pool import transport_scope
+from .options import DEFAULT_CONCURRENCY
 from .resume import UNFINISHED
 from .task import Task
 
@@ -235,8 +237,16 @@ async def eval_set_async(
     if len(runs) > 1 and eval_options.get("progress") is None:
         eval_options["progress"] = False  # one bar per run would draw over each other
     gate = anyio.Semaphore(max_tasks or len(runs))
+    each = eval_options.get("max_concurrency")
+    if isinstance(each, bool) or not isinstance(each, int) or each < 1:
+        each = DEFAULT_CONCURRENCY  # (a wrong one fails each run with a ConfigError)
+    connections = each * min(max_tasks or len(runs), len(runs))
     try:
-        async with anyio.create_task_group() as tg:
+        # one pool of connections for the set: runs on one endpoint reuse each other's
+        async with (
+            transport_scope(pool_size=connections, shared=True),
+            anyio.create_task_group() as tg,
+        ):
             for run in runs:
                 if run.kept is None:
                     await gate.acquire()  # here, so runs start in order (trio would shuffle)

@@ -171,7 +171,7 @@ async def run_task(
     try:
         try:
             async with (
-                transport_scope(pool_size=options.max_concurrency),
+                transport_scope(pool_size=options.max_concurrency, join=True),
                 anyio.create_task_group() as tg,
             ):
                 live.task_group = tg

@@ -251,6 +251,8 @@ class MockServer:
         #: Requests being answered now, and the most there have been at once.
         self.in_flight = 0
         self.peak_in_flight = 0
+        #: The client connections requests came on (their client address and port).
+        self.connections: set[tuple[str, int]] = set()
         self.log: list[RecordedRequest] = []
         self._minute: collections.deque[float] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -456,6 +458,7 @@ class MockServer:
             self.requests = 0
             self.requests_by_model.clear()
             self.peak_in_flight = 0
+            self.connections.clear()
             self.log.clear()
             self._state.plans.clear()
             self._state.rate = None
@@ -593,9 +596,12 @@ class MockServer:
         return latency
 
     async def _answer(self, fmt: WireFormat, http: web.Request) -> web.StreamResponse:
+        peer = http.transport.get_extra_info("peername") if http.transport else None
         with self._lock:
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            if peer:
+                self.connections.add((str(peer[0]), int(peer[1])))
         try:
             return await self._respond(fmt, http)
         finally:

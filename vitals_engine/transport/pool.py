@@ -8,8 +8,9 @@ settings its own);
 `VITALS_TRANSPORT=aiohttp` or `=httpx` to choose another.
 
 A run opens a `transport_scope()`; every provider call inside it (every
-sample, solver and judge alike) shares the scope's transports. A chat used
-outside any run gets a scope of its own for that one call.
+sample, solver and judge alike) shares the scope's transports. The runs of an
+eval set share one scope, the set's. A chat used outside any run gets a scope
+of its own for that one call.
 """
 
 from __future__ import annotations
@@ -33,9 +34,13 @@ ENV_TRANSPORT = "VITALS_TRANSPORT"
 class TransportPool:
     """The transports of one run, made on first use inside the running event loop."""
 
-    def __init__(self, pool_size: int = 100, prefer: str | None = None) -> None:
+    def __init__(
+        self, pool_size: int = 100, prefer: str | None = None, *, shared: bool = False
+    ) -> None:
         self.pool_size = pool_size
         self.prefer = prefer or os.environ.get(ENV_TRANSPORT) or "auto"
+        #: Whether runs started inside its scope use it rather than their own (an eval set's).
+        self.shared = shared
         self._transports: dict[tuple[str, int], Transport] = {}
 
     def get(self, base_url: str, client: Any = None) -> Transport:
@@ -80,10 +85,24 @@ def current_pool() -> TransportPool | None:
 
 @asynccontextmanager
 async def transport_scope(
-    pool_size: int = 100, prefer: str | None = None
+    pool_size: int = 100, prefer: str | None = None, *, shared: bool = False, join: bool = False
 ) -> AsyncIterator[TransportPool]:
-    """Share one pool of connections among every call made inside; close it at the end."""
-    pool = TransportPool(pool_size, prefer)
+    """Share one pool of connections among every call made inside; close it at the end.
+
+    `shared=True` makes a pool that the runs started inside use (each opening its scope
+    with `join=True`) instead of their own: the runs of an eval set reuse each other's
+    connections to an endpoint they share, rather than each keeping as many of its own.
+
+    Example:
+        >>> async with transport_scope(pool_size=600, shared=True):
+        ...     async with transport_scope(pool_size=100, join=True) as pool:  # the same
+        ...         ...
+    """
+    outer = _pool.get()
+    if join and outer is not None and outer.shared:
+        yield outer  # its owner closes it
+        return
+    pool = TransportPool(pool_size, prefer, shared=shared)
     token = _pool.set(pool)
     try:
         yield pool
