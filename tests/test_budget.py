@@ -279,6 +279,16 @@ def test_before_anything_finished_a_sample_is_guessed_from_its_prompt():
     assert not Budget().warming(0, 100)  # no budget, no warm-up
 
 
+def test_samples_the_cache_answered_say_nothing_of_what_a_sent_one_costs():
+    budget = Budget(max_cost=1.5)
+    spent = _ledger(1.0)  # six finished from the cache (free); one at work sent a $1 call
+    assert not budget.admits(spent, 6, [_AtWork(_ledger(1.0))], paid=0)  # 1 + 1 > 1.5
+    assert budget.admits(UsageLedger(), 6, [_AtWork(UsageLedger())], paid=0)  # all cached
+    assert budget.warming(0, WARMUP)  # a few at work until a sent sample finishes
+    # once one sent sample finished: $1 a sample, whatever the cache answered besides
+    assert not Budget(max_cost=1.9).admits(spent, 7, [], paid=1)
+
+
 def test_cached_calls_are_not_counted():
     ledger = UsageLedger()
     ledger.record("solver", "OpenAI", MODEL, TokenUsage(1000, 1000), 0.0, cached=True)
@@ -375,6 +385,23 @@ def test_a_budget_flag_that_is_not_positive_is_a_usage_error(tmp_path, flag, cap
 
     assert main(["eval", str(tmp_path / "none.py"), flag, "0"]) == 2
     assert flag in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+async def test_samples_the_cache_answered_do_not_lower_what_a_sample_is_expected_to_cost(
+    server, tmp_path
+):
+    """Six samples answered by the cache, then paid ones: what one costs is learnt from
+    the paid samples only, so the run does not pass its budget of 1.5 samples."""
+    cache = ve.Cache(dir=tmp_path / "cache")
+    warm = sums_task(server, tmp_path / "warm", 6)
+    await warm.eval_async(cache=cache)
+    one = per_sample(warm)
+    server.reset()
+    task = sums_task(server, tmp_path, 12)
+    await stopped(task, cache=cache, max_cost=1.5 * one, max_concurrency=1)
+    assert server.requests == 1
+    assert task.get_cost()["cost"].sum() == pytest.approx(one)
 
 
 @pytest.mark.anyio

@@ -204,6 +204,8 @@ class Run:
         #: How many records the run has, when known (caps the workers started).
         self._count = total
         self.done = 0
+        #: Finished samples that sent a model call (what a sample costs is learnt from these).
+        self.paid = 0
         self.failed = 0
         self.retries = 0
         self.on_progress = on_progress
@@ -449,6 +451,8 @@ class Run:
                 live.drop(record.key)
             if budget is not None:
                 self._started.pop(record.key, None)
+                if any(not cached for *_, cached in record.usage.rows):
+                    self.paid += 1
                 if self._finished is not None:
                     self._finished.set()
                     self._finished = None
@@ -531,7 +535,7 @@ class Run:
         record is made, so a record made is a record run)."""
         source = iter(records)
         started = self._started
-        while budget.admits(self.ledger, self.done, started.values()):
+        while budget.admits(self.ledger, self.done, started.values(), self.paid):
             record = next(source, None)
             if record is None:
                 return
@@ -542,7 +546,7 @@ class Run:
         """Before a sample is taken: while nothing is known of what one costs, wait for
         the few at work to finish (the budget's warm-up)."""
         budget = self.budget
-        while budget is not None and budget.warming(self.done, len(self._started)):
+        while budget is not None and budget.warming(self.paid, len(self._started)):
             if self._finished is None:
                 self._finished = anyio.Event()
             await self._finished.wait()

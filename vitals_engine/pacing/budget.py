@@ -3,12 +3,13 @@
 `eval(max_cost=, max_tokens=)` caps the run; `Limits(max_cost=)` caps one model (a
 model's own, or every model's through `eval(limits=)`). Before a sample starts, each
 cap projects the spending: what is spent, plus what the samples at work will still
-spend, plus one more sample, at the average cost of the samples finished so far. When
-that passes the cap, no more samples start; those at work finish. Before any sample
-has finished, a sample is guessed from its prompt's tokens at the model's price, and
-only a few start until one finishes.
+spend, plus one more sample, at the average cost of the finished samples that sent a
+call. When that passes the cap, no more samples start; those at work finish. Before
+any such sample has finished, a sample is guessed from its prompt's tokens at the
+model's price, and only a few start until one finishes.
 
-Calls answered by the cache cost nothing and count for nothing. A cost cap needs the
+Calls answered by the cache cost nothing and count for nothing: a sample the cache
+answered wholly says nothing of what the next one, sent, will cost. A cost cap needs the
 price of every model it watches: a model without one is a `ConfigError` at its
 first call, before any request.
 """
@@ -75,7 +76,7 @@ class Budget:
 
     Example:
         >>> budget = Budget(max_cost=5.0, first_guess=(0.01, 900))
-        >>> budget.admits(run_ledger, finished=10, at_work=records_in_flight)
+        >>> budget.admits(run_ledger, 10, records_in_flight, paid=10)
         True
     """
 
@@ -125,20 +126,34 @@ class Budget:
         if limit is not None:
             self.caps.append(_Cap(limit, provider=provider, model=model))
 
-    def warming(self, finished: int, at_work: int) -> bool:
+    def warming(self, paid: int, at_work: int) -> bool:
         """Whether the next sample must wait for one to finish: nothing is known yet of
-        what a sample costs, and a few are at work already."""
-        return finished == 0 and at_work >= self.warmup and bool(self.caps)
+        what a sample costs (no finished sample sent a call), and a few are at work."""
+        return paid == 0 and at_work >= self.warmup and bool(self.caps)
 
-    def admits(self, ledger: UsageLedger, finished: int, at_work: Collection[AtWork]) -> bool:
-        """Whether one more sample may start without any cap being passed, by projection."""
+    def admits(
+        self,
+        ledger: UsageLedger,
+        finished: int,
+        at_work: Collection[AtWork],
+        paid: int | None = None,
+    ) -> bool:
+        """Whether one more sample may start without any cap being passed, by projection.
+        `paid`: how many of the `finished` samples sent a call (default: all); a sample
+        the cache answered wholly says nothing of what a sent one costs."""
+        paid = finished if paid is None else paid
         for cap in self.caps:
             spent = cap.measure(ledger)
-            if finished:
-                if spent + spent / finished * (len(at_work) + 1) <= cap.limit:
+            if finished and not paid:
+                # All answered by the cache so far: they say nothing of a sent sample. One
+                # at work that sent a call says the next may cost as much (the warm-up holds
+                # the run to a few at work until a sent one finishes).
+                ahead = max((cap.measure(sample.usage) for sample in at_work), default=0.0)
+            elif paid:
+                if spent + spent / paid * (len(at_work) + 1) <= cap.limit:
                     continue  # a bound above the projection is within the cap: no need to sum
                 partial = [cap.measure(sample.usage) for sample in at_work]
-                per_sample = max(0.0, spent - sum(partial)) / finished
+                per_sample = max(0.0, spent - sum(partial)) / paid
                 ahead = sum(max(0.0, per_sample - part) for part in partial) + per_sample
             else:
                 per_sample = self._guess(cap)
