@@ -98,12 +98,21 @@ def mean_stderr(values: Sequence[float], keys: Sequence[Hashable] | None = None)
     n = len(values)
     if keys is not None and len(keys) != n:
         raise ConfigError(f"{len(keys)} cluster keys for {n} values.")
-    groups = cluster_groups(keys) if keys is not None else [[i] for i in range(n)]
-    count = len(groups)
-    if count < 2:
+    if n < 2:
         return None
     mean = math.fsum(values) / n
-    spread = math.fsum(math.fsum(values[i] - mean for i in group) ** 2 for group in groups)
+    if keys is None:
+        count = n
+        spread = math.fsum((x - mean) ** 2 for x in values)
+    else:
+        # one running sum per cluster (no list of positions: a run has tens of thousands)
+        sums: dict[Hashable, float] = {}
+        for x, key in zip(values, keys, strict=True):
+            sums[key] = sums.get(key, 0.0) + (x - mean)
+        count = len(sums)
+        spread = math.fsum(s * s for s in sums.values())
+    if count < 2:
+        return None
     return math.sqrt(spread * count / (count - 1)) / n
 
 
