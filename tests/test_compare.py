@@ -49,6 +49,15 @@ def two_runs(tmp_path):
     return a, b
 
 
+def answering(wrong: set[tuple[int, int]]):
+    """A solver that answers "no" to the (id, epoch)s in `wrong`, else "yes"."""
+
+    def solver(input: str, sample: ve.Sample) -> str:
+        return "no" if (sample.id, sample.epoch) in wrong else "yes"
+
+    return solver
+
+
 def test_changed_samples_and_mcnemar_by_hand(two_runs):
     """The samples that changed grade are listed exactly; accuracy goes 0.60 -> 0.90, with
     McNemar's exact p = 2 * (1 + 8) / 2^8 for b = 1, c = 7, and the t interval of the
@@ -139,12 +148,6 @@ def test_epochs_pair_by_id_and_epoch(tmp_path):
     wrong_a = {(1, 1), (1, 2), (2, 3)}
     wrong_b = {(3, 1)}
 
-    def answering(wrong):
-        def solver(input: str, sample: ve.Sample) -> str:
-            return "no" if (sample.id, sample.epoch) in wrong else "yes"
-
-        return solver
-
     data = QUESTIONS[:6]
     a = ve.Task(data, answering(wrong_a), ve.detect_includes(), dir=tmp_path).eval(epochs=3)
     b = ve.Task(data, answering(wrong_b), ve.detect_includes(), dir=tmp_path).eval(epochs=3)
@@ -176,12 +179,6 @@ def test_two_epochs_report_the_clustered_mcnemar(tmp_path):
     printout and an eval set's table."""
     wrong_a = {(1, 1), (1, 2), (2, 1), (3, 1)}
     wrong_b = {(4, 2)}
-
-    def answering(wrong):
-        def solver(input: str, sample: ve.Sample) -> str:
-            return "no" if (sample.id, sample.epoch) in wrong else "yes"
-
-        return solver
 
     data = QUESTIONS[:6]
     a, b = (

@@ -938,6 +938,18 @@
     ]);
   }
 
+  // A search box over a table: its text goes to `state.q` (and back to the first page)
+  // a moment after the typing stops, then `onSearch()` redraws.
+  function searchBox(id, placeholder, state, onSearch) {
+    const box = el("input", { type: "search", id, placeholder, value: state.q, "aria-label": "Search samples" });
+    let debounce = null;
+    box.addEventListener("input", () => {
+      clearTimeout(debounce);
+      debounce = setTimeout(() => { state.q = box.value; state.page = 0; onSearch(); }, 120);
+    });
+    return box;
+  }
+
   function mountLog(route) {
     const file = route.file;
     const entry0 = store.byFile.get(file);
@@ -955,18 +967,10 @@
     const costBox = el("div", { class: "table-wrap" });
     const timingBox = el("div");
     const count = el("span", { class: "muted small", id: "sample-count" });
-    const search = el("input", {
-      type: "search", id: "sample-search", placeholder: "Search id, input, target, result…", value: state.q,
-      "aria-label": "Search samples",
-    });
+    const search = searchBox("sample-search", "Search id, input, target, result…", state, () => updateTable());
     const scoreSelect = el("select", { id: "score-filter", "aria-label": "Filter by score" });
     const table = el("table", { id: "samples-table" });
     const pager = el("div", { class: "pager" });
-    let debounce = null;
-    search.addEventListener("input", () => {
-      clearTimeout(debounce);
-      debounce = setTimeout(() => { state.q = search.value; state.page = 0; updateTable(); }, 120);
-    });
     scoreSelect.addEventListener("change", () => { state.score = scoreSelect.value; state.page = 0; updateTable(); });
 
     replace(app, head, cards, batchesBox,
@@ -1502,7 +1506,7 @@
     el, replace, card, metricNote, kv, plural, fmtInt, fmtNum, fmtCost, fmtSeconds, fmtDate,
     parseTime, scoreBadge, scoreKey, statusBadge, compareValues, store, logData, logHref,
     sampleHref, compareHref, compareSampleHref, setCrumbs, showError, getJSON, logBase,
-    conversation, resolver, isCurrent: (mounted) => current === mounted, PAGE_SIZE,
+    conversation, resolver, searchBox, isCurrent: (mounted) => current === mounted, PAGE_SIZE,
   });
 
   render();

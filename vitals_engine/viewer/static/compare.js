@@ -10,7 +10,7 @@ window.vitalsCompare = function (ui) {
     el, replace, card, metricNote, kv, plural, fmtInt, fmtNum, fmtCost, fmtSeconds, fmtDate,
     parseTime, scoreBadge, scoreKey, statusBadge, compareValues, store, logData, logHref,
     sampleHref, compareHref, compareSampleHref, setCrumbs, showError, getJSON, logBase,
-    conversation, resolver, isCurrent, PAGE_SIZE,
+    conversation, resolver, searchBox, isCurrent, PAGE_SIZE,
   } = ui;
   const app = document.getElementById("app");
 
@@ -196,18 +196,10 @@ window.vitalsCompare = function (ui) {
     const metricsBox = el("div", { class: "table-wrap" });
     const summary = el("div", { id: "compare-summary" });
     const count = el("span", { class: "muted small", id: "compare-count" });
-    const search = el("input", {
-      type: "search", id: "compare-search", placeholder: "Search id, input, target, answers…", value: state.q,
-      "aria-label": "Search samples",
-    });
+    const search = searchBox("compare-search", "Search id, input, target, answers…", state, () => updateTable());
     const only = el("input", { type: "checkbox", id: "compare-only-differ", checked: state.only });
     const table = el("table", { id: "compare-table" });
     const pager = el("div", { class: "pager" });
-    let debounce = null;
-    search.addEventListener("input", () => {
-      clearTimeout(debounce);
-      debounce = setTimeout(() => { state.q = search.value; state.page = 0; updateTable(); }, 120);
-    });
     only.addEventListener("change", () => { state.only = only.checked; state.page = 0; updateTable(); });
     const task = runs[0].entry.task;
     replace(app,
