@@ -153,6 +153,20 @@ def test_a_sample_shows_each_runs_answer_next_to_the_others(page, two_runs) -> N
     assert page.problems == []
 
 
+def test_a_logs_page_offers_to_compare_it_with_the_other_runs_of_its_task(page, two_runs) -> None:
+    """From one run's page, "compare with 1 other run" opens it beside the other run of
+    its task (and not the log of another task)."""
+    logs, a, b = two_runs
+    with ViewServer(logs).start() as server:
+        page.goto(f"{server.url}/#/log/{quote(a, safe='')}")
+        link = page.locator("#compare-with")
+        expect(link).to_have_text("compare with 1 other run")
+        link.click()
+        expect(page).to_have_url(compare_url(server.url, a, b))
+        expect(page.locator("#compare-metrics thead .run-head")).to_have_count(2)
+    assert page.problems == []
+
+
 def test_logs_of_different_tasks_are_not_offered_for_comparing(page, two_runs) -> None:
     """Picking logs of two tasks leaves Compare off and says why; a hand-made link to them
     still opens, with a warning."""

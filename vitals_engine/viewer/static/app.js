@@ -938,6 +938,18 @@
     ]);
   }
 
+  const COMPARE_AT_MOST = 4; // other runs a log page offers to compare with (the newest)
+
+  // "compare with 2 other runs": this log beside the newest other logs of its task.
+  function compareLink(entry) {
+    const others = store.logs.filter((e) => e.task === entry.task && e.file !== entry.file)
+      .sort((a, b) => compareValues(parseTime(b.started || b.created), parseTime(a.started || a.created)))
+      .slice(0, COMPARE_AT_MOST);
+    if (!others.length) return null;
+    return el("a", { id: "compare-with", href: compareHref([entry.file, ...others.map((e) => e.file)]),
+      text: "compare with " + plural(others.length, "other run") });
+  }
+
   // A search box over a table: its text goes to `state.q` (and back to the first page)
   // a moment after the typing stops, then `onSearch()` redraws.
   function searchBox(id, placeholder, state, onSearch) {
@@ -989,7 +1001,8 @@
         el("h1", { id: "log-title", text: entry.task }),
         el("div", { class: "meta" }, el("span", { text: entry.model }), statusBadge(entry.status),
           el("span", { class: "mono small", text: entry.file }),
-          el("a", { href: "logs/" + entry.file.split("/").map(encodeURIComponent).join("/"), download: entry.name, text: "download" }))),
+          el("a", { href: "logs/" + entry.file.split("/").map(encodeURIComponent).join("/"), download: entry.name, text: "download" }),
+          compareLink(entry))),
         entry.error ? el("div", { class: "error-banner", role: "alert", text: "The run failed: " + entry.error }) : null);
       const metricCards = [];
       for (const score of entry.scores || []) {
