@@ -9,9 +9,9 @@ vitals_engine.testing` (100 ms latency) in another process, recording every requ
 The tasks are `Task(generate(chat_openai(...)), detect_includes())` with their logs on,
 with `limits=Limits(max_concurrency=C)` (C=1,000): the six runs of the set share the
 endpoint's C requests in flight, as the single run has them to itself. The set runs
-twice: each run at `max_concurrency=C` (what one would write: 6 x C samples at work,
-5 x C of them waiting for a request slot at any time), and each at C/6 (the endpoint's
-share: as many samples at work as the single run has).
+twice: each run at `max_concurrency=C` (what one would write; the endpoint's admission
+keeps about C + C/8 samples at work across the runs, not 6 x C), and each at C/6 (the
+endpoint's share, set by hand).
 
 Measured: wall time, CPU per sample of the child process, its peak RSS, and the most
 requests the server was answering at once (from when each arrived and was answered).

@@ -261,7 +261,8 @@ def held_alone(path: Path) -> dict[str, Any] | None:
 
 
 def sidecar(directory: Path) -> Path | None:
-    return next(directory.glob("*.live"), None)
+    """The run's sidecar (not the hidden temporary file it is written through)."""
+    return next((p for p in directory.glob("*.live") if not p.name.startswith(".")), None)
 
 
 def journal_of(directory: Path) -> Path | None:

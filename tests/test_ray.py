@@ -385,7 +385,7 @@ async def test_the_live_viewer_shows_the_text_streamed_on_workers(server, tmp_pa
     task = ve.Task(sums(4), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
 
     def listed():
-        path = next(tmp_path.glob("*.live"), None)
+        path = next((p for p in tmp_path.glob("*.live") if not p.name.startswith(".")), None)
         document = read_live(path) if path is not None else None
         if document is None or len(document.samples) < 4:
             return None

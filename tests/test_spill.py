@@ -8,6 +8,7 @@ import pytest
 
 import vitals_engine as ve
 import vitals_engine.task.running as running
+import vitals_engine.task.spill as spill
 
 pytestmark = pytest.mark.anyio
 
@@ -145,3 +146,28 @@ async def test_writing_a_spilled_runs_log_elsewhere_keeps_every_sample_whole(tmp
         assert theirs.output == ours.output
         assert theirs.model_usage == ours.model_usage
         assert [e["event"] for e in events(theirs)] == [e["event"] for e in events(ours)]
+
+
+async def test_the_runs_of_an_eval_set_share_one_allowance_of_whole_samples(tmp_path, monkeypatch):
+    """An eval set of three runs of 4 samples, with 5 samples kept whole: 5 are kept whole
+    across the runs (each run alone would keep all 4 of its own), the rest keep their
+    scores only; the set's samples all come back whole, and a run outside the set has an
+    allowance of its own again."""
+    monkeypatch.setattr(spill, "SPILL_AFTER", 5)
+    monkeypatch.setattr(running, "SPILL_AFTER", 5)
+    tasks = [
+        ve.Task(sums(4), ve.generate(ve.chat_mock()), ve.model_graded_qa(), name=n, dir=tmp_path)
+        for n in "abc"
+    ]
+    runs = await ve.eval_set_async(tasks, max_concurrency=1)
+    records = [r for task in runs.tasks for r in task._state.records]
+    assert sum(not r.spilled for r in records) == 5
+    frame = runs.get_samples()
+    assert frame.height == 12
+    assert all(c is not None for c in frame["solver_chat"].to_list())
+    assert sorted(frame["result"].to_list()) == sorted(
+        [f"{i} + {i} = {2 * i}" for i in range(4)] * 3
+    )
+    alone = ve.Task(sums(4), ve.generate(ve.chat_mock()), ve.model_graded_qa(), dir=tmp_path)
+    await alone.eval_async(max_concurrency=1)
+    assert not any(r.spilled for r in alone._state.records)

@@ -227,6 +227,8 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
     # a batched call is no live request: the endpoint's live limits do not apply to it
     limiter = scope.limiter(provider.endpoint, provider.limits) if scope and not batched else None
     estimate = estimate_tokens(request) if limiter is not None and limiter.tokens else 0
+    if limiter is not None and scope is not None and scope.role == "solver":
+        limiter.solver_calls = True  # the run's new samples wait for this endpoint's admission
     if seat is not None:
         seat.calls += 1
     try:

@@ -21,6 +21,7 @@ else: no entry, no call.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence, Sized
@@ -33,10 +34,11 @@ from .._errors import ConfigError, ScorerError, SolverError, TaskStateError
 from .._sync import asyncio_named
 from ..batching.queues import BatchQueues
 from ..caching.lookup import CacheUse
+from ..pacing.admission import Admission
 from ..pacing.batch import Batch
 from ..pacing.budget import Budget
 from ..pacing.clock import Clock, SystemClock
-from ..pacing.limits import Limits, LimitsRegistry, RunLimits
+from ..pacing.limits import Endpoint, Limits, LimitsRegistry, RunLimits
 from ..pacing.retry import Retry
 from ..pacing.scope import CallScope, TextSink
 from ..pacing.seats import current_seat
@@ -186,6 +188,7 @@ class Run:
         earlier_batches: Sequence[BatchRecord] = (),
         cache: CacheUse | None = None,
         budget: Budget | None = None,
+        solver_endpoints: Sequence[tuple[Endpoint, Limits | None]] = (),
     ) -> None:
         self.solver = solver
         self.scorer = scorer
@@ -223,6 +226,9 @@ class Run:
         self.cache = cache
         #: The run's budget (None: none); it stops handing out samples when reached.
         self.budget = budget
+        #: The endpoints the solver is known to call before it runs, with the model's own
+        #: limits: new samples wait for their admission from the first.
+        self.solver_endpoints = solver_endpoints
         #: The samples handed out and not finished, by key (kept only with a budget).
         self._started: dict[tuple[int | str, int], SampleRecord] = {}
         self._finished: anyio.Event | None = None
@@ -475,6 +481,8 @@ class Run:
                 )
                 async with queues as batches:
                     self.batches = batches
+                    for endpoint, own in self.solver_endpoints:
+                        self.limits.get(endpoint, own).solver_calls = True
                     if budget is not None:
                         records = self._within(budget, records)
                     await self._execute(records, counted)
@@ -524,8 +532,27 @@ class Run:
                 gate=self._gate(),
             ).run(records)
 
-    def _gate(self) -> Callable[[], Awaitable[None]] | None:
-        return self._warm_up if self.budget is not None else None
+    def _gate(self) -> Callable[[], Awaitable[Callable[[], None] | None]]:
+        return self._admitted
+
+    async def _admitted(self) -> Callable[[], None] | None:
+        """Before a sample is taken: the budget's warm-up, then the admission of every
+        endpoint the solver calls (see `pacing/admission.py`); what lets them go again
+        once the sample is solved."""
+        if self.budget is not None:
+            await self._warm_up()
+        admissions = self.limits.solver_admissions()
+        if not admissions:
+            return None
+        entered: list[Admission] = []
+        try:
+            for admission in admissions:
+                await admission.enter()
+                entered.append(admission)
+        except BaseException:
+            _leave(entered)
+            raise
+        return functools.partial(_leave, entered)
 
     def _at_work(self) -> int:
         return self.at_work
@@ -561,3 +588,8 @@ class Run:
 
 async def _ignore(_: SampleRecord) -> None:
     return None
+
+
+def _leave(admissions: list[Admission]) -> None:
+    for admission in admissions:
+        admission.leave()

@@ -11,7 +11,14 @@ Invariants:
   from directly (a `next()` never awaits, so in one event loop it needs no
   lock): a record is made only when a worker is free to take it, so memory
   grows with concurrency, not with the number of samples. A `gate`, when
-  given, is awaited before each pull (a budget holding samples back).
+  given, is awaited before each pull (a budget holding samples back, an
+  endpoint admitting them); what it returns is called when the sample leaves
+  the first stage, however it leaves.
+- A stage starts its workers as they are needed (`Crew`): one at first, and
+  one more whenever every worker it has is busy with a sample, up to the
+  stage's concurrency. A stage whose samples are held back (a gate, a slow
+  source, a fast scorer) keeps few tasks, however high its concurrency:
+  idle workers would cost memory and the collector's time, not speed.
 - A worker works on a sample only while it holds one of its stage's seats
   (`seats.py`); a sample waiting out a retry lends its seat to a parked
   worker, or to a spare one started then (at most as many as seats).
@@ -31,7 +38,6 @@ Invariants:
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 
 import anyio
@@ -47,7 +53,8 @@ __all__ = ["Sink", "Stage", "Supervisor"]
 
 Stage = Callable[[SampleRecord], Awaitable[None]]
 Sink = Callable[[SampleRecord], Awaitable[None]]
-Gate = Callable[[], Awaitable[None]]
+#: Awaited before a record is taken; returns what to call once it left the first stage.
+Gate = Callable[[], Awaitable[Callable[[], None] | None]]
 
 
 class Supervisor:
@@ -74,7 +81,7 @@ class Supervisor:
         gate: Gate | None = None,
     ) -> None:
         self.solve = solve
-        #: Awaited before each record is taken from the source (a budget's warm-up).
+        #: Awaited before each record is taken from the source (see `Gate`).
         self.gate = gate
         self.score = score
         self.sink = sink
@@ -87,8 +94,8 @@ class Supervisor:
 
     async def run(self, records: Iterable[SampleRecord]) -> None:
         source = iter(records)
-        # Spare workers are started only when a seat is first lent; each needs its own
-        # clone of its stream end, cloned from one kept open until its stage runs dry.
+        # Workers are started as they are needed; each needs its own clone of its stream
+        # end, cloned from one kept open until its stage runs dry.
         spare_ends: list[
             MemoryObjectSendStream[SampleRecord] | MemoryObjectReceiveStream[SampleRecord]
         ] = []
@@ -100,49 +107,59 @@ class Supervisor:
                     )
                     async with send, receive:
                         spare_send, spare_receive = send.clone(), receive.clone()
+                        receive_stats = spare_receive.statistics
                         spare_ends += [spare_send, spare_receive]
                         solve, score = self.solve, self.score
                         solve_seats: Seats = Seats(
                             self.concurrency,
-                            spawn=lambda: tg.start_soon(
+                            spawn=lambda: solvers.spare(),
+                            on_close=spare_send.close,
+                            spares=self.spares,
+                        )
+                        solvers = Crew(
+                            self.concurrency,
+                            solve_seats,
+                            lambda: tg.start_soon(
                                 self._first_stage,
                                 source,
                                 solve,
                                 spare_send.clone(),
                                 Seat(solve_seats),
+                                solvers,
                             ),
-                            on_close=spare_send.close,
-                            spares=self.spares,
+                            _made_on_demand,
                         )
-                        for _ in range(self.concurrency):
-                            tg.start_soon(
-                                self._first_stage, source, solve, send.clone(), Seat(solve_seats)
-                            )
                         score_seats: Seats = Seats(
                             self.score_concurrency,
-                            spawn=lambda: tg.start_soon(
+                            spawn=lambda: scorers.spare(),
+                            on_close=spare_receive.close,
+                            spares=self.spares,
+                        )
+                        scorers = Crew(
+                            self.score_concurrency,
+                            score_seats,
+                            lambda: tg.start_soon(
                                 self._second_stage,
                                 spare_receive.clone(),
                                 score,
                                 Seat(score_seats),
+                                scorers,
                             ),
-                            on_close=spare_receive.close,
-                            spares=self.spares,
+                            lambda: receive_stats().current_buffer_used,
                         )
-                        for _ in range(self.score_concurrency):
-                            tg.start_soon(
-                                self._second_stage, receive.clone(), score, Seat(score_seats)
-                            )
+                        solvers.grow()
+                        scorers.grow()
                 else:
                     stage = self.solve or self.score
                     workers = self.concurrency if self.solve is not None else self.score_concurrency
-                    seats: Seats = Seats(
+                    seats: Seats = Seats(workers, spawn=lambda: crew.spare(), spares=self.spares)
+                    crew = Crew(
                         workers,
-                        spawn=lambda: tg.start_soon(self._only_stage, source, stage, Seat(seats)),
-                        spares=self.spares,
+                        seats,
+                        lambda: tg.start_soon(self._only_stage, source, stage, Seat(seats), crew),
+                        _made_on_demand,
                     )
-                    for _ in range(workers):
-                        tg.start_soon(self._only_stage, source, stage, Seat(seats))
+                    crew.grow()
         except BaseExceptionGroup as group:
             raise_carried(group)
             raise
@@ -156,21 +173,78 @@ class Supervisor:
         fn: Stage,
         send: ObjectSendStream[SampleRecord],
         seat: Seat,
+        crew: Crew,
     ) -> None:
         async with send:
-            await _work(seat, _pull(source, self.gate), fn, send.send)
+            await _work(seat, crew, _pull(source), fn, send.send, gate=self.gate)
 
     async def _second_stage(
-        self, receive: ObjectReceiveStream[SampleRecord], fn: Stage, seat: Seat
+        self, receive: ObjectReceiveStream[SampleRecord], fn: Stage, seat: Seat, crew: Crew
     ) -> None:
         async with receive:
-            await _work(seat, _receive(receive), fn, self.sink)
+            await _work(seat, crew, _receive(receive), fn, self.sink)
 
     async def _only_stage(
-        self, source: Iterator[SampleRecord], fn: Stage | None, seat: Seat
+        self, source: Iterator[SampleRecord], fn: Stage | None, seat: Seat, crew: Crew
     ) -> None:
         # A stage that never awaits must still let the other workers run: checkpoint.
-        await _work(seat, _pull(source, self.gate), fn, self.sink, checkpoint=True)
+        await _work(seat, crew, _pull(source), fn, self.sink, gate=self.gate, checkpoint=True)
+
+
+class Crew:
+    """The workers of one stage, started as they are needed: one more whenever a worker
+    takes a sample and more samples wait for the stage than it has free workers, up to
+    `limit` (spare workers for lent seats come on top, as `Seats` allows). A stage so
+    grows by a worker per event-loop turn while its samples keep every worker busy,
+    which is no slower than starting them all at once: each first sample costs the
+    same CPU either way.
+
+    `waiting()` is how many samples wait for the stage beyond the one just taken (a
+    source that makes them on demand always has one more).
+
+    Example:
+        >>> crew = Crew(100, seats, lambda: tg.start_soon(worker), lambda: 1)
+        >>> crew.grow()      # the first worker
+        >>> crew.busy()      # a worker took a sample: another starts if work waits
+        >>> crew.free()      # it is done with it
+    """
+
+    __slots__ = ("_start", "_waiting", "idle", "limit", "seats", "started")
+
+    def __init__(
+        self, limit: int, seats: Seats, start: Callable[[], object], waiting: Callable[[], int]
+    ) -> None:
+        self.limit = limit
+        self.seats = seats
+        self._start = start
+        self._waiting = waiting
+        #: Workers started (spares not counted), and those without a sample now.
+        self.started = 0
+        self.idle = 0
+
+    def grow(self) -> None:
+        """Start one more worker, unless the stage has all it may have or has run dry."""
+        if self.started < self.limit and not self.seats.closed:
+            self.started += 1
+            self.spare()
+
+    def spare(self) -> None:
+        """Start a worker beyond the limit (a spare, for a seat lent)."""
+        self.idle += 1
+        self._start()
+
+    def busy(self) -> None:
+        self.idle -= 1
+        if self._waiting() > self.idle:
+            self.grow()
+
+    def free(self) -> None:
+        self.idle += 1
+
+
+def _made_on_demand() -> int:
+    """`Crew(waiting=)` of a stage whose samples a source makes as they are asked for."""
+    return 1
 
 
 def _at_most(count: int, cap: int | None) -> int:
@@ -180,15 +254,11 @@ def _at_most(count: int, cap: int | None) -> int:
 Next = Callable[[], Awaitable[SampleRecord | None]]
 
 
-def _pull(source: Iterator[SampleRecord], gate: Gate | None = None) -> Next:
+def _pull(source: Iterator[SampleRecord]) -> Next:
     async def pull() -> SampleRecord | None:
         return next(source, None)
 
-    async def pull_after(gate: Gate) -> SampleRecord | None:
-        await gate()
-        return next(source, None)
-
-    return pull if gate is None else functools.partial(pull_after, gate)
+    return pull
 
 
 def _receive(receive: ObjectReceiveStream[SampleRecord]) -> Next:
@@ -202,24 +272,40 @@ def _receive(receive: ObjectReceiveStream[SampleRecord]) -> Next:
 
 
 async def _work(
-    seat: Seat, next_record: Next, fn: Stage | None, hand_off: Sink, *, checkpoint: bool = False
+    seat: Seat,
+    crew: Crew,
+    next_record: Next,
+    fn: Stage | None,
+    hand_off: Sink,
+    *,
+    gate: Gate | None = None,
+    checkpoint: bool = False,
 ) -> None:
-    """One worker: with a seat, take a record, run the stage on it (unless it already
-    failed), hand it on; until the records run out."""
+    """One worker: with a seat (and past the gate), take a record, run the stage on it
+    (unless it already failed), hand it on; until the records run out."""
     sit(seat)
     while True:
         await seat.take()
+        release = None
         try:
+            if gate is not None:
+                release = await gate()
             record = await next_record()
             if record is None:
                 seat.seats.close()
                 return
-            if fn is not None and record.error is None:
-                await fn(record)
-            await hand_off(record)
+            crew.busy()
+            try:
+                if fn is not None and record.error is None:
+                    await fn(record)
+                await hand_off(record)
+            finally:
+                crew.free()
         except INTERRUPTS as exc:
             raise Interrupted(exc) from None
         finally:
             seat.leave()
+            if release is not None:
+                release()
         if checkpoint:
             await anyio.lowlevel.checkpoint()

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -53,6 +54,7 @@ import anyio
 from anyio.lowlevel import RunVar
 
 from .._errors import ConfigError
+from .admission import Admission
 from .clock import Clock, SystemClock
 
 __all__ = [
@@ -247,6 +249,7 @@ class EndpointState:
 
     __slots__ = (
         "adaptive",
+        "admission",
         "clock",
         "gate",
         "limits",
@@ -275,6 +278,8 @@ class EndpointState:
         self.successes = 0
         self.next_decrease = -math.inf
         self.users: list[EndpointLimiter] = []
+        #: Whether new samples may start, by the calls in progress (see `admission.py`).
+        self.admission = Admission(lambda: self.slots.size)
 
     def settle(self) -> None:
         """Apply what the limiters using the endpoint ask: the stricter of each limit; a
@@ -332,6 +337,9 @@ class EndpointLimiter:
         #: new limit, reason), reasons as Inspect's logs name them ("rate_limit",
         #: "steady_state_up").
         self.history: list[tuple[float, int, int, str]] = []
+        #: Whether the run's solver calls the endpoint (its new samples wait for its
+        #: admission).
+        self.solver_calls = False
         self.joined = False
         self.join(self.shared)
 
@@ -397,6 +405,10 @@ class EndpointLimiter:
     @max_concurrency.setter
     def max_concurrency(self, size: int) -> None:
         self.shared.max_concurrency = size
+
+    @property
+    def admission(self) -> Admission:
+        return self.shared.admission
 
     @property
     def _recent(self) -> deque[bool]:
@@ -560,6 +572,19 @@ class LimitsRegistry:
 
     def items(self) -> list[tuple[Endpoint, EndpointLimiter]]:
         return list(self._limiters.items())
+
+    def solver_admissions(self) -> list[Admission]:
+        """The admissions of the endpoints the run's solver calls, in one order for every
+        run (so that samples waiting on two endpoints never hold each other up)."""
+        limiters = self._limiters
+        if len(limiters) == 1:
+            (limiter,) = limiters.values()
+            return [limiter.admission] if limiter.solver_calls else []
+        return [
+            limiter.admission
+            for _, limiter in sorted(limiters.items(), key=operator.itemgetter(0))
+            if limiter.solver_calls
+        ]
 
     def close(self) -> None:
         """The run is over: let go of what it shares with other runs (here, nothing)."""

@@ -88,6 +88,11 @@ class Seats:
         """A sample's wait is over: it goes on at once (the next worker to finish parks)."""
         self.active += 1
 
+    @property
+    def closed(self) -> bool:
+        """Whether the stage has run out of samples."""
+        return self._closed
+
     def close(self) -> None:
         """No more samples: wake every parked worker so it can see that and stop."""
         if self._closed:

@@ -45,6 +45,7 @@ from ..vocab.calls import ChatRequest
 from ..vocab.pricing import cost_of
 from ..vocab.turns import TokenUsage, Turn
 from ..vocab.usage import UsageLedger
+from .logfile import configured_solver_chat
 from .options import check_epochs
 from .state import TaskSetup
 from .streaming import SampleStream
@@ -371,15 +372,6 @@ def _sum_costs(usages: Iterable[_Usage]) -> float | None:
 # -- counted locally -----------------------------------------------------------------------
 
 
-def _solver_chat(setup: TaskSetup, solver_kwargs: dict[str, Any]) -> Chat | None:
-    """The chat the solver will use, when known before it runs: the `solver_chat` given,
-    else the solver's own (as `logfile.configured_solver_model` finds its model)."""
-    for candidate in (solver_kwargs.get("solver_chat"), getattr(setup.solver, "solver_chat", None)):
-        if isinstance(candidate, Chat):
-            return candidate
-    return None
-
-
 def input_tokens(chat: Chat, input: Any) -> int:
     """The input tokens of sending `input` to `chat`, by the rule the rate limits use
     (`estimate_tokens`: about 4 characters a token; tool definitions not counted).
@@ -405,7 +397,7 @@ def _count_locally(setup: TaskSetup, epochs: int, kwargs: dict[str, Any]) -> Est
 
     routed = {k: v for k, v in kwargs.items() if k not in _RUN_OPTIONS}
     solver_kwargs, _ = route_kwargs(routed, setup.solver_spec, setup.scorer_spec, _RUN_OPTIONS)
-    chat = _solver_chat(setup, solver_kwargs)
+    chat = configured_solver_chat(setup, solver_kwargs)
     if chat is None:
         raise ConfigError(
             f"estimate_cost(local=True) counts the input tokens for the solver's model, but "

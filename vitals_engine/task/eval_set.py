@@ -41,6 +41,7 @@ from ..log.reader import read_log
 from ..transport.pool import transport_scope
 from .options import DEFAULT_CONCURRENCY
 from .resume import UNFINISHED
+from .spill import sharing_whole_samples
 from .task import Task
 
 if TYPE_CHECKING:
@@ -243,14 +244,16 @@ async def eval_set_async(
     connections = each * min(max_tasks or len(runs), len(runs))
     try:
         # one pool of connections for the set: runs on one endpoint reuse each other's
-        async with (
-            transport_scope(pool_size=connections, shared=True),
-            anyio.create_task_group() as tg,
-        ):
-            for run in runs:
-                if run.kept is None:
-                    await gate.acquire()  # here, so runs start in order (trio would shuffle)
-                    tg.start_soon(_run_one, run, gate, eval_options)
+        # ... and one allowance of finished samples kept whole in memory (see spill.py)
+        with sharing_whole_samples():
+            async with (
+                transport_scope(pool_size=connections, shared=True),
+                anyio.create_task_group() as tg,
+            ):
+                for run in runs:
+                    if run.kept is None:
+                        await gate.acquire()  # here, so runs start in order (trio shuffles)
+                        tg.start_soon(_run_one, run, gate, eval_options)
     except BaseException as exc:
         raise_carried(exc)
         raise

@@ -29,6 +29,7 @@ from .spill import is_spilled, rehydrate
 from .state import RunState, TaskSetup
 
 __all__ = [
+    "configured_solver_chat",
     "configured_solver_model",
     "eval_error",
     "finalize_log",
@@ -147,18 +148,26 @@ def rehydrate_records(setup: TaskSetup, state: RunState, records: list[SampleRec
     rehydrate(records, source, setup.live_chats())
 
 
-def configured_solver_model(
+def configured_solver_chat(
     setup: TaskSetup, solver_kwargs: dict[str, Any] | None = None
-) -> str | None:
-    """The model the solver will talk to, when known before it runs: the `solver_chat`
+) -> Chat | None:
+    """The chat the solver will talk to, when known before it runs: the `solver_chat`
     given to eval(), else the solver's own."""
     for candidate in (
         (solver_kwargs or {}).get("solver_chat"),
         getattr(setup.solver, "solver_chat", None),
     ):
         if isinstance(candidate, Chat):
-            return candidate.provider.model_id
+            return candidate
     return None
+
+
+def configured_solver_model(
+    setup: TaskSetup, solver_kwargs: dict[str, Any] | None = None
+) -> str | None:
+    """The model of `configured_solver_chat`."""
+    chat = configured_solver_chat(setup, solver_kwargs)
+    return chat.provider.model_id if chat is not None else None
 
 
 def _solver_model(setup: TaskSetup, state: RunState) -> str:

@@ -3,13 +3,13 @@ as they finish, with the task's state updated when the run ends, however it ends
 
 A run reads the task's `TaskSetup` and writes its `RunState`. Each finished sample
 goes to the run's journal before the caller's sink sees it; past `SPILL_AFTER`
-logged samples, the run keeps only its score in memory (the caller gets a whole
-copy). A run that stops on an error or a SystemExit (status "error"), a cancellation
-or a KeyboardInterrupt (status "cancelled") still records its state and, once any
-sample had started, writes the log, then re-raises. Its log, its header's counts and
-the task's records hold the samples that finished (and those reused from a resumed
-run); samples in flight when it stopped have no result yet, so they are neither
-logged nor counted, and a resume runs them again.
+logged samples (of the run, or of its eval set), the run keeps only its score in
+memory (the caller gets a whole copy). A run that stops on an error or a SystemExit
+(status "error"), a cancellation or a KeyboardInterrupt (status "cancelled") still
+records its state and, once any sample had started, writes the log, then re-raises.
+Its log, its header's counts and the task's records hold the samples that finished
+(and those reused from a resumed run); samples in flight when it stopped have no
+result yet, so they are neither logged nor counted, and a resume runs them again.
 
 While samples stream their replies, the run keeps their text so far in a sidecar
 beside the journal (`log/live.py`), for the live viewer; it is removed when the
@@ -46,6 +46,7 @@ from ..samples import SampleRecord
 from ..statistics.intervals import MetricStat
 from ..transport.pool import transport_scope
 from .logfile import (
+    configured_solver_chat,
     configured_solver_model,
     eval_error,
     finalize_log,
@@ -55,7 +56,7 @@ from .logfile import (
 )
 from .options import RunOptions, allowed_failures
 from .resume import UNFINISHED, Resumed, load_resume, newest_run, reconcile
-from .spill import SPILL_AFTER
+from .spill import SPILL_AFTER, WholeSamples, shared_whole_samples
 from .state import RunState, TaskSetup
 from .streaming import Sink, first_error
 
@@ -113,6 +114,7 @@ async def run_task(
     state.concurrency = options.max_concurrency
     bar = ProgressBar(setup.name) if options.progress else None
     texts = LiveTexts()
+    chat = configured_solver_chat(setup, solver_kwargs) if solve else None
     run = Run(
         solver=setup.solver_spec if solve else None,
         scorer=setup.scorer_spec if score else None,
@@ -129,6 +131,7 @@ async def run_task(
         earlier_batches=resume.batches if resume is not None else (),
         cache=CacheUse(options.cache, task=setup.name, log=state.log_name),
         budget=budget,
+        solver_endpoints=[(chat.provider.endpoint, chat.provider.limits)] if chat else (),
     )
     if options.backend is not None:  # before the run starts: nothing to log if it cannot go
         check_sendable(run, setup.rows[0] if setup.rows else None)
@@ -146,6 +149,7 @@ async def run_task(
     scorer = setup.scorer_label
 
     logged_keys: set[tuple[Any, int]] = set()
+    whole = shared_whole_samples() or WholeSamples(SPILL_AFTER)
     owns_journal = False  # the writer holds the journal's lock: its sidecar is this run's
 
     async def logged(record: SampleRecord) -> None:
@@ -161,7 +165,7 @@ async def run_task(
         keys = [record.key for record in finished]  # one tuple each, for both: big runs
         writer.add_lines(zip(lines, keys, strict=True))
         logged_keys.update(keys)
-        spill = len(logged_keys) > SPILL_AFTER
+        spill = not whole.keep(len(keys))
         for record in finished:
             if sink is not None:  # the caller's copy stays whole: it may read it later
                 await sink(copy.copy(record) if spill else record)

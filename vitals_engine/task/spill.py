@@ -7,6 +7,9 @@ never notice; past it, a sample's result, its score's answer and explanation,
 its chats, model calls and per-sample usage are dropped (`SampleRecord.spill`)
 once it has been handed to the log writer and to the caller's stream (which gets
 its own whole copy).
+The runs of an eval set share one allowance (`sharing_whole_samples`): six runs
+of 5,000 keep 10,000 samples whole between them, as one run of 30,000 does, not
+30,000.
 Samples that ran on Ray workers come back spilled already: their chats went
 to the journal as lines the workers composed. `get_samples()` and
 `score()` read such samples back from the journal or the final log
@@ -17,7 +20,9 @@ spilled record's is a shared empty one, which a later stage must not write to).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from ..chats.chat import Chat
@@ -26,10 +31,57 @@ from ..log.reader import read_log
 from ..samples import SampleRecord
 from ..vocab.usage import UsageLedger
 
-__all__ = ["SPILL_AFTER", "is_spilled", "rehydrate"]
+__all__ = [
+    "SPILL_AFTER",
+    "WholeSamples",
+    "is_spilled",
+    "rehydrate",
+    "shared_whole_samples",
+    "sharing_whole_samples",
+]
 
-#: Samples per run kept whole in memory before the rest are spilled.
+#: Samples per run (or per eval set) kept whole in memory before the rest are spilled.
 SPILL_AFTER = 10_000
+
+
+class WholeSamples:
+    """How many finished samples may stay whole in memory, and how many do.
+
+    Example:
+        >>> whole = WholeSamples(2)
+        >>> whole.keep(1), whole.keep(1), whole.keep(1)
+        (True, True, False)
+    """
+
+    __slots__ = ("kept", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept = 0
+
+    def keep(self, count: int) -> bool:
+        """Count `count` samples that just finished; whether they may stay whole."""
+        self.kept += count
+        return self.kept <= self.limit
+
+
+_shared: ContextVar[WholeSamples | None] = ContextVar("vitals_whole_samples", default=None)
+
+
+def shared_whole_samples() -> WholeSamples | None:
+    """The allowance the runs started here share, if they share one."""
+    return _shared.get()
+
+
+@contextmanager
+def sharing_whole_samples(limit: int | None = None) -> Iterator[WholeSamples]:
+    """Runs started inside share one allowance of whole samples (an eval set's runs)."""
+    whole = WholeSamples(SPILL_AFTER if limit is None else limit)
+    token = _shared.set(whole)
+    try:
+        yield whole
+    finally:
+        _shared.reset(token)
 
 
 def is_spilled(records: Sequence[SampleRecord]) -> bool:
