@@ -483,3 +483,113 @@ def test_an_eval_set_of_one_model_has_nothing_to_compare(tmp_path):
     single = StandIn([run(tmp_path, saying_no_to(set()))], ["mock/mock-model"])
     with pytest.raises(ConfigError, match="Nothing to compare"):
         compare(single)
+
+
+# -- clustered by a metadata column --------------------------------------------------------
+
+# Twelve questions on four documents of three each; A is wrong on 1-4, B on 7.
+DOCS = [dict(q, doc=f"d{(i - 1) // 3 + 1}") for i, q in enumerate(QUESTIONS[:12], start=1)]
+#: Per document, pairs passed in A only minus in B only: d1 -3, d2 -1, d3 +1, d4 0.
+DOC_X = 3**2 / (9 + 1 + 1)
+#: The differences B - A (+1 on 1-4, -1 on 7) have mean 0.25; per document the sums of
+#: (d - 0.25) are 2.25, 0.25, -1.75, -0.75: CR1 with G = 4.
+DOC_SE = math.sqrt(4 / 3 * (2.25**2 + 0.25**2 + 1.75**2 + 0.75**2)) / 12
+T_3 = 3.182446
+
+
+def doc_runs(tmp_path: Path, cluster: str | None = "doc") -> tuple[ve.Task, ve.Task]:
+    tasks = []
+    for wrong, model in (({1, 2, 3, 4}, "mock-model"), ({7}, "better")):
+        task = ve.Task(
+            DOCS,
+            ve.generate(saying_no_to(wrong, model=model)),
+            ve.detect_includes(),
+            name="documents",
+            dir=tmp_path,
+            cluster=cluster,
+        )
+        tasks.append(task.eval())
+    return tasks[0], tasks[1]
+
+
+def test_pairs_are_clustered_by_a_column_asked_for(tmp_path):
+    """cluster="doc": Durkalski's statistic over the four documents, X = 9/11, and the
+    interval of the difference from the documents' CR1 standard error (t on 3 df)."""
+    a, b = doc_runs(tmp_path, cluster=None)
+    comparison = compare(a, b, cluster="doc")
+    (row,) = comparison.metrics.iter_rows(named=True)
+    assert comparison.cluster == "doc"
+    assert row["test"] == "McNemar (clustered by doc)"
+    assert row["p_value"] == pytest.approx(math.erfc(math.sqrt(DOC_X / 2)), rel=1e-12)
+    assert row["difference"] == pytest.approx(0.25)
+    assert row["low"] == pytest.approx(0.25 - T_3 * DOC_SE, abs=1e-5)
+    assert row["high"] == 1.0  # 0.25 + 0.906, clipped
+    assert "McNemar (clustered by doc) p = 0.366, 12 pairs" in str(comparison)
+    # by sample, the same runs: the exact test on b = 1, c = 4
+    by_sample = compare(a, b)
+    assert by_sample.cluster is None
+    assert by_sample.metrics["test"].to_list() == ["McNemar"]
+    assert by_sample.metrics["p_value"].to_list() == [pytest.approx(0.375)]
+
+
+def test_runs_clustered_by_a_column_are_compared_by_it_from_tasks_and_logs(tmp_path):
+    """Task(cluster="doc") is recorded in the log: Tasks, their logs and their paths all
+    compare clustered by it, unless cluster="id" asks for samples."""
+    a, b = doc_runs(tmp_path)
+    logged = ve.read_log(a.log_path)
+    assert logged.cluster == "doc"
+    assert ve.read_log(a.log_path, header_only=True).cluster == "doc"
+    for pair in ((a, b), (logged, b.log_path), (str(a.log_path), ve.read_log(b.log_path))):
+        comparison = compare(*pair)
+        assert comparison.cluster == "doc"
+        assert comparison.metrics["p_value"].to_list() == [
+            pytest.approx(math.erfc(math.sqrt(DOC_X / 2)), rel=1e-12)
+        ]
+    assert compare(a, b, cluster="id").metrics["test"].to_list() == ["McNemar"]
+
+
+def test_a_cluster_column_that_is_not_there_or_runs_that_disagree_are_config_errors(tmp_path):
+    a, b = doc_runs(tmp_path)
+    with pytest.raises(ConfigError, match=r"has a column 'topic' to cluster by \(A's columns: id"):
+        compare(a, b, cluster="topic")
+    other = ve.Task(
+        [dict(q, part=q["doc"]) for q in DOCS],
+        ve.generate(saying_no_to({7}, model="other")),
+        ve.detect_includes(),
+        name="documents",
+        dir=tmp_path,
+        cluster="part",
+    ).eval()
+    with pytest.raises(ConfigError, match=r"clustered its metrics by 'doc' .* by 'part'"):
+        compare(a, other)
+    assert compare(a, other, cluster="part").cluster == "part"
+
+
+def test_numeric_scores_draw_whole_clusters(tmp_path):
+    """The paired bootstrap clustered by a column draws its documents whole: the figures
+    are paired_bootstrap()'s given the documents, not those of the samples alone."""
+
+    def reply(bonus: float):
+        return lambda prompt: str(_number(prompt) % 3 + (bonus if _number(prompt) < 5 else 0.0))
+
+    def score(sample: ve.SolvedSample) -> float:
+        return float(sample.result)
+
+    a, b = (
+        ve.Task(
+            DOCS, ve.generate(ve.chat_mock(reply(bonus))), score, dir=tmp_path, cluster="doc"
+        ).eval()
+        for bonus in (0.0, 0.5)
+    )
+    comparison = compare(a, b)
+    (row,) = comparison.metrics.iter_rows(named=True)
+    assert row["test"] == "paired bootstrap (clustered by doc)"
+    xs, ys = a.get_samples()["score"].to_list(), b.get_samples()["score"].to_list()
+    expected = paired_bootstrap(xs, ys, [q["doc"] for q in DOCS])
+    assert (row["low"], row["high"], row["p_value"]) == (
+        expected.low,
+        expected.high,
+        expected.p_value,
+    )
+    by_sample = paired_bootstrap(xs, ys, list(range(1, 13)))
+    assert (row["low"], row["high"]) != (by_sample.low, by_sample.high)

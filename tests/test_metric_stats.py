@@ -100,6 +100,17 @@ def test_cluster_by_a_metadata_column(tmp_path):
     assert stat.stderr == pytest.approx(expected, rel=1e-12)
     assert (stat.n, stat.clusters) == (10, 3)
     assert stat.low == pytest.approx(max(0.0, 0.7 - 4.302653 * expected), abs=1e-5)  # t(.975, 2)
+    # the log says what the clusters are of; its reader and the viewer's API give it back
+    logged = ve.read_log(task.log_path)
+    assert logged.cluster == "topic"
+    assert logged.metric_stats == task.metric_stats
+    with (
+        ViewServer(tmp_path).start() as running,
+        httpx.Client(base_url=running.url) as http,
+    ):
+        (entry,) = http.get("/api/logs.json").json()["logs"]
+    assert entry["metric_stats"]["accuracy"]["cluster"] == "topic"
+    assert entry["metric_stats"]["accuracy"]["clusters"] == 3
 
 
 def test_cluster_needs_a_value_in_every_row(tmp_path):

@@ -748,3 +748,21 @@ def test_a_log_page_shows_each_metrics_stderr_and_interval(page, tmp_path: Path)
         expect(card.locator(".stat .interval")).to_have_text(f"95% CI 0.354{DASH}1 · 10 samples")
         shot(page, "log-metric-stats")
     assert page.problems == []
+
+
+def test_a_log_clustered_by_a_column_says_so_beside_its_metric(page, tmp_path: Path) -> None:
+    """Task(cluster="topic"): the interval's note counts the scores and the clusters, and
+    names the column they are of."""
+    data = [
+        {"input": f"What's {i}+{i}?", "target": str(2 * i), "topic": "ab"[i % 2]}
+        for i in range(1, 7)
+    ]
+    task = ve.Task(
+        data, ve.generate(ve.chat_mock()), ve.detect_includes(), dir=tmp_path, cluster="topic"
+    )
+    task.eval(epochs=2)
+    with ViewServer(tmp_path).start() as server:
+        page.goto(log_url(server.url, task.log_path.name))
+        card = page.locator("#log-cards .metric")
+        expect(card.locator(".stat .interval")).to_contain_text("12 scores in 2 clusters by topic")
+    assert page.problems == []

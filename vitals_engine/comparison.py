@@ -14,12 +14,17 @@ case:
 - any other scores (P grades, numbers): a paired bootstrap (2,000 seeded draws of the
   samples, each with all its epochs) for both the p-value and the percentile interval.
 
+Runs whose metrics were clustered by a metadata column (`Task(cluster="topic")`, which
+their logs record) are compared clustered by it too, as `compare(..., cluster=)` asks:
+the pairs of one topic count as one cluster in the test, the interval and the draws.
+
 The runs' other metrics (custom ones) are shown as each run reports them, without a
 test: only their values are known, not how they vary.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -50,7 +55,7 @@ __all__ = ["Comparison", "ComparisonSet", "compare"]
 Run = Task | LoggedEval | str | Path
 
 _KEY = ["id", "epoch"]
-_SIDE_COLUMNS = ("input", "score", "answer", "value")
+_SIDE_COLUMNS = ("input", "score", "answer", "value", "cluster")
 _SHOWN_CHANGES = 10
 
 
@@ -64,6 +69,10 @@ class _Run:
     metrics: dict[str, float | int | None]
     cost: pl.DataFrame
     seconds: float | None
+    #: The metadata column its metrics were clustered by (None: by sample).
+    cluster: str | None = None
+    #: Its samples as `get_samples()` gives them (for the cluster column's values).
+    frame: pl.DataFrame | None = None
 
     @property
     def name(self) -> str:
@@ -119,7 +128,50 @@ def _pairing_frame(frame: pl.DataFrame, where: str) -> pl.DataFrame:
         "score",
         answers.alias("answer"),
         pl.Series("value", values, dtype=pl.Float64),
+        pl.lit(None, dtype=pl.String).alias("cluster"),
     )
+
+
+def _with_clusters(a: _Run, b: _Run, column: str) -> tuple[_Run, _Run]:
+    """The runs with each sample's cluster: its value in `column` (as text), which one
+    run may lack (a pair takes A's value, else B's)."""
+    frames = [run.frame if run.frame is not None else run.samples for run in (a, b)]
+    if all(column not in frame.columns for frame in frames):
+        known = ", ".join(c for c in frames[0].columns if c not in ("solver_chat", "scorer_chat"))
+        raise ConfigError(
+            f"compare(cluster={column!r}): neither {a.name} nor {b.name} has a column "
+            f"{column!r} to cluster by (A's columns: {known})."
+        )
+    return _clustered(a, frames[0], column), _clustered(b, frames[1], column)
+
+
+def _clustered(run: _Run, frame: pl.DataFrame, column: str) -> _Run:
+    import polars as pl
+
+    if column not in frame.columns:
+        return dataclasses.replace(run, cluster=column)
+    values = [None if v is None else str(v) for v in frame[column].to_list()]
+    samples = run.samples.with_columns(pl.Series("cluster", values, dtype=pl.String))
+    return dataclasses.replace(run, samples=samples, cluster=column)
+
+
+def _cluster_column(a: _Run, b: _Run, asked: str | None) -> str | None:
+    """The column to cluster by: the one asked for, else the one the runs' metrics were
+    clustered by (None: by sample)."""
+    if asked is not None:
+        if not isinstance(asked, str) or not asked:
+            raise ConfigError(
+                f"`cluster` must name a column of the runs' samples, not {asked!r}. "
+                "Example: compare(a, b, cluster='topic')."
+            )
+        return None if asked == "id" else asked
+    if a.cluster is not None and b.cluster is not None and a.cluster != b.cluster:
+        raise ConfigError(
+            f"{a.name} clustered its metrics by {a.cluster!r} and {b.name} by {b.cluster!r}: "
+            f"say which to compare them by, compare(a, b, cluster={a.cluster!r}) (or "
+            "cluster='id' for by sample)."
+        )
+    return a.cluster or b.cluster
 
 
 def _task_run(task: Task) -> _Run:
@@ -135,17 +187,22 @@ def _task_run(task: Task) -> _Run:
         metrics=dict(task.metrics or {}),
         cost=task.get_cost(),
         seconds=task.elapsed,
+        cluster=task.cluster,
+        frame=frame,
     )
 
 
 def _logged_run(logged: LoggedEval) -> _Run:
+    frame = logged.get_samples()
     return _Run(
         task=logged.task,
         model=logged.model,
-        samples=_pairing_frame(logged.get_samples(), f"The log {logged.path}"),
+        samples=_pairing_frame(frame, f"The log {logged.path}"),
         metrics=dict(logged.metrics or {}),
         cost=logged.get_cost(),
         seconds=_log_seconds(logged),
+        cluster=logged.cluster,
+        frame=frame,
     )
 
 
@@ -240,6 +297,7 @@ class Comparison:
         epochs: the highest epoch paired.
         mcnemar, bootstrap: the test behind the accuracy row, the other one None
             (`mcnemar.method` says "exact" or "clustered").
+        cluster: the metadata column the pairs were clustered by (None: by sample).
 
     Example:
         >>> print(compare(task_a, task_b))
@@ -261,13 +319,24 @@ class Comparison:
     epochs: int
     mcnemar: McNemar | None = None
     bootstrap: Bootstrap | None = None
+    cluster: str | None = None
 
     def __str__(self) -> str:
         return _render(self)
 
 
+def _cluster_keys(pairs: pl.DataFrame, column: str | None) -> list[Any]:
+    """Each pair's cluster: its sample, or its value in `column` (A's, else B's; a pair
+    with neither is a cluster of its own sample)."""
+    ids = pairs["id"].to_list()
+    if column is None:
+        return ids
+    values = zip(pairs["cluster_a"].to_list(), pairs["cluster_b"].to_list(), ids, strict=True)
+    return [(0, x) if x is not None else (0, y) if y is not None else (1, i) for x, y, i in values]
+
+
 def _metric_rows(
-    a: _Run, b: _Run, pairs: pl.DataFrame
+    a: _Run, b: _Run, pairs: pl.DataFrame, column: str | None
 ) -> tuple[list[dict[str, Any]], int, McNemar | None, Bootstrap | None]:
     import polars as pl
 
@@ -277,7 +346,7 @@ def _metric_rows(
     boot: Bootstrap | None = None
     if scored.height:
         xs, ys = scored["value_a"].to_list(), scored["value_b"].to_list()
-        ids = scored["id"].to_list()
+        ids = _cluster_keys(scored, column)
         row = {
             "metric": "accuracy",
             "a": math.fsum(xs) / len(xs),
@@ -293,7 +362,7 @@ def _metric_rows(
                 "low": diff.low,
                 "high": diff.high,
                 "p_value": test.p_value,
-                "test": test.name,
+                "test": _by(test.name, column) if test.method == "clustered" else test.name,
             }
         else:
             boot = paired_bootstrap(xs, ys, ids)
@@ -302,7 +371,7 @@ def _metric_rows(
                 "low": boot.low,
                 "high": boot.high,
                 "p_value": boot.p_value,
-                "test": "paired bootstrap",
+                "test": _by("paired bootstrap", column),
             }
         rows.append(row)
     for name in dict.fromkeys([*a.metrics, *b.metrics]):
@@ -313,6 +382,17 @@ def _metric_rows(
         rows.append({"metric": name, "a": x, "b": y, "difference": difference})
     unscored = pairs.filter(pl.col("score_a").is_null() | pl.col("score_b").is_null()).height
     return rows, unscored, test, boot
+
+
+def _by(test: str, column: str | None) -> str:
+    """A test's name, with the column it clustered by ("McNemar (clustered by topic)")."""
+    if column is None:
+        return test
+    return (
+        test.replace("(clustered)", f"(clustered by {column})")
+        if "(" in test
+        else (f"{test} (clustered by {column})")
+    )
 
 
 def _metrics_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
@@ -393,12 +473,15 @@ def _cost_frame(a: _Run, b: _Run) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def _compare_runs(a: _Run, b: _Run) -> Comparison:
+def _compare_runs(a: _Run, b: _Run, cluster: str | None = None) -> Comparison:
     import polars as pl
 
+    column = _cluster_column(a, b, cluster)
+    if column is not None:
+        a, b = _with_clusters(a, b, column)
     pairs, only_a, only_b = _pair(a, b)
     inputs_differ = _check_same_task(a, b, pairs)
-    rows, unscored, test, boot = _metric_rows(a, b, pairs)
+    rows, unscored, test, boot = _metric_rows(a, b, pairs, column)
     dtypes = {a.samples["score"].dtype, b.samples["score"].dtype} - {pl.Null}
     return Comparison(
         name_a=a.name,
@@ -415,6 +498,7 @@ def _compare_runs(a: _Run, b: _Run) -> Comparison:
         epochs=max(pairs["epoch"].to_list()),
         mcnemar=test,
         bootstrap=boot,
+        cluster=column,
     )
 
 
@@ -494,7 +578,7 @@ def _same_model(found: str | None, wanted: str) -> bool:
     return found == wanted or ("/" not in wanted and found.split("/", 1)[-1] == wanted)
 
 
-def _compare_set(eval_set: Any, baseline: str | None) -> ComparisonSet:
+def _compare_set(eval_set: Any, baseline: str | None, cluster: str | None) -> ComparisonSet:
     runs, skipped = [], []
     for i, task in enumerate(eval_set.tasks):
         try:
@@ -517,7 +601,7 @@ def _compare_set(eval_set: Any, baseline: str | None) -> ComparisonSet:
         base = base or group[0]
         for run in group:
             if run is not base:
-                comparisons.append(_compare_runs(base, run))
+                comparisons.append(_compare_runs(base, run, cluster))
                 tasks.append(task)
                 pairs.append((base.model, run.model))
     if not comparisons:
@@ -529,15 +613,17 @@ def _compare_set(eval_set: Any, baseline: str | None) -> ComparisonSet:
 
 
 @overload
-def compare(a: Run, b: Run) -> Comparison: ...
+def compare(a: Run, b: Run, *, cluster: str | None = None) -> Comparison: ...
 
 
 @overload
-def compare(a: Any, b: None = None, *, baseline: str | None = None) -> ComparisonSet: ...
+def compare(
+    a: Any, b: None = None, *, baseline: str | None = None, cluster: str | None = None
+) -> ComparisonSet: ...
 
 
 def compare(
-    a: Any, b: Run | None = None, *, baseline: str | None = None
+    a: Any, b: Run | None = None, *, baseline: str | None = None, cluster: str | None = None
 ) -> Comparison | ComparisonSet:
     """Compare two runs of one task sample by sample, or every model of an eval set
     against a baseline.
@@ -548,6 +634,13 @@ def compare(
     clustered by sample when samples ran several epochs; a paired bootstrap otherwise),
     the samples that changed grade, and each run's cost and time. Runs of different
     tasks (no sample in common) are a `ConfigError`.
+
+    `cluster` names a column of the samples (a metadata column of the dataset) whose
+    values cluster the pairs, for the test, the interval and the bootstrap's draws:
+    pairs sharing a value are not independent (questions on one document, say). By
+    default it is the column the runs' metrics were clustered by (`Task(cluster=)`,
+    recorded in their logs), else each sample is a cluster with its epochs;
+    `cluster="id"` asks for that whatever the runs used.
 
     `compare(eval_set)` takes anything with `.tasks` (and `.models`, whose first is the
     baseline unless `baseline=` names a model id): each task's run on every other model
@@ -564,14 +657,14 @@ def compare(
         [(1, 'I', 'C'), ...]
     """
     if b is None and hasattr(a, "tasks") and not isinstance(a, Task | LoggedEval | str | Path):
-        return _compare_set(a, baseline)
+        return _compare_set(a, baseline, cluster)
     if baseline is not None:
         raise ConfigError("`baseline=` is for compare(eval_set); compare(a, b) takes A as it.")
     if b is None:
         raise ConfigError(
             "compare() needs two runs, compare(a, b), or an eval set (anything with `.tasks`)."
         )
-    return _compare_runs(_load(a, "a"), _load(b, "b"))
+    return _compare_runs(_load(a, "a"), _load(b, "b"), cluster)
 
 
 # -- printing ----------------------------------------------------------------------------------

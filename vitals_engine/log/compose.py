@@ -234,11 +234,13 @@ class RunHeader:
     metric_stats: dict[str, MetricStat] = field(default_factory=dict)
     #: The epoch reducer the metrics were computed after (None: none).
     reducer: str | None = None
+    #: The metadata column whose values clustered the metrics' scores (None: by sample).
+    cluster: str | None = None
 
 
 def compose_header(run: RunHeader) -> s.EvalLog:
     """The log without samples: everything a listing or a header-only read needs."""
-    metrics = compose_metrics(run.metrics, run.metric_stats)
+    metrics = compose_metrics(run.metrics, run.metric_stats, cluster=run.cluster)
     scorers = (
         [s.EvalScorer(run.scorer, metrics=[s.EvalMetricDecl(m) for m in metrics])]
         if run.scorer
@@ -301,11 +303,12 @@ def compose_header(run: RunHeader) -> s.EvalLog:
 
 
 def compose_metrics(
-    values: dict[str, float], stats: dict[str, MetricStat]
+    values: dict[str, float], stats: dict[str, MetricStat], *, cluster: str | None = None
 ) -> dict[str, s.EvalMetric]:
     """A scorer's metrics as Inspect writes them: each metric, its statistics in its
-    metadata, and beside it Inspect's `stderr` metric (`<name>_stderr` for all but the
-    first), marked as ours with `stderr_of`.
+    metadata (with `cluster`, the metadata column its scores were clustered by, when
+    not by sample), and beside it Inspect's `stderr` metric (`<name>_stderr` for all
+    but the first), marked as ours with `stderr_of`.
 
     Example:
         >>> list(compose_metrics({"accuracy": 0.7}, {"accuracy": stat}))
@@ -314,7 +317,7 @@ def compose_metrics(
     metrics: dict[str, s.EvalMetric] = {}
     for position, (name, value) in enumerate(values.items()):
         stat = stats.get(name)
-        metrics[name] = s.EvalMetric(name, value, metadata=_stat_metadata(stat))
+        metrics[name] = s.EvalMetric(name, value, metadata=_stat_metadata(stat, cluster))
         if stat is None or stat.stderr is None:
             continue
         key = "stderr" if position == 0 else f"{name}_stderr"
@@ -323,7 +326,7 @@ def compose_metrics(
     return metrics
 
 
-def _stat_metadata(stat: MetricStat | None) -> dict[str, Any] | None:
+def _stat_metadata(stat: MetricStat | None, cluster: str | None) -> dict[str, Any] | None:
     if stat is None:
         return None
     found = {
@@ -333,5 +336,6 @@ def _stat_metadata(stat: MetricStat | None) -> dict[str, Any] | None:
         "ci_level": LEVEL if stat.low is not None else None,
         "n": stat.n,
         "clusters": stat.clusters,
+        "cluster": cluster,
     }
     return {k: v for k, v in found.items() if v is not None} or None

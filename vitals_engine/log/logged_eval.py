@@ -156,6 +156,19 @@ class LoggedEval:
             return None
         return metric_stats_of(results.scores[0])
 
+    @property
+    def cluster(self) -> str | None:
+        """The metadata column the run clustered its metrics' scores by (`Task(cluster=)`;
+        None: by sample, or a log that does not say)."""
+        results = self.header.results
+        if not isinstance(results, s.EvalResults) or not results.scores:
+            return None
+        for metric in results.scores[0].metrics.values():
+            column = (metric.metadata or {}).get("cluster")
+            if isinstance(column, str) and column:
+                return column
+        return None
+
     def _load(self) -> None:
         if self.header_only:
             self.header, self.samples, self.damage = read_parts(self.path, header_only=False)

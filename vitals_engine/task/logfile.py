@@ -202,6 +202,7 @@ def run_header(setup: TaskSetup, state: RunState, records: list[SampleRecord]) -
         metrics=state.metrics or {k: stat.value for k, stat in (partial or {}).items()},
         metric_stats=stats or {},
         reducer=setup.reducer,
+        cluster=setup.cluster,
         started_at=state.started_at,
         completed_at=state.completed_at,
         status=state.status,

@@ -144,6 +144,12 @@ class Task:
         self._setup.dir = value
 
     @property
+    def cluster(self) -> str | None:
+        """The metadata column whose values cluster the metrics' scores (None: a sample's
+        epochs are one cluster), as `Task(cluster=)` set it."""
+        return self._setup.cluster
+
+    @property
     def metrics(self) -> dict[str, float] | None:
         return self._state.metrics
 

@@ -387,7 +387,8 @@ def log_entry(
 
 def _stats(score: s.EvalScore) -> dict[str, dict[str, Any]]:
     """A scorer's metrics' statistics for the page: stderr, 95% interval, n, clusters
-    (those known; JSON has no NaN, so a value that is not finite is left out)."""
+    and the column they are of, when not samples (those known; JSON has no NaN, so a
+    value that is not finite is left out)."""
     shown: dict[str, dict[str, Any]] = {}
     for name, stat in metric_stats_of(score).items():
         fields = {
@@ -397,7 +398,13 @@ def _stats(score: s.EvalScore) -> dict[str, dict[str, Any]]:
             "n": stat.n,
             "clusters": stat.clusters,
         }
-        kept = {k: v for k, v in fields.items() if v is not None and math.isfinite(v)}
+        kept: dict[str, Any] = {
+            k: v for k, v in fields.items() if v is not None and math.isfinite(v)
+        }
+        metric = score.metrics.get(name)
+        column = (metric.metadata or {}).get("cluster") if metric is not None else None
+        if isinstance(column, str) and "clusters" in kept:
+            kept["cluster"] = column
         if kept:
             shown[name] = kept
     return shown

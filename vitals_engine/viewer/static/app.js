@@ -178,6 +178,7 @@
     if (typeof stat.n === "number") {
       parts.push(typeof stat.clusters === "number" && stat.clusters !== stat.n
         ? plural(stat.n, "score") + " in " + plural(stat.clusters, "cluster")
+          + (stat.cluster ? " by " + stat.cluster : "")
         : plural(stat.n, "sample"));
     }
     return el("div", { class: "stat" },
