@@ -5,6 +5,8 @@ in one queue, in order, and none is left waiting once there is room."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import pytest
@@ -23,19 +25,30 @@ def sums(n, prefix=""):
 # -- the queue ---------------------------------------------------------------------------
 
 
+async def full(capacity: int) -> Admission:
+    """An admission of `capacity` with every place taken."""
+    admission = Admission(lambda: capacity)
+    for _ in range(capacity + backlog(capacity)):
+        await admission.enter()
+    return admission
+
+
+def entering(admission: Admission, admitted: list) -> Callable[[Any], Awaitable[None]]:
+    """A sample that waits to be let in, then notes its name in `admitted`."""
+
+    async def sample(name: Any) -> None:
+        await admission.enter()
+        admitted.append(name)
+
+    return sample
+
+
 async def test_an_endpoint_admits_its_concurrency_and_backlog_then_in_order():
     """Capacity 4 (backlog 16): 20 samples at work fill it; the next wait, and each
     sample that leaves lets the first of them in."""
-    admission = Admission(lambda: 4)
-    room = 4 + backlog(4)
-    for _ in range(room):
-        await admission.enter()
+    admission = await full(4)
     admitted: list[int] = []
-
-    async def sample(k: int) -> None:
-        await admission.enter()
-        admitted.append(k)
-
+    sample = entering(admission, admitted)
     async with anyio.create_task_group() as tg:
         for k in range(3):
             tg.start_soon(sample, k)
@@ -50,20 +63,14 @@ async def test_an_endpoint_admits_its_concurrency_and_backlog_then_in_order():
         assert admitted == [0, 1]
         admission.leave()
     assert admitted == [0, 1, 2]
-    assert admission.at_work == room
+    assert admission.at_work == 4 + backlog(4)
 
 
 async def test_a_sample_waiting_cannot_be_overtaken_by_a_newcomer():
     """A sample woken from the queue has its place kept: one arriving meanwhile waits."""
-    admission = Admission(lambda: 0)
-    for _ in range(backlog(0)):
-        await admission.enter()
+    admission = await full(0)
     order: list[str] = []
-
-    async def sample(name: str) -> None:
-        await admission.enter()
-        order.append(name)
-
+    sample = entering(admission, order)
     async with anyio.create_task_group() as tg:
         tg.start_soon(sample, "first")
         await anyio.wait_all_tasks_blocked()
@@ -77,15 +84,9 @@ async def test_a_sample_waiting_cannot_be_overtaken_by_a_newcomer():
 
 
 async def test_a_cancelled_wait_leaves_the_queue_to_the_next():
-    admission = Admission(lambda: 0)
-    for _ in range(backlog(0)):
-        await admission.enter()
+    admission = await full(0)
     admitted: list[str] = []
-
-    async def sample(name: str) -> None:
-        await admission.enter()
-        admitted.append(name)
-
+    sample = entering(admission, admitted)
     async with anyio.create_task_group() as tg:
         with anyio.CancelScope() as first:
             tg.start_soon(sample, "never")
@@ -106,9 +107,7 @@ async def test_a_sample_cancelled_once_let_in_holds_no_place():
     """Let in, then cancelled before it resumed: either its wait raises and its place goes
     to the next, or (where the backend delivers the cancellation later) it is in and
     leaves; either way the next sample gets in and no place is lost."""
-    admission = Admission(lambda: 0)
-    for _ in range(backlog(0)):
-        await admission.enter()
+    admission = await full(0)
     admitted: list[str] = []
     scopes: dict[str, anyio.CancelScope] = {}
 

@@ -110,56 +110,35 @@ class Supervisor:
                         receive_stats = spare_receive.statistics
                         spare_ends += [spare_send, spare_receive]
                         solve, score = self.solve, self.score
-                        solve_seats: Seats = Seats(
-                            self.concurrency,
-                            spawn=lambda: solvers.spare(),
-                            on_close=spare_send.close,
-                            spares=self.spares,
-                        )
                         solvers = Crew(
                             self.concurrency,
-                            solve_seats,
-                            lambda: tg.start_soon(
-                                self._first_stage,
-                                source,
-                                solve,
-                                spare_send.clone(),
-                                Seat(solve_seats),
-                                solvers,
+                            lambda crew: tg.start_soon(
+                                self._first_stage, source, solve, spare_send.clone(), crew
                             ),
                             _made_on_demand,
-                        )
-                        score_seats: Seats = Seats(
-                            self.score_concurrency,
-                            spawn=lambda: scorers.spare(),
-                            on_close=spare_receive.close,
+                            on_close=spare_send.close,
                             spares=self.spares,
                         )
                         scorers = Crew(
                             self.score_concurrency,
-                            score_seats,
-                            lambda: tg.start_soon(
-                                self._second_stage,
-                                spare_receive.clone(),
-                                score,
-                                Seat(score_seats),
-                                scorers,
+                            lambda crew: tg.start_soon(
+                                self._second_stage, spare_receive.clone(), score, crew
                             ),
                             lambda: receive_stats().current_buffer_used,
+                            on_close=spare_receive.close,
+                            spares=self.spares,
                         )
                         solvers.grow()
                         scorers.grow()
                 else:
                     stage = self.solve or self.score
                     workers = self.concurrency if self.solve is not None else self.score_concurrency
-                    seats: Seats = Seats(workers, spawn=lambda: crew.spare(), spares=self.spares)
-                    crew = Crew(
+                    Crew(
                         workers,
-                        seats,
-                        lambda: tg.start_soon(self._only_stage, source, stage, Seat(seats), crew),
+                        lambda crew: tg.start_soon(self._only_stage, source, stage, crew),
                         _made_on_demand,
-                    )
-                    crew.grow()
+                        spares=self.spares,
+                    ).grow()
         except BaseExceptionGroup as group:
             raise_carried(group)
             raise
@@ -172,38 +151,37 @@ class Supervisor:
         source: Iterator[SampleRecord],
         fn: Stage,
         send: ObjectSendStream[SampleRecord],
-        seat: Seat,
         crew: Crew,
     ) -> None:
         async with send:
-            await _work(seat, crew, _pull(source), fn, send.send, gate=self.gate)
+            await _work(crew, _pull(source), fn, send.send, gate=self.gate)
 
     async def _second_stage(
-        self, receive: ObjectReceiveStream[SampleRecord], fn: Stage, seat: Seat, crew: Crew
+        self, receive: ObjectReceiveStream[SampleRecord], fn: Stage, crew: Crew
     ) -> None:
         async with receive:
-            await _work(seat, crew, _receive(receive), fn, self.sink)
+            await _work(crew, _receive(receive), fn, self.sink)
 
     async def _only_stage(
-        self, source: Iterator[SampleRecord], fn: Stage | None, seat: Seat, crew: Crew
+        self, source: Iterator[SampleRecord], fn: Stage | None, crew: Crew
     ) -> None:
         # A stage that never awaits must still let the other workers run: checkpoint.
-        await _work(seat, crew, _pull(source), fn, self.sink, gate=self.gate, checkpoint=True)
+        await _work(crew, _pull(source), fn, self.sink, gate=self.gate, checkpoint=True)
 
 
 class Crew:
-    """The workers of one stage, started as they are needed: one more whenever a worker
-    takes a sample and more samples wait for the stage than it has free workers, up to
-    `limit` (spare workers for lent seats come on top, as `Seats` allows). A stage so
-    grows by a worker per event-loop turn while its samples keep every worker busy,
-    which is no slower than starting them all at once: each first sample costs the
-    same CPU either way.
+    """The workers of one stage and its seats (`Seats`), the workers started as they are
+    needed: one more whenever a worker takes a sample and more samples wait for the
+    stage than it has free workers, up to `limit`; spare workers for lent seats come on
+    top, as `Seats` allows. A stage so grows by a worker per event-loop turn while its
+    samples keep every worker busy, which is no slower than starting them all at once:
+    each first sample costs the same CPU either way.
 
-    `waiting()` is how many samples wait for the stage beyond the one just taken (a
-    source that makes them on demand always has one more).
+    `start(crew)` starts one worker; `waiting()` is how many samples wait for the stage
+    beyond the one just taken (a source that makes them on demand always has one more).
 
     Example:
-        >>> crew = Crew(100, seats, lambda: tg.start_soon(worker), lambda: 1)
+        >>> crew = Crew(100, lambda crew: tg.start_soon(worker, crew), lambda: 1)
         >>> crew.grow()      # the first worker
         >>> crew.busy()      # a worker took a sample: another starts if work waits
         >>> crew.free()      # it is done with it
@@ -212,10 +190,16 @@ class Crew:
     __slots__ = ("_start", "_waiting", "idle", "limit", "seats", "started")
 
     def __init__(
-        self, limit: int, seats: Seats, start: Callable[[], object], waiting: Callable[[], int]
+        self,
+        limit: int,
+        start: Callable[[Crew], object],
+        waiting: Callable[[], int],
+        *,
+        on_close: Callable[[], object] | None = None,
+        spares: int | None = None,
     ) -> None:
         self.limit = limit
-        self.seats = seats
+        self.seats = Seats(limit, spawn=self.spare, on_close=on_close, spares=spares)
         self._start = start
         self._waiting = waiting
         #: Workers started (spares not counted), and those without a sample now.
@@ -231,7 +215,7 @@ class Crew:
     def spare(self) -> None:
         """Start a worker beyond the limit (a spare, for a seat lent)."""
         self.idle += 1
-        self._start()
+        self._start(self)
 
     def busy(self) -> None:
         self.idle -= 1
@@ -272,7 +256,6 @@ def _receive(receive: ObjectReceiveStream[SampleRecord]) -> Next:
 
 
 async def _work(
-    seat: Seat,
     crew: Crew,
     next_record: Next,
     fn: Stage | None,
@@ -283,6 +266,7 @@ async def _work(
 ) -> None:
     """One worker: with a seat (and past the gate), take a record, run the stage on it
     (unless it already failed), hand it on; until the records run out."""
+    seat = Seat(crew.seats)
     sit(seat)
     while True:
         await seat.take()
