@@ -362,7 +362,9 @@ def _metric_rows(
                 "low": diff.low,
                 "high": diff.high,
                 "p_value": test.p_value,
-                "test": _by(test.name, column) if test.method == "clustered" else test.name,
+                "test": "McNemar" + _clustered_by(column)
+                if column is not None and test.method == "clustered"
+                else test.name,
             }
         else:
             boot = paired_bootstrap(xs, ys, ids)
@@ -371,7 +373,7 @@ def _metric_rows(
                 "low": boot.low,
                 "high": boot.high,
                 "p_value": boot.p_value,
-                "test": _by("paired bootstrap", column),
+                "test": "paired bootstrap" + _clustered_by(column),
             }
         rows.append(row)
     for name in dict.fromkeys([*a.metrics, *b.metrics]):
@@ -384,15 +386,10 @@ def _metric_rows(
     return rows, unscored, test, boot
 
 
-def _by(test: str, column: str | None) -> str:
-    """A test's name, with the column it clustered by ("McNemar (clustered by topic)")."""
-    if column is None:
-        return test
-    return (
-        test.replace("(clustered)", f"(clustered by {column})")
-        if "(" in test
-        else (f"{test} (clustered by {column})")
-    )
+def _clustered_by(column: str | None) -> str:
+    """What a test's name says of its clusters when they are a column's (" (clustered by
+    topic)"); nothing when they are the samples."""
+    return f" (clustered by {column})" if column is not None else ""
 
 
 def _metrics_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
