@@ -1,6 +1,7 @@
 """Admission: a run starts no more samples than the endpoint its solver calls can serve
-(its concurrency plus a backlog), whichever runs share that endpoint; the others wait
-in one queue, in order, and none is left waiting once there is room."""
+(its concurrency plus a backlog), whichever runs share that endpoint; the others wait,
+a place that comes free goes to the run with the fewest at work, a run at its share
+keeps its places from sample to sample, and none is left waiting once there is room."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import anyio
 import pytest
 
 import vitals_engine as ve
-from vitals_engine.pacing.admission import Admission, backlog
+from vitals_engine.pacing.admission import Admission, Places, backlog
 from vitals_engine.pacing.limits import Limits
 
 pytestmark = pytest.mark.anyio
@@ -25,19 +26,21 @@ def sums(n, prefix=""):
 # -- the queue ---------------------------------------------------------------------------
 
 
-async def full(capacity: int) -> Admission:
-    """An admission of `capacity` with every place taken."""
+async def full(capacity: int, run: str = "busy") -> Admission:
+    """An admission of `capacity` with every place taken by `run`."""
     admission = Admission(lambda: capacity)
     for _ in range(capacity + backlog(capacity)):
-        await admission.enter()
+        await admission.enter(run)
     return admission
 
 
-def entering(admission: Admission, admitted: list) -> Callable[[Any], Awaitable[None]]:
-    """A sample that waits to be let in, then notes its name in `admitted`."""
+def entering(
+    admission: Admission, admitted: list, run: str = "waiting"
+) -> Callable[[Any], Awaitable[None]]:
+    """A sample of `run` that waits to be let in, then notes its name in `admitted`."""
 
     async def sample(name: Any) -> None:
-        await admission.enter()
+        await admission.enter(run)
         admitted.append(name)
 
     return sample
@@ -55,13 +58,13 @@ async def test_an_endpoint_admits_its_concurrency_and_backlog_then_in_order():
             await anyio.wait_all_tasks_blocked()
         assert admitted == []
         assert admission.waiting == 3
-        admission.leave()
+        admission.leave("busy")
         await anyio.wait_all_tasks_blocked()
         assert admitted == [0]
-        admission.leave()
+        admission.leave("busy")
         await anyio.wait_all_tasks_blocked()
         assert admitted == [0, 1]
-        admission.leave()
+        admission.leave("busy")
     assert admitted == [0, 1, 2]
     assert admission.at_work == 4 + backlog(4)
 
@@ -74,12 +77,12 @@ async def test_a_sample_waiting_cannot_be_overtaken_by_a_newcomer():
     async with anyio.create_task_group() as tg:
         tg.start_soon(sample, "first")
         await anyio.wait_all_tasks_blocked()
-        admission.leave()  # wakes "first"; it has not resumed yet
+        admission.leave("busy")  # wakes "first"; it has not resumed yet
         tg.start_soon(sample, "newcomer")
         await anyio.wait_all_tasks_blocked()
         assert order == ["first"]
         assert admission.waiting == 1
-        admission.leave()
+        admission.leave("busy")
     assert order == ["first", "newcomer"]
 
 
@@ -97,7 +100,7 @@ async def test_a_cancelled_wait_leaves_the_queue_to_the_next():
         tg.start_soon(sample, "next")
         await anyio.wait_all_tasks_blocked()
         assert admission.waiting == 1
-        admission.leave()
+        admission.leave("busy")
     assert admitted == ["next"]
     assert admission.waiting == 0
     assert admission.at_work == backlog(0)
@@ -113,9 +116,9 @@ async def test_a_sample_cancelled_once_let_in_holds_no_place():
 
     async def sample(name: str) -> None:
         with anyio.CancelScope() as scopes[name]:
-            await admission.enter()
+            await admission.enter(name)
             admitted.append(name)
-            admission.leave()
+            admission.leave(name)
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
@@ -123,11 +126,97 @@ async def test_a_sample_cancelled_once_let_in_holds_no_place():
             await anyio.wait_all_tasks_blocked()
             tg.start_soon(sample, "next")
             await anyio.wait_all_tasks_blocked()
-            admission.leave()  # "doomed" is let in ...
+            admission.leave("busy")  # "doomed" is let in ...
             scopes["doomed"].cancel()  # ... and cancelled before it resumes
     assert "next" in admitted
     assert admission.at_work == backlog(0) - 1
     assert admission.waiting == 0
+
+
+async def test_a_place_that_comes_free_goes_to_the_run_with_the_fewest_at_work():
+    """Run "a" holds every place and waits for one more; "b", with none, comes later and
+    is let in first. Among runs with as many at work, the first to wait goes first."""
+    admission = await full(0, run="a")
+    admitted: list[str] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(entering(admission, admitted, run="a"), "a")
+        await anyio.wait_all_tasks_blocked()
+        tg.start_soon(entering(admission, admitted, run="b"), "b")
+        await anyio.wait_all_tasks_blocked()
+        tg.start_soon(entering(admission, admitted, run="c"), "c")
+        await anyio.wait_all_tasks_blocked()
+        for _ in range(3):
+            admission.leave("a")
+            await anyio.wait_all_tasks_blocked()
+    assert admitted == ["b", "c", "a"]
+    assert admission.at_work_of("a") == backlog(0) - 2
+
+
+async def test_a_run_keeps_its_place_for_its_next_sample_unless_a_run_waits_with_fewer():
+    """A run may hand the place of a sample that left to its next one while no waiting
+    run has fewer at work than it would have without it: runs at an even share hand no
+    place around; a run above its share gives it up."""
+    admission = Admission(lambda: 0)  # 16 places
+    for run, count in (("a", 10), ("b", 6)):
+        for _ in range(count):
+            await admission.enter(run)
+    assert admission.keep("a")  # nobody waits
+    admitted: list[str] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(entering(admission, admitted, run="b"), "b")
+        await anyio.wait_all_tasks_blocked()
+        assert not admission.keep("a")  # "b" would have 6 to its 9
+        admission.leave("a")
+        await anyio.wait_all_tasks_blocked()
+    assert admitted == ["b"]
+    assert (admission.at_work_of("a"), admission.at_work_of("b")) == (9, 7)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(entering(admission, admitted, run="b"), "b again")
+        await anyio.wait_all_tasks_blocked()
+        assert not admission.keep("a")  # still 7 to its 8
+        admission.leave("a")
+        await anyio.wait_all_tasks_blocked()
+        assert (admission.at_work_of("a"), admission.at_work_of("b")) == (8, 8)
+        tg.start_soon(entering(admission, admitted, run="b"), "b once more")
+        await anyio.wait_all_tasks_blocked()
+        assert admission.keep("a")  # without its place "a" has 7, fewer than "b"
+        assert admission.keep("b")  # its own run waiting never takes a place from it
+        admission.leave("a")
+    assert admitted == ["b", "b again", "b once more"]
+
+
+async def test_no_place_is_kept_above_a_concurrency_that_went_down():
+    size = 8
+    admission = Admission(lambda: size)
+    for _ in range(size + backlog(size)):
+        await admission.enter("a")
+    assert admission.keep("a")
+    size = 4  # 20 places where 24 are taken
+    assert not admission.keep("a")
+    for _ in range(4):
+        admission.leave("a")
+    assert admission.keep("a")  # 20 taken: none over
+
+
+async def test_places_are_kept_only_at_the_same_endpoints():
+    first, second = Admission(lambda: 1), Admission(lambda: 1)
+    places = await Places.enter("run", [first, second])
+    assert (first.at_work, second.at_work) == (1, 1)
+    assert places.keep([first, second])
+    assert not places.keep([first])  # its solver calls fewer endpoints now
+    assert not places.keep([second, first])
+    places.release()
+    assert (first.at_work, second.at_work) == (0, 0)
+
+
+async def test_a_sample_cancelled_waiting_at_its_second_endpoint_leaves_the_first():
+    first, second = Admission(lambda: 1), await full(0)
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        with pytest.raises(anyio.get_cancelled_exc_class()):
+            await Places.enter("run", [first, second])
+    assert first.at_work == 0
+    assert second.waiting == 0
 
 
 # -- whole runs over HTTP ----------------------------------------------------------------
@@ -173,8 +262,11 @@ async def test_runs_sharing_an_endpoint_start_only_what_it_can_serve(server, tmp
     assert server.peak_in_flight <= 2
     assert peak <= 2 + backlog(2) + 1
     assert peak < 60
-    # The runs take turns: the last run's samples start before the first run's end.
+    # The runs take turns: the last run's samples start before the first run's end, and
+    # once they all go they share the endpoint evenly (40 starts each in the middle 120).
     assert order.index("c") < max(i for i, run in enumerate(order) if run == "a")
+    middle = order[120:240]
+    assert all(30 <= middle.count(run) <= 50 for run in "abc"), middle
 
 
 async def test_a_run_with_more_samples_than_its_endpoint_serves_keeps_few_at_work(server, tmp_path):

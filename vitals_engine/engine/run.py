@@ -21,7 +21,6 @@ else: no entry, no call.
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence, Sized
@@ -34,7 +33,7 @@ from .._errors import ConfigError, ScorerError, SolverError, TaskStateError
 from .._sync import asyncio_named
 from ..batching.queues import BatchQueues
 from ..caching.lookup import CacheUse
-from ..pacing.admission import Admission
+from ..pacing.admission import Places
 from ..pacing.batch import Batch
 from ..pacing.budget import Budget
 from ..pacing.clock import Clock, SystemClock
@@ -56,7 +55,7 @@ from .calls import (
     normalise_solution,
 )
 from .gc_tuning import relaxed_gc
-from .supervisor import Supervisor
+from .supervisor import Gate, Pass, Supervisor
 
 if TYPE_CHECKING:
     import polars as pl
@@ -532,27 +531,23 @@ class Run:
                 gate=self._gate(),
             ).run(records)
 
-    def _gate(self) -> Callable[[], Awaitable[Callable[[], None] | None]]:
+    def _gate(self) -> Gate:
         return self._admitted
 
-    async def _admitted(self) -> Callable[[], None] | None:
-        """Before a sample is taken: the budget's warm-up, then the admission of every
-        endpoint the solver calls (see `pacing/admission.py`); what lets them go again
-        once the sample is solved."""
+    async def _admitted(self, held: Pass | None) -> Pass | None:
+        """Before a sample is taken: the budget's warm-up, then a place at every endpoint
+        the solver calls (see `pacing/admission.py`). `held`: the places of the sample the
+        worker just finished, kept for this one when the endpoints allow it."""
+        admissions = self.limits.solver_admissions()
+        if isinstance(held, Places):
+            if held.keep(admissions) and not self._warming():
+                return held
+            held.release()
         if self.budget is not None:
             await self._warm_up()
-        admissions = self.limits.solver_admissions()
         if not admissions:
             return None
-        entered: list[Admission] = []
-        try:
-            for admission in admissions:
-                await admission.enter()
-                entered.append(admission)
-        except BaseException:
-            _leave(entered)
-            raise
-        return functools.partial(_leave, entered)
+        return await Places.enter(self, admissions)
 
     def _at_work(self) -> int:
         return self.at_work
@@ -569,11 +564,16 @@ class Run:
             started[record.key] = record
             yield record
 
-    async def _warm_up(self) -> None:
-        """Before a sample is taken: while nothing is known of what one costs, wait for
-        the few at work to finish (the budget's warm-up)."""
+    def _warming(self) -> bool:
+        """Whether the next sample must wait for one at work to finish (the budget's
+        warm-up: nothing is known yet of what one costs)."""
         budget = self.budget
-        while budget is not None and budget.warming(self.paid, len(self._started)):
+        return budget is not None and budget.warming(self.paid, len(self._started))
+
+    async def _warm_up(self) -> None:
+        """Before a sample is taken: while the budget warms up, wait for the few at work
+        to finish."""
+        while self._warming():
             if self._finished is None:
                 self._finished = anyio.Event()
             await self._finished.wait()
@@ -588,8 +588,3 @@ class Run:
 
 async def _ignore(_: SampleRecord) -> None:
     return None
-
-
-def _leave(admissions: list[Admission]) -> None:
-    for admission in admissions:
-        admission.leave()

@@ -12,8 +12,10 @@ Invariants:
   lock): a record is made only when a worker is free to take it, so memory
   grows with concurrency, not with the number of samples. A `gate`, when
   given, is awaited before each pull (a budget holding samples back, an
-  endpoint admitting them); what it returns is called when the sample leaves
-  the first stage, however it leaves.
+  endpoint admitting them). What it lets in (a `Pass`) the worker holds past
+  its sample's end and hands to the gate again with its next pull, which may
+  renew it rather than let it go and wait for another; it is released when
+  the worker stops, or before it waits for a seat.
 - A stage starts its workers as they are needed (`Crew`): one at first, and
   one more whenever every worker it has is busy with a sample, up to the
   stage's concurrency. A stage whose samples are held back (a gate, a slow
@@ -39,6 +41,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import Protocol
 
 import anyio
 import anyio.lowlevel
@@ -49,12 +52,22 @@ from .._sync import INTERRUPTS, Interrupted, raise_carried
 from ..pacing.seats import Seat, Seats, sit
 from ..samples import SampleRecord
 
-__all__ = ["Sink", "Stage", "Supervisor"]
+__all__ = ["Gate", "Pass", "Sink", "Stage", "Supervisor"]
 
 Stage = Callable[[SampleRecord], Awaitable[None]]
 Sink = Callable[[SampleRecord], Awaitable[None]]
-#: Awaited before a record is taken; returns what to call once it left the first stage.
-Gate = Callable[[], Awaitable[Callable[[], None] | None]]
+
+
+class Pass(Protocol):
+    """What a gate let a worker's sample in with (its places at the endpoints)."""
+
+    def release(self) -> None: ...
+
+
+#: Awaited before a record is taken, with the pass the worker holds from its last sample
+#: (None: none); returns the pass for this one (that one renewed, or a new one: the gate
+#: released the old). On an exception the gate has released the pass it was given.
+Gate = Callable[[Pass | None], Awaitable[Pass | None]]
 
 
 class Supervisor:
@@ -268,28 +281,34 @@ async def _work(
     (unless it already failed), hand it on; until the records run out."""
     seat = Seat(crew.seats)
     sit(seat)
-    while True:
-        await seat.take()
-        release = None
-        try:
-            if gate is not None:
-                release = await gate()
-            record = await next_record()
-            if record is None:
-                seat.seats.close()
-                return
-            crew.busy()
+    held: Pass | None = None
+    try:
+        while True:
+            if held is not None and crew.seats.full:
+                held, last = None, held
+                last.release()  # not held while the worker waits for a seat
+            await seat.take()
             try:
-                if fn is not None and record.error is None:
-                    await fn(record)
-                await hand_off(record)
+                if gate is not None:
+                    held, last = None, held
+                    held = await gate(last)
+                record = await next_record()
+                if record is None:
+                    seat.seats.close()
+                    return
+                crew.busy()
+                try:
+                    if fn is not None and record.error is None:
+                        await fn(record)
+                    await hand_off(record)
+                finally:
+                    crew.free()
+            except INTERRUPTS as exc:
+                raise Interrupted(exc) from None
             finally:
-                crew.free()
-        except INTERRUPTS as exc:
-            raise Interrupted(exc) from None
-        finally:
-            seat.leave()
-            if release is not None:
-                release()
-        if checkpoint:
-            await anyio.lowlevel.checkpoint()
+                seat.leave()
+            if checkpoint:
+                await anyio.lowlevel.checkpoint()
+    finally:
+        if held is not None:
+            held.release()

@@ -70,6 +70,11 @@ class Seats:
                 raise
         self.active += 1
 
+    @property
+    def full(self) -> bool:
+        """Whether a worker taking a seat now would park."""
+        return self.active >= self.limit and not self._closed
+
     def release(self) -> None:
         """The worker's sample is done."""
         self.active -= 1
