@@ -193,19 +193,18 @@ def reductions(path: Path) -> list[dict]:
 @pytest.mark.parametrize("reducer", list(REDUCED_THREE))
 def test_an_eval_logs_reductions_use_the_runs_reducer(tmp_path, reducer):
     """epochs=3: reductions.json names the run's reducer as Inspect does (the config's
-    `epochs_reducer`; "mean" without one) and holds each sample's epochs reduced by it;
-    Inspect reads it back alike."""
+    `epochs_reducer`; none without one, the epochs then reduced by the mean) and holds
+    each sample's epochs reduced by it; Inspect reads it back alike."""
     task = ve.Task(ten_rows()[:5], ve.generate(ve.chat_mock()), three_epoch_grades,
                    dir=tmp_path, epochs=3, reducer=reducer, log_format="eval").eval()  # fmt: skip
     expected = REDUCED_THREE[reducer]
-    name = reducer or "mean"
     (written,) = reductions(task.log_path)
-    assert (written["scorer"], written["reducer"]) == ("three_epoch_grades", name)
+    assert (written["scorer"], written["reducer"]) == ("three_epoch_grades", reducer)
     assert [s["sample_id"] for s in written["samples"]] == [1, 2, 3, 4, 5]
     assert [s["value"] for s in written["samples"]] == pytest.approx(expected)
     full = assert_inspect_reads(task.log_path, task)
     (read,) = full.reductions
-    assert (read.scorer, read.reducer) == ("three_epoch_grades", name)
+    assert (read.scorer, read.reducer) == ("three_epoch_grades", reducer)
     assert [s.value for s in read.samples] == pytest.approx(expected)
     if reducer is not None:  # the metrics were computed over the same reduced scores
         numbers = [{"C": 1.0, "I": 0.0}.get(v, v) for v in expected]

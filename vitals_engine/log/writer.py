@@ -17,8 +17,9 @@ The writer is the only actor that touches a run's files:
    the final header, fsyncs the journal, composes the final log from it
    (`.json`, or `.eval`: a zip of header.json, samples/, summaries.json and
    reductions.json, each sample's epochs reduced by the run's reducer, its
-   config's `epochs_reducer`, else "mean"), checking each sample it copies, has
-   the caller read the new file back, moves it into place atomically, updates
+   config's `epochs_reducer`, else by the mean under no name, as Inspect),
+   checking each sample it copies, has the caller read the new file back,
+   moves it into place atomically, updates
    the directory's `listing.json`, and only then removes the journal and its
    lock.
 
@@ -288,13 +289,13 @@ def _summary(sample: bytes) -> s.EvalSampleSummary:
     return s.EvalSampleSummary(**fields)
 
 
-def _reducers(header: s.EvalLog) -> list[str]:
+def _reducers(header: s.EvalLog) -> list[str | None]:
     """The run's epoch reducers, as its config names them (`eval.config.epochs_reducer`);
-    "mean" without one, as Inspect reduces then."""
-    return list(header.eval.config.epochs_reducer or ["mean"])
+    without one, a reduction that names none (as Inspect writes it; it reduces by the mean)."""
+    return list(header.eval.config.epochs_reducer or [None])
 
 
-def _reduced(scores: list[s.LogScore], reducer: str) -> dict[str, Any]:
+def _reduced(scores: list[s.LogScore], reducer: str | None) -> dict[str, Any]:
     """One sample's epoch scores (in epoch order) reduced by `reducer` with the run's own
     reducers (`statistics.reducers`), as an Inspect reduction; the answer and explanation
     are kept when every epoch has the same (as Inspect keeps them)."""
@@ -304,7 +305,7 @@ def _reduced(scores: list[s.LogScore], reducer: str) -> dict[str, Any]:
     ]
     reason = None
     try:
-        value = reduce_epochs(values, reducer)
+        value = reduce_epochs(values, reducer or "mean")
     except (MetricError, TypeError):  # scores this reducer cannot count (custom grades)
         value = scores[-1].value  # the log is still written; the metrics said why
     if value is None:  # no epoch scored (or fewer than pass_at_<k>'s k)
@@ -321,7 +322,9 @@ def _reduced(scores: list[s.LogScore], reducer: str) -> dict[str, Any]:
     return reduction | {"history": []}
 
 
-def _reductions(summaries: list[s.EvalSampleSummary], reducers: list[str]) -> list[dict[str, Any]]:
+def _reductions(
+    summaries: list[s.EvalSampleSummary], reducers: list[str | None]
+) -> list[dict[str, Any]]:
     """Per scorer and reducer, each sample's scores over its epochs reduced to one, as
     Inspect's `reductions.json` holds them. Samples that failed are left out, as from the
     metrics."""
