@@ -4,6 +4,7 @@ beside one run of 30,000 samples of the same work.
     .venv/bin/python bench/eval_set.py            # 6 x 5,000 beside 1 x 30,000, 3 rounds (4 min)
     .venv/bin/python bench/eval_set.py --quick    # 6 x 1,000 beside 1 x 6,000, at C=200
     .venv/bin/python bench/eval_set.py --rounds 6 # more rounds: this machine drifts
+    .venv/bin/python bench/eval_set.py --instructions  # per sample, counted (15 min)
 
 Each side runs in a fresh child process after a warm-up sample, against `python -m
 vitals_engine.testing` (100 ms latency) in another process, recording every request.
@@ -20,7 +21,8 @@ Targets: the set's wall within 1.3x of the single run's; its CPU per sample no w
 (within 5%); at most C requests in flight, set or not. Two processes doing the same
 thing differ here by 10% and more, and the machine's speed drifts within a round, so
 the measures run in rounds, in the reverse order every other round, and the targets
-apply to the medians of each round's ratios.
+apply to the medians of each round's ratios. `--instructions` counts instead what
+each side executes under valgrind (see `report_instructions`), which does not drift.
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,12 +48,16 @@ import throughput as _throughput  # noqa: E402  (bench/ is this script's folder)
 mock_server, verdict, ideal = _throughput.mock_server, _throughput.verdict, _throughput.ideal
 
 
-def child_run(kind: str, port: int, n: int, c: int) -> dict[str, Any]:
+def child_run(kind: str, port: int, n: int, c: int, patient: bool = False) -> dict[str, Any]:
     """`kind` "set": an eval set of RUNS tasks of n samples, each run at max_concurrency
-    C ("share": C / RUNS); "one": one task of RUNS x n."""
+    C ("share": C / RUNS); "one": one task of RUNS x n. `patient`: timeouts long enough
+    for a process running 50 times slower (under valgrind)."""
     import vitals_engine as ve
 
-    chat = ve.chat_openai("gpt-bench", base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-bench")
+    timeouts = ve.Timeouts(connect=3600, read=3600, total=None) if patient else None
+    chat = ve.chat_openai(
+        "gpt-bench", base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-bench", timeouts=timeouts
+    )
 
     def task(name: str, count: int, logs: str) -> ve.Task:
         data = [{"input": f"{name}: What's {i}+{i}?", "target": str(2 * i)} for i in range(count)]
@@ -105,6 +114,72 @@ def measure(kind: str, n: int, c: int) -> dict[str, Any]:
 
 
 KINDS = ("one", "set", "share")
+
+#: Samples per run of the two sizes counted in instructions, and their concurrency.
+COUNTED = (300, 600)
+COUNTED_C = 300
+
+
+def instructions(kind: str, port: int, n: int, c: int) -> tuple[int, int]:
+    """The instructions a child running `kind` executes, start and warm-up included
+    (valgrind's callgrind counts them: unlike CPU time, the same run counts the same
+    on a busy or a quiet machine), and the samples it finished."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={Path(tmp) / 'callgrind.out'}",
+                sys.executable,
+                __file__,
+                "--child",
+                kind,
+                str(port),
+                str(n),
+                str(c),
+                "--patient",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    counted = re.search(r"Collected : (\d+)", out.stderr)
+    if out.returncode != 0 or counted is None:
+        raise RuntimeError(f"{kind} child under valgrind failed:\n{out.stderr[-3000:]}")
+    return int(counted.group(1)), json.loads(out.stdout.strip().splitlines()[-1])["finished"]
+
+
+def report_instructions() -> list[str]:
+    """Instructions per sample of the set and of the single run: the difference between
+    RUNS x 600 and RUNS x 300 samples (start, warm-up and each run's setup cancel out),
+    over the 1,800 samples between them; about 15 minutes."""
+    small, large = COUNTED
+    c = COUNTED_C
+    lines = [
+        f"instructions (callgrind): {RUNS} runs of {small} and of {large} samples beside one "
+        f"run of {RUNS * small} and of {RUNS * large}, C={c} per run on an endpoint of {c}"
+    ]
+    per_sample: dict[str, float] = {}
+    unfinished = 0
+    with mock_server() as port:
+        for kind in ("one", "set"):
+            counts = {}
+            for n in (small, large):
+                counts[n], finished = instructions(kind, port, n, c)
+                unfinished += RUNS * n - finished
+            per_sample[kind] = (counts[large] - counts[small]) / (RUNS * (large - small))
+            lines.append(
+                f"  {kind:<4} {counts[small] / 1e6:8,.0f} M and {counts[large] / 1e6:8,.0f} M "
+                f"instructions: {per_sample[kind] / 1e3:,.0f} k per sample"
+            )
+    ratio = per_sample["set"] / per_sample["one"]
+    return [
+        *lines,
+        verdict(unfinished == 0, "every run finished all its samples"),
+        verdict(
+            ratio <= 1.05, f"set: instructions per sample {ratio:.3f}x the single run's (<= 1.05x)"
+        ),
+    ]
 
 
 def report(n: int, c: int, rounds: int) -> list[str]:
@@ -174,12 +249,24 @@ def report(n: int, c: int, rounds: int) -> list[str]:
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         kind, port, n, c = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-        print(json.dumps(child_run(kind, port, n, c)))
+        print(json.dumps(child_run(kind, port, n, c, patient="--patient" in sys.argv)))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="6 x 1,000 beside 6,000, C=200")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the three measures")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions per sample under valgrind instead (about 15 minutes)",
+    )
     args = parser.parse_args()
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            sys.exit("--instructions needs valgrind (apt-get install valgrind)")
+        print(f"vitals-engine eval set  (python {sys.version.split()[0]})")
+        print()
+        print("\n".join(report_instructions()), flush=True)
+        return
     n, c = (1_000, 200) if args.quick else (5_000, 1_000)
     print(f"vitals-engine eval set  (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
     print()
