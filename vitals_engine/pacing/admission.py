@@ -76,9 +76,13 @@ class Admission:
         """Samples of `run` admitted and not gone."""
         return self._by_run.get(run, 0)
 
-    def has_room(self) -> bool:
+    def places(self) -> int:
+        """How many samples the endpoint keeps at work now: its concurrency and backlog."""
         size = self._capacity()
-        return self.at_work < size + backlog(size)
+        return size + backlog(size)
+
+    def has_room(self) -> bool:
+        return self.at_work < self.places()
 
     async def enter(self, run: Hashable) -> None:
         """Return when the endpoint admits one more sample of `run` (at once, when it has
@@ -104,8 +108,7 @@ class Admission:
         place the one that left holds (else that place must be left, and the next wait).
         It may unless the endpoint is over its size now, or a run waits that has fewer
         samples at work than `run` would have without that place."""
-        size = self._capacity()
-        if self.at_work > size + backlog(size):
+        if self.at_work > self.places():
             return False
         if self._queued:
             mine = self._by_run[run] - 1

@@ -57,7 +57,7 @@ class Seats:
 
     async def take(self) -> None:
         """A seat for the worker's next sample; parks while every seat is taken."""
-        while self.active >= self.limit and not self._closed:
+        while self.full:
             event = anyio.Event()
             self._parked.append(event)
             try:
