@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
 import vitals_engine as ve
+from tests.addresses import refusing_port
 from tests.netservers import OPENAI_COMPLETION, answer_each, raw_server, response
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,48 +51,46 @@ async def test_a_run_without_the_judges_key_stops_before_any_sample(monkeypatch,
 # -- a refused connection ------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    """A port nothing listens on: bound, then closed."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 async def test_a_refused_first_connection_fails_at_once_saying_nothing_listens(tmp_path):
     """Nothing ever answered at base_url: the refusal is not retried (the sample records no
     retry) and the error says nothing listens there and what to check."""
-    base_url = f"http://127.0.0.1:{free_port()}/v1"
-    chat = ve.chat_openai("gpt-test", base_url=base_url, api_key="sk-test")
-    task = ve.Task(SUMS[:1], solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
-    await task.eval_async(retry=ve.Retry(max_attempts=4, backoff=0), fail_on_error=False)
-    samples = task.get_samples()
-    assert "retries" not in samples.columns  # the column appears once any sample retried
-    (error,) = samples["error"].to_list()
-    assert error.startswith("ProviderUnavailable")
-    assert f"nothing is listening at {base_url}" in error
-    assert "typo in the host or port" in error
+    with refusing_port() as port:
+        base_url = f"http://127.0.0.1:{port}/v1"
+        chat = ve.chat_openai("gpt-test", base_url=base_url, api_key="sk-test")
+        task = ve.Task(
+            SUMS[:1], solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path
+        )
+        await task.eval_async(retry=ve.Retry(max_attempts=4, backoff=0), fail_on_error=False)
+        samples = task.get_samples()
+        assert "retries" not in samples.columns  # the column appears once any sample retried
+        (error,) = samples["error"].to_list()
+        assert error.startswith("ProviderUnavailable")
+        assert f"nothing is listening at {base_url}" in error
+        assert "typo in the host or port" in error
 
-    with pytest.raises(ve.ProviderUnavailable) as info:
-        await chat.chat_async("hi")
+        with pytest.raises(ve.ProviderUnavailable) as info:
+            await chat.chat_async("hi")
     assert info.value.refused
     assert not info.value.retryable
 
 
 async def test_ollama_not_running_says_to_start_it():
     """chat_ollama() at a port where nothing runs says to start Ollama."""
-    chat = ve.chat_ollama("llama3.2", base_url=f"http://localhost:{free_port()}/v1")
-    with pytest.raises(ve.ProviderUnavailable, match=r"nothing is listening.*ollama serve"):
-        await chat.chat_async("hi")
+    with refusing_port() as port:
+        chat = ve.chat_ollama("llama3.2", base_url=f"http://localhost:{port}/v1")
+        with pytest.raises(ve.ProviderUnavailable, match=r"nothing is listening.*ollama serve"):
+            await chat.chat_async("hi")
 
 
 async def test_a_refusal_where_the_server_answered_before_is_retried_and_said_once(caplog):
     """Once the address answered, a refusal is transient (a restart): it is retried, and the
     retries are announced by one warning for the endpoint, not one per call."""
     caplog.set_level(logging.WARNING, logger="vitals_engine")
+    model = f"gpt-answered-{uuid.uuid4().hex[:8]}"  # announcements outside a run are per process
     async with raw_server(answer_each(response(json.dumps(OPENAI_COMPLETION).encode()))) as raw:
         base_url = f"http://127.0.0.1:{raw.port}/v1"
         chat = ve.chat_openai(
-            "gpt-answered",
+            model,
             base_url=base_url,
             api_key="sk-test",
             retry=ve.Retry(max_attempts=2, backoff=0),
@@ -105,7 +104,27 @@ async def test_a_refusal_where_the_server_answered_before_is_retried_and_said_on
     said = [r for r in caplog.records if "are being retried" in r.getMessage()]
     assert len(said) == 1
     assert said[0].levelno == logging.WARNING
-    assert "openai/gpt-answered" in said[0].getMessage()
+    assert f"openai/{model}" in said[0].getMessage()
+
+
+async def test_a_refusal_at_a_port_where_an_earlier_server_answered_is_retried():
+    """Ports are handed out again: where a server answered earlier in the process (and has
+    stopped), a refusal is a restart to wait for, for any chat and any path at that host and
+    port, not "nothing is listening"."""
+    async with raw_server(answer_each(response(json.dumps(OPENAI_COMPLETION).encode()))) as raw:
+        first = ve.chat_openai("gpt-first", base_url=f"http://127.0.0.1:{raw.port}/v1", api_key="k")
+        assert await first.chat_async("What's 2+2?") == "4"
+    later = ve.chat_openai(
+        "gpt-later",
+        base_url=f"http://127.0.0.1:{raw.port}/api/v1",
+        api_key="k",
+        retry=ve.Retry(max_attempts=2, backoff=0),
+    )
+    with pytest.raises(ve.ProviderUnavailable, match="cannot connect") as info:
+        await later.chat_async("What's 2+2?")
+    assert info.value.refused
+    assert info.value.retryable
+    assert "nothing is listening" not in str(info.value)
 
 
 async def test_retries_are_announced_once_per_endpoint_per_run(server, tmp_path, caplog):

@@ -19,6 +19,7 @@ import pytest
 from anyio.abc import SocketAttribute
 
 import vitals_engine as ve
+from tests.addresses import refusing_port
 from tests.netservers import (
     Peer,
     RawServer,
@@ -204,14 +205,12 @@ async def test_error_statuses_are_responses_not_exceptions(server):
 
 async def test_connection_refused_is_unavailable():
     """Nothing listening on the port raises ProviderUnavailable("cannot connect to ...")."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    async with transport() as client:
-        with pytest.raises(
-            ProviderUnavailable, match=rf"cannot connect to http://127\.0\.0\.1:{port}"
-        ):
-            await post(client, f"http://127.0.0.1:{port}/v1/chat/completions")
+    with refusing_port() as port:
+        async with transport() as client:
+            with pytest.raises(
+                ProviderUnavailable, match=rf"cannot connect to http://127\.0\.0\.1:{port}"
+            ):
+                await post(client, f"http://127.0.0.1:{port}/v1/chat/completions")
 
 
 # -- raw servers: framing -----------------------------------------------------------------------

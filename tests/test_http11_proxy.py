@@ -4,10 +4,10 @@ http://, CONNECT tunnels for https://, refusals, and pools kept apart from direc
 from __future__ import annotations
 
 import base64
-import socket
 
 import pytest
 
+from tests.addresses import refusing_port
 from tests.netservers import (
     Peer,
     RawServer,
@@ -108,13 +108,11 @@ async def test_no_proxy_sends_matching_hosts_direct(monkeypatch):
 async def test_unreachable_proxy_is_named_without_credentials(monkeypatch):
     """A proxy that cannot be reached: ProviderUnavailable naming the proxy, never its
     password."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    monkeypatch.setenv("HTTPS_PROXY", f"http://user:hunter2@127.0.0.1:{port}")
-    async with transport() as client:
-        with pytest.raises(ProviderUnavailable) as caught:
-            await post(client, "https://api.example.test/v1/chat")
+    with refusing_port() as port:
+        monkeypatch.setenv("HTTPS_PROXY", f"http://user:hunter2@127.0.0.1:{port}")
+        async with transport() as client:
+            with pytest.raises(ProviderUnavailable) as caught:
+                await post(client, "https://api.example.test/v1/chat")
     message = str(caught.value)
     assert f"through the proxy http://127.0.0.1:{port}" in message
     assert "hunter2" not in message

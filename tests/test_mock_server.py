@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 import vitals_engine as ve
+from tests.addresses import free_port
 from vitals_engine.testing import MockReply, MockServer, MockToolCall, mock_server, reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,12 +23,6 @@ ROOT = Path(__file__).resolve().parent.parent
 def client():
     with httpx.Client(timeout=10) as client:
         yield client
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def ask(client, server, content="What's 2+2?", model="m", **extra) -> httpx.Response:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-
 import anyio.lowlevel
 import httpx
 import msgspec
@@ -11,6 +9,7 @@ import polars as pl
 import pytest
 
 import vitals_engine as ve
+from tests.addresses import refusing_port
 from tests.inspect_check import assert_inspect_reads
 from vitals_engine.testing import MockReply, MockToolCall
 from vitals_engine.transport.base import Timeouts
@@ -33,12 +32,6 @@ def no_user_prices(monkeypatch):
 def openai(server, model="gpt-test", **kw):
     kw.setdefault("api_key", KEY)
     return ve.chat_openai(model, base_url=server.base_url(), **kw)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def lower(headers):
@@ -499,10 +492,10 @@ async def test_hanging_server_is_a_timeout(server):
 
 async def test_refused_connection_is_provider_unavailable():
     """Nothing listening at base_url raises ProviderUnavailable naming the URL."""
-    port = free_port()
-    chat = ve.chat_openai("gpt-test", base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY)
-    with pytest.raises(ve.ProviderUnavailable, match=f"nothing is listening at .*:{port}/v1"):
-        await chat.chat_async("hi")
+    with refusing_port() as port:
+        chat = ve.chat_openai("gpt-test", base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY)
+        with pytest.raises(ve.ProviderUnavailable, match=f"nothing is listening at .*:{port}/v1"):
+            await chat.chat_async("hi")
 
 
 def test_missing_key_fails_at_the_first_call_not_at_construction(server, monkeypatch):
@@ -546,9 +539,10 @@ async def test_api_key_never_shows(server):
         with pytest.raises(ve.ProviderError) as info:
             await chat.chat_async("hi")
         errors.append(info.value)
-    refused = ve.chat_openai("m", base_url=f"http://127.0.0.1:{free_port()}/v1", api_key=secret)
-    with pytest.raises(ve.ProviderUnavailable) as info:
-        await refused.chat_async("hi")
+    with refusing_port() as port:
+        refused = ve.chat_openai("m", base_url=f"http://127.0.0.1:{port}/v1", api_key=secret)
+        with pytest.raises(ve.ProviderUnavailable) as info:
+            await refused.chat_async("hi")
     errors.append(info.value)
     assert lower(server.log[-1].headers)["authorization"] == f"Bearer {secret}"
     for text in [repr(chat), repr(chat.provider), repr(refused), repr(refused.provider)]:

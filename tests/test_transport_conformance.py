@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import random
-import socket
 import ssl
 import threading
 import zlib
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 import pytest
 
 import vitals_engine as ve
+from tests.addresses import refusing_port
 from tests.netservers import (
     OPENAI_COMPLETION,
     Handler,
@@ -279,14 +279,13 @@ async def test_certificate_for_another_name_is_refused(kind, servers, trust_ca):
 async def test_a_refused_connection_is_marked_refused(kind, servers):
     """Connecting to a port nothing listens on is a ProviderUnavailable marked `refused`
     (localhost too, where ::1 and 127.0.0.1 are both tried); other failures are not."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    with refusing_port() as port:
+        async with opened(kind) as transport:
+            for host in ("127.0.0.1", "localhost"):
+                with pytest.raises(ProviderUnavailable, match="cannot connect to") as info:
+                    await post(transport, f"http://{host}:{port}/v1/chat/completions")
+                assert info.value.refused
     async with opened(kind) as transport:
-        for host in ("127.0.0.1", "localhost"):
-            with pytest.raises(ProviderUnavailable, match="cannot connect to") as info:
-                await post(transport, f"http://{host}:{port}/v1/chat/completions")
-            assert info.value.refused
         route = servers.route(answer(response()))
         with pytest.raises(ProviderUnavailable) as info:
             await post(transport, route.url(on="wrong_name"))
@@ -942,12 +941,6 @@ async def test_a_large_upload_keeps_its_connection_for_the_next_request(kind, se
     assert len(route.connections) == 1
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 async def _hang_up(peer: Peer, request: Request, route: Route) -> bool:
     return False  # read, never answered: close
 
@@ -1008,21 +1001,22 @@ async def test_a_get_fails_as_a_post_does(kind, servers, monkeypatch, trust_ca, 
     credentials or is down) fails a GET the same way: the same ProviderError subclass, the
     same message, `refused` alike."""
     failure = FAILURES[case]
-    if failure.handler is None:
-        url = f"http://127.0.0.1:{_closed_port()}/v1/batches/batch_1"
-    else:
-        url = servers.route(failure.handler).url("/v1/batches/batch_1", on=failure.on)
-    if failure.proxy_credentials:
-        servers.proxy.reset(authorization=basic("bob:secret"))
-    if failure.proxy is not None:
-        port = _closed_port() if failure.proxy_down else servers.proxy.port
-        monkeypatch.setenv(failure.proxy, f"http://127.0.0.1:{port}")
-    errors = []
-    async with opened(kind) as transport:
-        for method in METHODS:
-            with pytest.raises(failure.error) as caught:
-                await send(transport, method, url, failure.timeouts)
-            errors.append(caught.value)
+    with refusing_port() as closed:
+        if failure.handler is None:
+            url = f"http://127.0.0.1:{closed}/v1/batches/batch_1"
+        else:
+            url = servers.route(failure.handler).url("/v1/batches/batch_1", on=failure.on)
+        if failure.proxy_credentials:
+            servers.proxy.reset(authorization=basic("bob:secret"))
+        if failure.proxy is not None:
+            port = closed if failure.proxy_down else servers.proxy.port
+            monkeypatch.setenv(failure.proxy, f"http://127.0.0.1:{port}")
+        errors = []
+        async with opened(kind) as transport:
+            for method in METHODS:
+                with pytest.raises(failure.error) as caught:
+                    await send(transport, method, url, failure.timeouts)
+                errors.append(caught.value)
     posted, got = errors
     assert type(got) is type(posted)
     assert str(got) == str(posted)

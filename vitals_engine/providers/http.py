@@ -67,6 +67,7 @@ from ..transport.pool import TransportPool, current_pool, transport_scope
 from ..transport.sse import ServerSentEvent, server_sent_events
 from ..vocab.calls import ChatRequest
 from ..vocab.turns import Turn
+from .answered import ANSWERED, origin
 from .base import Provider
 
 __all__ = ["HttpProvider", "StreamErrorEvent", "StreamReader", "retry_after_seconds"]
@@ -182,11 +183,6 @@ def retry_after_seconds(headers: Mapping[str, str], *, resets: bool = True) -> f
     return max(known) if known else None
 
 
-#: Base URLs that answered in this process (any HTTP answer, an error status too): a
-#: refused connection there is transient and retried; anywhere else it fails at once.
-_ANSWERED: set[str] = set()
-
-
 class StreamErrorEvent(Exception):
     """Raised by a `StreamReader` for an error event in the stream: the HTTP status it
     stands for, and the event's data (the provider's error body)."""
@@ -280,6 +276,7 @@ class HttpProvider(Provider):
             )
         self._all_headers: dict[str, str] | None = None
         self._secret_values: tuple[str, ...] | None = None
+        self._origin = origin(url)
 
     def _find_key(self) -> str | None:
         if self._given_key is not None:
@@ -450,15 +447,15 @@ class HttpProvider(Provider):
         try:
             if streaming:
                 async with transport.stream(url, headers, body, self.timeouts) as streamed:
-                    _ANSWERED.add(self.base_url)
+                    ANSWERED.add(self._origin)
                     turn = await self._read_streamed(url, streamed)
             else:
                 response = await transport.post(url, headers, body, self.timeouts)
-                _ANSWERED.add(self.base_url)
+                ANSWERED.add(self._origin)
                 turn = self._read_whole(url, response)
         except ProviderError as exc:
             exc.provider, exc.model = self.name, self.model
-            if exc.refused and self.base_url not in _ANSWERED:
+            if exc.refused and self._origin not in ANSWERED:
                 self._nothing_listening(exc)
             self._redact(exc)
             raise
