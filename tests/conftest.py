@@ -8,6 +8,9 @@ import pytest
 
 from tests import inspect_check
 
+#: The replay server of recorded traffic: its `replay` fixture (tests/test_recorded_*.py).
+pytest_plugins = ["tests.replay_server"]
+
 
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request):

@@ -3,6 +3,8 @@ made with `batch=True` send their calls in the providers' batches and get the sa
 samples, scores and token counts as live calls; failures inside a batch go through the
 run's retry policy; a server without batch APIs stops the run with a clear error."""
 
+import functools
+
 import anyio
 import pytest
 
@@ -10,6 +12,7 @@ import vitals_engine as ve
 
 MAKERS = {
     "openai": ve.chat_openai,
+    "openai_responses": functools.partial(ve.chat_openai, api="responses"),
     "anthropic": ve.chat_anthropic,
     "google": ve.chat_google_gemini,
 }

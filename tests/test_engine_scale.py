@@ -98,12 +98,12 @@ async def test_non_retryable_errors_fail_the_sample_at_once(server, tmp_path):
 
 async def test_too_many_failures_raise_after_logging(server, tmp_path):
     """Beyond fail_on_error the run raises EvalFailedError naming the count, after the log."""
-    server.fail("401", times=None)
+    server.fail("503", times=None)  # a client error on every call would stop the run instead
     task = ve.Task(
         sums(4), solver=ve.generate(openai(server)), scorer=ve.detect_includes(), dir=tmp_path
     )
-    with pytest.raises(ve.EvalFailedError, match=r"4 of 4 samples failed .*authentication"):
-        await task.eval_async(fail_on_error=0.5)
+    with pytest.raises(ve.EvalFailedError, match=r"4 of 4 samples failed .*HTTP 503"):
+        await task.eval_async(fail_on_error=0.5, retry=ve.Retry(max_attempts=1))
     full = assert_inspect_reads(task.log_path)
     assert full.status == "error"
     assert len(full.samples) == 4

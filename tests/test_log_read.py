@@ -149,6 +149,7 @@ def test_vitals_usage_keys_and_bare_model_in_cost(tmp_path):
             "requests": 2,
             "input_tokens": 28,
             "cached_input_tokens": 7,
+            "cache_write_tokens": 0,
             "output_tokens": 22,
             "reasoning_tokens": 0,
             "cost": None,

@@ -369,7 +369,7 @@ async def test_get_tokens_is_a_frame_per_assistant_turn(server):
     await chat.chat_async("What's 2+2?")
     await chat.chat_async("one two three")
     frame = chat.get_tokens()
-    assert frame.columns == ["turn", "input", "output", "cached_input", "cost"]
+    assert frame.columns == ["turn", "input", "output", "cached_input", "cache_write", "cost"]
     assert frame["turn"].to_list() == [1, 2]
     assert frame["cached_input"].to_list() == [1, 1]
     assert frame["input"].to_list() == [t.tokens.input for t in chat.turns if t.tokens]

@@ -766,3 +766,30 @@ def test_a_log_clustered_by_a_column_says_so_beside_its_metric(page, tmp_path: P
         card = page.locator("#log-cards .metric")
         expect(card.locator(".stat .interval")).to_contain_text("12 scores in 2 clusters by topic")
     assert page.problems == []
+
+
+def test_the_cost_table_shows_prompt_cache_writes_when_a_run_made_some(
+    page, server, tmp_path: Path
+) -> None:
+    """A run whose calls wrote Anthropic's prompt cache: the log page's cost table has a
+    "Cache write" column with the tokens written, beside the cached (read) input."""
+    server.min_cacheable_tokens = 1000
+    rubric = "Grade the answer against the rubric, point by point. " * 400
+    chat = ve.chat_anthropic(
+        "claude-sonnet-4-5",
+        base_url=server.base_url("anthropic"),
+        api_key="k",
+        system_prompt=rubric,
+    )
+    data = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in (1, 2)]
+    done = ve.Task(data, ve.generate(chat), ve.detect_includes(), dir=tmp_path).eval(
+        max_concurrency=1, progress=False
+    )
+    with ViewServer(tmp_path).start() as viewer:
+        page.goto(log_url(viewer.url, done.log_path.name))
+        heads = page.locator("#cost-table thead th")
+        expect(heads.nth(5)).to_have_text("Cache write")
+        cells = page.locator("#cost-table tbody tr.cost-row").first.locator("td")
+        expect(cells.nth(4)).to_have_text(f"{len(rubric.split()):,}")  # read once
+        expect(cells.nth(5)).to_have_text(f"{len(rubric.split()):,}")  # written once
+    assert page.problems == []

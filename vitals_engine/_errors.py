@@ -9,8 +9,9 @@ VitalsError
  ├── SolverError            a solver broke its contract (wrong return shape ...)
  ├── ScorerError            a scorer broke its contract
  ├── MetricError            a metric function returned something other than a number
- ├── ProviderError          a model provider failed a request
+ ├── ProviderError          a model provider failed a request (`stops_run`: every sample would)
  │    ├── RateLimitError        429: carries `retry_after` seconds
+ │    ├── QuotaExhausted        the account's quota or credit is spent: not retried, stops the run
  │    ├── AuthenticationError   401/403: missing or wrong API key
  │    ├── ProviderUnavailable   5xx, 529, 408, 409, dropped connections (may carry `retry_after`),
  │    │                         refused ones (`refused`; not retried where nothing ever answered)
@@ -48,6 +49,7 @@ __all__ = [
     "ProviderError",
     "ProviderTimeout",
     "ProviderUnavailable",
+    "QuotaExhausted",
     "RateLimitError",
     "ScorerError",
     "SolverError",
@@ -97,6 +99,10 @@ class ProviderError(VitalsError):
     retryable: bool = False
     #: The connection was refused: nothing listens at the address (set by the transports).
     refused: bool = False
+    #: Every sample of the run would fail alike (the account's quota is spent, or the same
+    #: client error ended every call so far): the run stops instead of failing them one
+    #: by one, keeping the samples that finished.
+    stops_run: bool = False
 
     def __init__(
         self,
@@ -132,6 +138,14 @@ class RateLimitError(ProviderError):
     """The provider answered 429; `retry_after` is the wait it asked for, in seconds."""
 
     retryable = True
+
+
+class QuotaExhausted(ProviderError):
+    """The account behind the API key has no quota or credit left (OpenAI's
+    `insufficient_quota`, Gemini's per-day quota, Anthropic's credit balance): waiting will
+    not help, so it is not retried, and the run stops with its finished samples kept."""
+
+    stops_run = True
 
 
 class AuthenticationError(ProviderError):

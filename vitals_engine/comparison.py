@@ -287,8 +287,8 @@ class Comparison:
         changed: the paired samples whose score differs: id, epoch, input, score_a,
             score_b, answer_a, answer_b.
         cost: one row per run (run "A" and "B"): name, requests, input_tokens,
-            cached_input_tokens, output_tokens, tokens, cost (None when a price is
-            unknown).
+            cached_input_tokens, cache_write_tokens, output_tokens, tokens, cost (None when a
+            price is unknown).
         time: each run's wall time in seconds (None when unknown).
         only_a, only_b: (id, epoch) of the samples one run has and the other lacks.
         unscored: pairs left out of the tests because a run did not score them.
@@ -444,7 +444,8 @@ def _cost_frame(a: _Run, b: _Run) -> pl.DataFrame:
     rows = []
     for label, run in (("A", a), ("B", b)):
         frame = run.cost
-        tokens = [total(frame, c) for c in ("input_tokens", "cached_input_tokens", "output_tokens")]
+        columns = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
+        tokens = [total(frame, c) for c in columns]
         rows.append(
             {
                 "run": label,
@@ -452,7 +453,8 @@ def _cost_frame(a: _Run, b: _Run) -> pl.DataFrame:
                 "requests": total(frame, "requests"),
                 "input_tokens": tokens[0],
                 "cached_input_tokens": tokens[1],
-                "output_tokens": tokens[2],
+                "cache_write_tokens": tokens[2],
+                "output_tokens": tokens[3],
                 "tokens": None if None in tokens else sum(t or 0 for t in tokens),
                 "cost": total(frame, "cost"),
             }
@@ -463,6 +465,7 @@ def _cost_frame(a: _Run, b: _Run) -> pl.DataFrame:
         "requests": pl.Int64,
         "input_tokens": pl.Int64,
         "cached_input_tokens": pl.Int64,
+        "cache_write_tokens": pl.Int64,
         "output_tokens": pl.Int64,
         "tokens": pl.Int64,
         "cost": pl.Float64,

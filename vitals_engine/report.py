@@ -44,10 +44,12 @@ def format_cost(task: Task) -> str:
     of the calls sent in provider batches, "(cached)" after that of the calls the cache
     answered."""
     frame = task.get_cost()
+    writes = frame.height > 0 and bool(frame["cache_write_tokens"].sum())
     rows = []
     for r in frame.iter_rows(named=True):
         cost = "unknown" if r["cost"] is None else f"${r['cost']:.4f}"
         marks = (" (batch)" if r["batch"] else "") + (" (cached)" if r["cached"] else "")
+        written = [f"{r['cache_write_tokens']:,}"] if writes else []
         rows.append(
             [
                 r["role"],
@@ -55,13 +57,15 @@ def format_cost(task: Task) -> str:
                 f"{r['requests']:,}",
                 f"{r['input_tokens']:,}",
                 f"{r['cached_input_tokens']:,}",
+                *written,
                 f"{r['output_tokens']:,}",
                 cost,
             ]
         )
     if not rows:
         return "No model calls."
-    return _table(["role", "model", "requests", "input", "cached input", "output", "cost"], rows)
+    heads = ["role", "model", "requests", "input", "cached input"]
+    return _table([*heads, *(["cache write"] if writes else []), "output", "cost"], rows)
 
 
 def _ungraded(frame: pl.DataFrame) -> int:

@@ -15,7 +15,7 @@ from ..providers.anthropic_batch import AnthropicBatchApi
 from ..providers.batch import BatchApi
 from ..providers.google import GeminiProvider
 from ..providers.google_batch import GeminiBatchApi
-from ..providers.openai import OpenAIProvider
+from ..providers.openai_base import OpenAIBase
 from ..providers.openai_batch import OpenAIBatchApi
 
 __all__ = ["batch_api"]
@@ -23,7 +23,7 @@ __all__ = ["batch_api"]
 
 def batch_api(provider: Any) -> BatchApi:
     """The batch API of `provider`'s wire format, or a ConfigError for one that has none."""
-    if isinstance(provider, OpenAIProvider):
+    if isinstance(provider, OpenAIBase):
         return OpenAIBatchApi(provider)
     if isinstance(provider, AnthropicProvider):
         return AnthropicBatchApi(provider)

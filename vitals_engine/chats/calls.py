@@ -157,7 +157,7 @@ def _cache_entry(
         provider=provider.name,
         base_url=provider.base_url,
         model=provider.model,
-        model_params=provider.params,
+        model_params=provider.reply_params,
         request=request,
         epoch=scope.sample[1] if scope is not None and scope.sample is not None else 1,
         seen=seen,
@@ -173,7 +173,7 @@ def _from_cache(
         now = time.time()
         call = ModelCall(
             scope.role, provider.model_id, request, turn, now, now,
-            cache="read", cached_from=hit.origin,
+            cache="read", cached_from=hit.origin, config=provider.call_config(request) or None,
         )  # fmt: skip
         _account(scope, provider, call, 0.0, cached=True)
     return turn
@@ -245,7 +245,9 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
     if limiter is not None:
         limiter.on_success()
         limiter.reconcile(estimate, estimate if turn.tokens is None else tokens.total)
-    cost = cost_of(provider.name, turn.model or provider.model, tokens, batch=batched)
+    cost = cost_of(
+        provider.name, turn.model or provider.model, tokens, batch=batched, tier=turn.service_tier
+    )
     turn = msgspec.structs.replace(turn, cost=cost, retries=len(notes))
     if entry is not None:
         entry.keep(
@@ -257,6 +259,7 @@ async def call_model(provider: Provider, request: ChatRequest) -> Turn:
         call = ModelCall(
             scope.role, provider.model_id, request, turn, started, time.time(), notes,
             batch=batch_id, cache="write" if entry is not None else None,
+            config=provider.call_config(request) or None,
         )  # fmt: skip
         _account(scope, provider, call, cost, batch=batched)
     return turn
@@ -296,6 +299,8 @@ async def _call_with_retries(
                 if isinstance(exc, RateLimitError):
                     limiter.on_rate_limited(exc.retry_after)
             if not exc.retryable or attempt >= policy.max_attempts:
+                if limiter is not None:
+                    limiter.repeats.judge(exc)
                 if scope is not None and scope.calls is not None:
                     scope.calls.append(
                         ModelCall(

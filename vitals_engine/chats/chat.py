@@ -230,6 +230,7 @@ class Chat:
                 "input": [t.tokens.input for t in rows if t.tokens],
                 "output": [t.tokens.output for t in rows if t.tokens],
                 "cached_input": [t.tokens.cached_input for t in rows if t.tokens],
+                "cache_write": [t.tokens.cache_write for t in rows if t.tokens],
                 "cost": [t.cost for t in rows],
             },
             schema={
@@ -237,6 +238,7 @@ class Chat:
                 "input": pl.Int64,
                 "output": pl.Int64,
                 "cached_input": pl.Int64,
+                "cache_write": pl.Int64,
                 "cost": pl.Float64,
             },
         )

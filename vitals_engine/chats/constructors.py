@@ -21,12 +21,19 @@ Every constructor takes the model and these keyword options (`ChatOptions`):
   live; False keeps them live even in a run in batch mode;
 - `cache`: this model's replies kept on disk and reused for an identical call
   (True, or `Cache(dir=, expiry=)`), even when the run has no cache; False never
-  caches them, even in a run with `cache=True`.
+  caches them, even in a run with `cache=True`;
+- `reasoning`: how hard the model thinks, an effort ("none", "minimal", "low",
+  "medium", "high", "xhigh") or a budget of thinking tokens (an int), mapped to each
+  provider's own fields (`providers/reasoning.py`); raw `params` still win.
+
+`chat_openai` also takes `api` (which of OpenAI's endpoints) and `reasoning_model`;
+`chat_anthropic` takes `prompt_cache`.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, Unpack
+import os
+from typing import Any, Literal, TypedDict, Unpack
 
 from .._errors import ConfigError, keyword_hint
 from ..caching.options import Cache, cache_option
@@ -45,11 +52,16 @@ from ..providers.openai import (
     OpenRouterProvider,
     VLLMProvider,
 )
+from ..providers.openai_base import OpenAIBase, openai_hosted
+from ..providers.openai_responses import OpenAIResponsesProvider
+from ..providers.prompt_cache import PromptCache, prompt_cache_setting
+from ..providers.reasoning import reasoning_setting
 from ..transport.base import Timeouts
 from .chat import Chat
 
 __all__ = [
     "ChatOptions",
+    "OpenAIApi",
     "chat",
     "chat_anthropic",
     "chat_deepseek",
@@ -88,6 +100,13 @@ class ChatOptions(TypedDict, total=False):
     retry: Retry | None
     batch: Batch | bool | None
     cache: Cache | bool | None
+    reasoning: str | int | None
+
+
+#: Which of OpenAI's endpoints a chat uses: "auto" is the Responses API on OpenAI's own
+#: base URL and Chat Completions on any other (vLLM, Ollama, gateways ...).
+OpenAIApi = Literal["auto", "responses", "chat_completions"]
+_APIS = ("auto", "responses", "chat_completions")
 
 
 def chat_mock(
@@ -145,13 +164,18 @@ def chat_mock(
     return Chat(provider, system_prompt=system_prompt)
 
 
-def _http_chat(cls: type[HttpProvider], model: str, options: ChatOptions) -> Chat:
+def _http_chat(
+    cls: type[HttpProvider], model: str, options: ChatOptions, own: tuple[str, ...] = ()
+) -> Chat:
+    """A chat of `cls` with the common options; `own`: the constructor's own keywords,
+    named among the known ones when an option is unknown."""
     unknown = sorted(set(options) - set(ChatOptions.__annotations__))
     if unknown:
-        hints = "".join(keyword_hint(name, ChatOptions.__annotations__) for name in unknown)
+        known = [*ChatOptions.__annotations__, *own]
+        hints = "".join(keyword_hint(name, known) for name in unknown)
         raise ConfigError(
             f"Unknown option(s) {', '.join(unknown)} for a {cls.name} chat; "
-            f"known: {', '.join(ChatOptions.__annotations__)}.{hints}"
+            f"known: {', '.join(known)}.{hints}"
         )
     provider = cls(
         model,
@@ -169,41 +193,94 @@ def _http_chat(cls: type[HttpProvider], model: str, options: ChatOptions) -> Cha
     provider.batch = False if given is False else batch_option(given, f"The {cls.name} chat")
     cached = options.get("cache")
     provider.cache = False if cached is False else cache_option(cached, f"The {cls.name} chat")
+    provider.reasoning = reasoning_setting(options.get("reasoning"), f"The {cls.name} chat")
     return Chat(provider, system_prompt=options.get("system_prompt"))
 
 
-def chat_openai(model: str = "gpt-4.1-mini", **options: Unpack[ChatOptions]) -> Chat:
+def _openai_wire(api: str, base_url: str | None) -> type[OpenAIBase]:
+    """The provider of the OpenAI endpoint `api` names, for a chat at `base_url`."""
+    if api not in _APIS:
+        raise ConfigError(
+            f"chat_openai(api={api!r}): one of {', '.join(map(repr, _APIS))}. "
+            '"auto" uses the Responses API at OpenAI itself and Chat Completions elsewhere.'
+        )
+    if api == "auto":
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or OpenAIBase.default_base_url
+        api = "responses" if openai_hosted(url) else "chat_completions"
+    return OpenAIResponsesProvider if api == "responses" else OpenAIProvider
+
+
+def chat_openai(
+    model: str = "gpt-4.1-mini",
+    *,
+    api: OpenAIApi = "auto",
+    reasoning_model: bool | None = None,
+    **options: Unpack[ChatOptions],
+) -> Chat:
     """A chat with an OpenAI model, or any OpenAI-compatible server via `base_url`.
 
-    The key defaults to `OPENAI_API_KEY`.
+    The key defaults to `OPENAI_API_KEY`. `api` picks the endpoint: "auto" (the default)
+    uses the Responses API (`/responses`) at OpenAI's own base URL and Chat Completions
+    (`/chat/completions`) at any other (vLLM, Ollama, LM Studio, gateways); "responses"
+    or "chat_completions" say which. `reasoning` sets the reasoning effort
+    ("minimal" ... "high"). OpenAI's reasoning models (the o-series, the gpt-5 family and
+    later) refuse `temperature`, `top_p` and the other sampling parameters: a request
+    holding one is a `ConfigError` before anything is sent; `max_tokens` goes as the
+    endpoint's own output limit. `reasoning_model` says whether the model is one, where
+    its name does not tell (None: by name).
 
-    `stream=True` streams the reply (with a last chunk holding the usage).
+    `stream=True` streams the reply.
 
     Example:
         >>> chat = chat_openai(model="gpt-4.1-mini", params={"temperature": 0})
+        >>> thinker = chat_openai(model="o4-mini", reasoning="high")
+        >>> older = chat_openai(model="gpt-5.4", api="chat_completions")
         >>> local = chat_openai(model="qwen3", base_url="http://localhost:8000/v1", api_key="x")
-        >>> streamed = chat_openai(model="gpt-4.1-mini", stream=True)
     """
-    return _http_chat(OpenAIProvider, model, options)
+    wire = _openai_wire(api, options.get("base_url"))
+    chat = _http_chat(wire, model, options, own=("api", "reasoning_model"))
+    provider = chat.provider
+    assert isinstance(provider, OpenAIBase)
+    provider.reasoning_model = reasoning_model
+    provider.effort()  # a budget of tokens is refused now, not at the first call
+    return chat
 
 
-def chat_anthropic(model: str = "claude-sonnet-4-5", **options: Unpack[ChatOptions]) -> Chat:
+def chat_anthropic(
+    model: str = "claude-sonnet-4-5",
+    *,
+    prompt_cache: PromptCache = "auto",
+    **options: Unpack[ChatOptions],
+) -> Chat:
     """A chat with an Anthropic (Claude) model over the Messages API.
 
     The key defaults to `ANTHROPIC_API_KEY`. `max_tokens` defaults to 4096
-    (the API requires one); set it, `temperature`, `thinking` and the like in
-    `params`. `headers` adds request headers such as `anthropic-beta`.
+    (the API requires one); set it, `temperature` and the like in `params`.
+    `headers` adds request headers such as `anthropic-beta`.
     A request with `max_tokens` above 21,333 (thinking budget included) streams
     unless `stream=False`: the API refuses it whole, expecting it to take over ten
     minutes. `stream=True` streams every request.
 
+    `reasoning`: a budget of thinking tokens (`thinking.budget_tokens`, with
+    `max_tokens` raised above it), or an effort: adaptive thinking with that effort on
+    the models that take it (Claude Opus and Sonnet 4.6 and later), else the effort's
+    budget. `prompt_cache`: "auto" (the default) marks the prompt's shared prefix
+    (tools and system prompt) for Anthropic's prompt cache when it is long enough to be
+    cached, and the conversation so far in a multi-turn solver; "5m" or "1h" always
+    do, with that lifetime; None never does.
+
     Example:
         >>> chat = chat_anthropic(model="claude-sonnet-4-5", params={"temperature": 0})
-        >>> thinking = {"type": "enabled", "budget_tokens": 2048}
-        >>> thinker = chat_anthropic(params={"thinking": thinking})
+        >>> thinker = chat_anthropic(reasoning=8000)
+        >>> cached = chat_anthropic(system_prompt=long_rubric, prompt_cache="1h")
         >>> long = chat_anthropic(params={"max_tokens": 64_000})  # streams by itself
     """
-    return _http_chat(AnthropicProvider, model, options)
+    chat = _http_chat(AnthropicProvider, model, options, own=("prompt_cache",))
+    provider = chat.provider
+    assert isinstance(provider, AnthropicProvider)
+    provider.prompt_cache = prompt_cache_setting(prompt_cache)
+    provider.thinking_setting()  # a setting the model cannot take is refused now
+    return chat
 
 
 def chat_google_gemini(model: str = "gemini-2.5-flash", **options: Unpack[ChatOptions]) -> Chat:
@@ -214,9 +291,12 @@ def chat_google_gemini(model: str = "gemini-2.5-flash", **options: Unpack[ChatOp
     `top_k`, `stop` and `thinking_budget` are translated, other keys pass
     through as given; `safety_settings` and `tool_config` go to the top.
     `stream=True` calls `streamGenerateContent` (server-sent events) instead.
+    `reasoning` sets `thinkingConfig`: a budget of thinking tokens as `thinkingBudget`,
+    an effort as `thinkingLevel` on Gemini 3 and later, else as the effort's budget.
 
     Example:
         >>> chat = chat_google_gemini(model="gemini-2.5-flash", params={"temperature": 0})
+        >>> thinker = chat_google_gemini(model="gemini-2.5-pro", reasoning="low")
         >>> streamed = chat_google_gemini(model="gemini-2.5-flash", stream=True)
     """
     return _http_chat(GeminiProvider, model, options)

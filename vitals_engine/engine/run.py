@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .._errors import ConfigError, ScorerError, SolverError, TaskStateError
+from .._errors import ConfigError, ProviderError, ScorerError, SolverError, TaskStateError
 from .._sync import asyncio_named
 from ..batching.queues import BatchQueues
 from ..caching.lookup import CacheUse
@@ -66,6 +66,13 @@ __all__ = ["TEXT_LIMIT", "LiveText", "LiveTexts", "Run"]
 TEXT_LIMIT = 4000
 
 _FATAL = (ConfigError, SolverError, ScorerError, TaskStateError)
+
+
+def _raise_if_it_stops_the_run(exc: Exception) -> None:
+    """A provider error that every sample would meet (the account's quota is spent, the same
+    client error ended every call) ends the run instead of failing the samples one by one."""
+    if isinstance(exc, ProviderError) and exc.stops_run:
+        raise exc
 
 
 def _deadline(seconds: float | None) -> AbstractContextManager[Any]:
@@ -325,6 +332,7 @@ class Run:
             except _FATAL:
                 raise
             except Exception as exc:
+                _raise_if_it_stops_the_run(exc)
                 record.error = _sample_error("solve", exc, self.retry.sample_timeout)
             else:
                 record.result = solution.result
@@ -357,6 +365,7 @@ class Run:
             except _FATAL:
                 raise
             except Exception as exc:
+                _raise_if_it_stops_the_run(exc)
                 record.error = _sample_error("score", exc, self.retry.sample_timeout)
         record.score_completed = time.time()
 
@@ -382,6 +391,7 @@ class Run:
             except _FATAL:
                 raise
             except Exception as exc:
+                _raise_if_it_stops_the_run(exc)
                 for record in todo:
                     record.error = _sample_error("solve", exc, None)
                 return
@@ -419,6 +429,7 @@ class Run:
             except _FATAL:
                 raise
             except Exception as exc:
+                _raise_if_it_stops_the_run(exc)
                 for record in todo:
                     record.error = _sample_error("score", exc, None)
                 return

@@ -122,7 +122,7 @@ def _model_event(
         if call.request.tools
         else [],
         "tool_choice": "auto" if call.request.tools else "none",
-        "config": {**call.request.params, "batch": True} if call.batch else call.request.params,
+        "config": _config(call),
         "output": output,
         "completed": iso(call.completed),
         "working_time": round(call.completed - call.started, 6),
@@ -147,6 +147,18 @@ def _model_event(
     if call.error is not None:
         event["error"] = call.error
     return event
+
+
+def _config(call: ModelCall) -> dict[str, Any]:
+    """The generate config a model event records: the call's settings (reasoning, prompt
+    caching), its request's parameters, and whether it went in a provider's batch."""
+    params = call.request.params
+    if not call.config and not call.batch:
+        return params
+    config = {**(call.config or {}), **params}
+    if call.batch:
+        config["batch"] = True
+    return config
 
 
 def _retry(note: RetryNote, iso: Callable[[float], str]) -> dict[str, Any]:

@@ -333,6 +333,7 @@ class LoggedEval:
                 "requests": [r.requests for r in rows],
                 "input_tokens": [r.usage.tokens.input for r in rows],
                 "cached_input_tokens": [r.usage.tokens.cached_input for r in rows],
+                "cache_write_tokens": [r.usage.tokens.cache_write for r in rows],
                 "output_tokens": [r.usage.tokens.output for r in rows],
                 "reasoning_tokens": [r.usage.tokens.reasoning for r in rows],
                 "cost": [r.usage.cost for r in rows],

@@ -144,10 +144,11 @@ def message_turns(messages: Sequence[s.ChatMessage]) -> Transcript:
 
 
 def usage_tokens(usage: s.ModelUsage) -> TokenUsage:
-    """A logged usage as a turn's tokens (cache writes count as input)."""
+    """A logged usage as a turn's tokens."""
     return TokenUsage(
-        input=usage.input_tokens + (usage.input_tokens_cache_write or 0),
+        input=usage.input_tokens,
         output=usage.output_tokens,
         cached_input=usage.input_tokens_cache_read or 0,
         reasoning=usage.reasoning_tokens or 0,
+        cache_write=usage.input_tokens_cache_write or 0,
     )

@@ -113,6 +113,7 @@ def model_usage(tokens: TokenUsage, cost: float | None = None) -> s.ModelUsage:
         input_tokens=tokens.input,
         output_tokens=tokens.output,
         total_tokens=tokens.total,
+        input_tokens_cache_write=tokens.cache_write or None,
         input_tokens_cache_read=tokens.cached_input or None,
         reasoning_tokens=tokens.reasoning or None,
         total_cost=cost,

@@ -56,6 +56,7 @@ from anyio.lowlevel import RunVar
 from .._errors import ConfigError
 from .admission import Admission
 from .clock import Clock, SystemClock
+from .repeats import RepeatedFailures
 
 __all__ = [
     "Endpoint",
@@ -340,6 +341,9 @@ class EndpointLimiter:
         #: Whether the run's solver calls the endpoint (its new samples wait for its
         #: admission).
         self.solver_calls = False
+        #: The run's client errors at the endpoint until a call succeeded: the same one,
+        #: call after call, stops the run.
+        self.repeats = RepeatedFailures()
         self.joined = False
         self.join(self.shared)
 
@@ -529,6 +533,7 @@ class EndpointLimiter:
 
     def on_success(self) -> None:
         """A clean success: after as many as the current limit, allow one more."""
+        self.repeats.succeeded = True
         shared = self.shared
         shared.recent.append(False)
         if not shared.adaptive or shared.slots.size >= shared.max_concurrency:

@@ -25,10 +25,13 @@ to take over ten minutes.
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 import msgspec
 
+from .._errors import ConfigError
+from ..transport.pool import TransportPool
 from ..transport.sse import ServerSentEvent
 from ..vocab.calls import ChatRequest
 from ..vocab.turns import (
@@ -42,8 +45,10 @@ from ..vocab.turns import (
     Turn,
 )
 from .http import HttpProvider, StreamErrorEvent, StreamReader
+from .prompt_cache import PromptCache, cache_plan, mark
+from .reasoning import EFFORT_BUDGETS
 
-__all__ = ["NONSTREAMING_MAX_TOKENS", "AnthropicProvider"]
+__all__ = ["MAX_PAUSED_LEGS", "NONSTREAMING_MAX_TOKENS", "AnthropicProvider"]
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
@@ -57,6 +62,18 @@ _STRUCTURED_DESCRIPTION = (
     "Give your final answer by calling this tool: its input is the answer, "
     "in exactly the shape of this schema."
 )
+
+#: Requests one call may make to continue a reply the API paused (`pause_turn`).
+MAX_PAUSED_LEGS = 10
+#: The least thinking budget the API takes.
+_LEAST_BUDGET = 1024
+#: Models that take adaptive thinking with an effort (Claude 4.6 and later) ...
+_ADAPTIVE = re.compile(r"^claude-(opus|sonnet)-4-6|^claude-[a-z]+-(4-[7-9]|[5-9])")
+#: ... and those that take nothing else (Claude Opus 4.7 and later, the 5 family).
+_ADAPTIVE_ONLY = re.compile(r"^claude-[a-z]+-(4-[7-9]|[5-9])")
+#: Our efforts in Anthropic's words (its `output_config.effort`).
+_ANTHROPIC_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high"}
+_ANTHROPIC_EFFORT["xhigh"] = "max"
 
 _FINISH = {
     "end_turn": "stop",
@@ -95,6 +112,8 @@ def _assistant_blocks(turn: Turn) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for c in turn.contents:
         if isinstance(c, ContentThinking):
+            if c.id is not None:  # another API's reasoning item: Anthropic cannot read it
+                continue
             if c.redacted:
                 blocks.append({"type": "redacted_thinking", "data": c.thinking})
             elif c.signature:
@@ -172,14 +191,65 @@ def _thinking_enabled(body: dict[str, Any]) -> bool:
     return isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
 
 
+def _parts(usage: dict[str, Any]) -> list[dict[str, Any]]:
+    """The billed parts of a usage block: its `iterations` (a compaction, then the reply:
+    the top-level counts are the last one's only), or the block itself."""
+    iterations = usage.get("iterations")
+    if isinstance(iterations, list) and iterations:
+        return [part for part in iterations if isinstance(part, dict)]
+    return [usage]
+
+
+def _count(block: Any, key: str) -> int:
+    value = block.get(key) if isinstance(block, dict) else None
+    return int(value) if isinstance(value, int | float) else 0
+
+
 def _usage(data: dict[str, Any]) -> TokenUsage:
     usage = data.get("usage") or {}
-    written = int(usage.get("cache_creation_input_tokens") or 0)
-    return TokenUsage(
-        input=int(usage.get("input_tokens") or 0) + written,
-        output=int(usage.get("output_tokens") or 0),
-        cached_input=int(usage.get("cache_read_input_tokens") or 0),
+    tokens = TokenUsage()
+    for part in _parts(usage):
+        written = _count(part, "cache_creation_input_tokens")
+        split = part.get("cache_creation")
+        hour = _count(split, "ephemeral_1h_input_tokens")
+        tokens = tokens + TokenUsage(
+            input=_count(part, "input_tokens"),
+            output=_count(part, "output_tokens"),
+            cached_input=_count(part, "cache_read_input_tokens"),
+            cache_write=max(written, hour + _count(split, "ephemeral_5m_input_tokens")),
+            cache_write_1h=hour,
+        )
+    return msgspec.structs.replace(
+        tokens,
+        reasoning=_count(usage.get("output_tokens_details"), "thinking_tokens"),
+        web_searches=_count(usage.get("server_tool_use"), "web_search_requests"),
     )
+
+
+def _tier(data: dict[str, Any]) -> str | None:
+    tier = (data.get("usage") or {}).get("service_tier")
+    return tier if isinstance(tier, str) and tier not in ("standard", "batch") else None
+
+
+def _added(a: Any, b: Any) -> dict[str, Any]:
+    """Two blocks of counts added up, key by key."""
+    out = dict(a) if isinstance(a, dict) else {}
+    for key, value in (b or {}).items():
+        if isinstance(value, int | float):
+            out[key] = _count(out, key) + value
+    return out
+
+
+def _joined(first: dict[str, Any], rest: dict[str, Any]) -> dict[str, Any]:
+    """A paused reply and its continuation as one reply: the content of both, the usage of
+    both, the continuation's stop reason."""
+    a, b = first.get("usage") or {}, rest.get("usage") or {}
+    usage: dict[str, Any] = {"iterations": _parts(a) + _parts(b)}
+    for key in ("output_tokens_details", "server_tool_use"):
+        usage[key] = _added(a.get(key), b.get(key))
+    if "service_tier" in b:
+        usage["service_tier"] = b["service_tier"]
+    return {**rest, "content": [*first["content"], *rest["content"]], "usage": usage}
 
 
 class _AnthropicStream(StreamReader):
@@ -258,12 +328,39 @@ class AnthropicProvider(HttpProvider):
     id_prefix = "anthropic"
     env_key: ClassVar[str | None] = "ANTHROPIC_API_KEY"
     default_base_url = "https://api.anthropic.com/v1"
+    billing_hint = "https://console.anthropic.com/settings/billing"
+
+    #: Where requests mark their prefix for the prompt cache (`prompt_cache.py`).
+    prompt_cache: PromptCache = "auto"
 
     def url(self) -> str:
         return f"{self.base_url}/messages"
 
     def headers(self, api_key: str) -> dict[str, str]:
         return {"x-api-key": api_key, "anthropic-version": API_VERSION}
+
+    def thinking_setting(self) -> tuple[dict[str, Any] | None, str | None]:
+        """The request's `thinking` and `output_config.effort` for the chat's `reasoning`:
+        adaptive thinking with an effort on the models that take it, else a budget (an
+        effort's from `EFFORT_BUDGETS`)."""
+        setting = self.reasoning
+        if setting is None or setting == "none" or setting == 0:
+            return None, None
+        adaptive = _ADAPTIVE.match(self.model) is not None
+        if isinstance(setting, str) and adaptive:
+            return {"type": "adaptive"}, _ANTHROPIC_EFFORT[setting]
+        if _ADAPTIVE_ONLY.match(self.model):
+            raise ConfigError(
+                f"{self.model_id} thinks adaptively and takes an effort, not a budget of "
+                f"{setting} thinking tokens: pass reasoning='high' (or 'low', 'medium' ...)."
+            )
+        budget = setting if isinstance(setting, int) else EFFORT_BUDGETS[setting]
+        if budget < _LEAST_BUDGET:
+            raise ConfigError(
+                f"{self.model_id}: reasoning={setting} is below Anthropic's least thinking "
+                f"budget of {_LEAST_BUDGET} tokens."
+            )
+        return {"type": "enabled", "budget_tokens": budget}, None
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": _messages(request)}
@@ -273,6 +370,11 @@ class AnthropicProvider(HttpProvider):
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in request.tools
         ]
+        thinking, effort = self.thinking_setting()
+        if thinking is not None:
+            body["thinking"] = thinking
+        if effort is not None:
+            body["output_config"] = {"effort": effort}
         body.update(self.params)
         body.update(request.params)
         if "max_tokens" not in body:
@@ -291,7 +393,39 @@ class AnthropicProvider(HttpProvider):
             )
         if tools:
             body["tools"] = tools
+        mark(body, cache_plan(request, self.prompt_cache, self.model))
         return body
+
+    def call_config(self, request: ChatRequest) -> dict[str, Any]:
+        config = super().call_config(request)
+        if self.prompt_cache is not None:
+            plan = cache_plan(request, self.prompt_cache, self.model)
+            config = {**config, "cache_prompt": plan.any}
+        return config
+
+    async def continue_reply(self, pool: TransportPool, payload: dict[str, Any], data: Any) -> Any:
+        """A reply the API paused (`pause_turn`: a long turn of server tools) is sent
+        back as the assistant's, for the model to go on, up to `MAX_PAUSED_LEGS` requests;
+        the reply is all of them, their usage added up."""
+        legs = 1
+        while isinstance(data, dict) and data.get("stop_reason") == "pause_turn":
+            if legs >= MAX_PAUSED_LEGS:
+                break
+            messages = [*payload["messages"], {"role": "assistant", "content": data["content"]}]
+            rest, _ = await self.exchange(pool, {**payload, "messages": messages})
+            data = _joined(data, rest)
+            legs += 1
+        return data
+
+    def quota_exhausted(self, status: int, data: Any) -> bool:
+        """Anthropic's billing error: the account's credit balance is spent."""
+        error = data.get("error") if isinstance(data, dict) else None
+        if not isinstance(error, dict):
+            return False
+        message = error.get("message")
+        return error.get("type") == "billing_error" or (
+            isinstance(message, str) and "credit balance" in message.lower()
+        )
 
     def auto_stream(self, body: dict[str, Any]) -> bool:
         """Stream when the API would refuse the request whole: max_tokens above
@@ -338,6 +472,7 @@ class AnthropicProvider(HttpProvider):
             tokens=_usage(data),
             finish_reason=finish,  # type: ignore[arg-type]
             model=data.get("model") or self.model,
+            service_tier=_tier(data),
         )
 
     def error_message(self, data: Any) -> str | None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..vocab.calls import ChatRequest
 from ..vocab.turns import Turn
+from .reasoning import Reasoning, log_config
 
 if TYPE_CHECKING:
     from ..caching.options import Cache
@@ -42,6 +43,9 @@ class Provider(ABC):
         #: This model's replies in the cache: `Cache` options, False for never (even in
         #: a run with a cache), None as the run says.
         self.cache: Cache | bool | None = None
+        #: How hard the model thinks (`reasoning=`: an effort or a token budget; None:
+        #: the provider's default), mapped by each wire format to its own fields.
+        self.reasoning: Reasoning = None
 
     @property
     def endpoint(self) -> tuple[str, str, str]:
@@ -52,6 +56,20 @@ class Provider(ABC):
     def model_id(self) -> str:
         """`provider/model` as Inspect's logs name models."""
         return f"{self.id_prefix or self.name.lower()}/{self.model}"
+
+    @property
+    def reply_params(self) -> dict[str, Any]:
+        """What decides this model's replies beyond the request: its parameters and its
+        reasoning setting (the reply cache keys on them)."""
+        if self.reasoning is None:
+            return self.params
+        return {**self.params, "reasoning": self.reasoning}
+
+    def call_config(self, request: ChatRequest) -> dict[str, Any]:
+        """What the log's model event records of a call's settings besides the request's
+        own parameters: the reasoning setting as Inspect names it (`reasoning_effort`,
+        `reasoning_tokens`), and what a wire format adds (prompt caching)."""
+        return log_config(self.reasoning)
 
     def check_key(self) -> None:
         """Raise `AuthenticationError` naming what to set when this model needs an API key

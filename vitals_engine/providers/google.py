@@ -46,6 +46,7 @@ from ..vocab.turns import (
     Turn,
 )
 from .http import HttpProvider, StreamErrorEvent, StreamReader
+from .reasoning import EFFORT_BUDGETS
 
 __all__ = ["GeminiProvider", "gemini_schema"]
 
@@ -97,6 +98,17 @@ _TOP_LEVEL = {
     "cachedContent": "cachedContent",
     "cached_content": "cachedContent",
     "labels": "labels",
+    "tools": "tools",
+}
+#: Models that take a `thinkingLevel` (Gemini 3 and later), and our efforts in its words.
+_LEVELS = re.compile(r"^(models/)?gemini-([3-9]|\d\d)")
+_GEMINI_LEVEL = {
+    "none": "minimal",
+    "minimal": "minimal",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "high",
 }
 #: Parameters that go into `generationConfig.thinkingConfig`.
 _THINKING = {"thinking_budget": "thinkingBudget", "include_thoughts": "includeThoughts"}
@@ -242,6 +254,8 @@ def _model_parts(contents: list[Content]) -> list[dict[str, Any]]:
     for c in contents:
         part: dict[str, Any] | None = None
         if isinstance(c, ContentThinking):
+            if c.id is not None:  # another API's reasoning item: Gemini cannot read it
+                continue
             if not c.thinking and c.signature:
                 pending = c.signature
                 continue
@@ -309,6 +323,27 @@ def _split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
 
 
 # -- response -----------------------------------------------------------------------------
+
+
+def _thinking(ours: dict[str, Any] | None, given: Any) -> dict[str, Any] | None:
+    """The request's `thinkingConfig`: the chat's `reasoning` and what params give, which
+    win; a budget or level in params replaces ours whole (the API refuses both at once)."""
+    if not isinstance(given, dict):
+        return ours
+    if ours is None or "thinkingBudget" in given or "thinkingLevel" in given:
+        return given
+    return {**ours, **given}
+
+
+def _searches(data: dict[str, Any], model: str) -> int:
+    """What a grounded reply is billed for: Gemini 3 and later per search query it ran,
+    earlier models per grounded prompt (one, however many queries)."""
+    candidates = data.get("candidates") or []
+    grounding = (candidates[0].get("groundingMetadata") or {}) if candidates else {}
+    queries = grounding.get("webSearchQueries") or []
+    if not queries:
+        return 0
+    return len(queries) if _LEVELS.match(model) else 1
 
 
 def _usage(meta: dict[str, Any]) -> TokenUsage:
@@ -445,6 +480,7 @@ class GeminiProvider(HttpProvider):
     env_key: ClassVar[str | None] = "GEMINI_API_KEY"
     fallback_env_keys = ("GOOGLE_API_KEY",)
     default_base_url = "https://generativelanguage.googleapis.com/v1beta"
+    billing_hint = "https://aistudio.google.com (its usage and billing pages)"
 
     def _model_url(self) -> str:
         path = self.model if self.model.startswith(("models/", "tunedModels/")) else None
@@ -479,15 +515,23 @@ class GeminiProvider(HttpProvider):
             config["responseMimeType"] = "application/json"
             config["responseSchema"] = gemini_schema(request.output_schema)
         top, generation = _split_params({**self.params, **request.params})
+        thinking = _thinking(self.thinking_config(), generation.pop("thinkingConfig", None))
+        if thinking:
+            config["thinkingConfig"] = thinking
         config.update(generation)
+        if "tools" in top and "tools" in body:  # built-in tools (googleSearch ...) beside ours
+            top["tools"] = [*body["tools"], *top["tools"]]
         body.update(top)
         if config:
             body["generationConfig"] = config
         return body
 
     def parse(self, data: Any) -> Turn:
-        tokens = _usage(data.get("usageMetadata") or {})
         model = data.get("modelVersion") or self.model
+        tokens = _usage(data.get("usageMetadata") or {})
+        searches = _searches(data, model)
+        if searches:
+            tokens = msgspec.structs.replace(tokens, web_searches=searches)
         candidates = data.get("candidates")
         if not candidates:
             reason = (data.get("promptFeedback") or {}).get("blockReason")
@@ -535,6 +579,30 @@ class GeminiProvider(HttpProvider):
             finish_reason=finish,  # type: ignore[arg-type]
             model=model,
         )
+
+    def thinking_config(self) -> dict[str, Any] | None:
+        """`thinkingConfig` for the chat's `reasoning`: a budget as `thinkingBudget`, an
+        effort as `thinkingLevel` on Gemini 3 and later, else as the effort's budget."""
+        setting = self.reasoning
+        if setting is None:
+            return None
+        if isinstance(setting, int):
+            return {"thinkingBudget": setting}
+        if _LEVELS.match(self.model):
+            return {"thinkingLevel": _GEMINI_LEVEL[setting]}
+        return {"thinkingBudget": EFFORT_BUDGETS[setting]}
+
+    def quota_exhausted(self, status: int, data: Any) -> bool:
+        """A 429 for a per-day quota (`google.rpc.QuotaFailure` naming a `PerDay` quota):
+        no wait of seconds or minutes cures it."""
+        if status != 429:
+            return False
+        for detail in _error_object(data).get("details") or []:
+            for violation in (detail.get("violations") or []) if isinstance(detail, dict) else []:
+                quota = f"{violation.get('quotaId', '')} {violation.get('quotaMetric', '')}"
+                if "perday" in quota.lower().replace("_", "").replace("-", ""):
+                    return True
+        return False
 
     def error_message(self, data: Any) -> str | None:
         error = _error_object(data)

@@ -38,6 +38,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from contextlib import aclosing
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, NoReturn
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
@@ -51,6 +52,7 @@ from .._errors import (
     ProviderError,
     ProviderTimeout,
     ProviderUnavailable,
+    QuotaExhausted,
     RateLimitError,
 )
 from .._logging import log
@@ -220,6 +222,15 @@ class StreamReader(ABC):
         """The whole reply, as the non-streaming API would have answered it."""
 
 
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """Where a reply's body came from: the response (a stream's status and headers, its
+    body read already), and whether it was streamed."""
+
+    response: HttpResponse
+    streamed: bool
+
+
 class HttpProvider(Provider):
     """A provider reached over HTTP with a JSON body."""
 
@@ -367,6 +378,14 @@ class HttpProvider(Provider):
                 return data["message"]
         return None
 
+    #: Where the account's quota and billing are seen to.
+    billing_hint: ClassVar[str] = "the provider's billing page"
+
+    def quota_exhausted(self, status: int, data: Any) -> bool:
+        """Whether an error answer (decoded `data`) says the account's quota or credit is
+        spent, which waiting does not cure. Default: no provider says so."""
+        return False
+
     def classify_status(self, status: int) -> type[ProviderError]:
         """The error class of an HTTP status."""
         if status == 429:
@@ -432,6 +451,27 @@ class HttpProvider(Provider):
     async def _send(self, pool: TransportPool, request: ChatRequest) -> Turn:
         self.check_key()
         payload = self.body(request)
+        started = time.time()
+        try:
+            data, source = await self.exchange(pool, payload)
+            data = await self.continue_reply(pool, payload, data)
+        except ProviderError as exc:
+            exc.provider, exc.model = self.name, self.model
+            if exc.refused and self._origin not in ANSWERED:
+                self._nothing_listening(exc)
+            self._redact(exc)
+            raise
+        turn = self._parsed(data, source)
+        return msgspec.structs.replace(
+            turn,
+            model=turn.model or self.model,
+            started_at=started,
+            duration=time.time() - started,
+        )
+
+    async def exchange(self, pool: TransportPool, payload: dict[str, Any]) -> tuple[Any, Reply]:
+        """Send `payload` (streamed when `streams()` says so) and read the reply: its body
+        as the API answers it whole (a stream put together), and where it came from."""
         streaming = self.streams(payload)
         if streaming:
             url = self.stream_url()
@@ -442,29 +482,20 @@ class HttpProvider(Provider):
                 payload = {k: v for k, v in payload.items() if k not in _STREAM_KEYS}
         body = _encoder.encode(payload)
         headers = self._request_headers()
-        started = time.time()
         transport = pool.get(self.base_url, self.client)
-        try:
-            if streaming:
-                async with transport.stream(url, headers, body, self.timeouts) as streamed:
-                    ANSWERED.add(self._origin)
-                    turn = await self._read_streamed(url, streamed)
-            else:
-                response = await transport.post(url, headers, body, self.timeouts)
+        if streaming:
+            async with transport.stream(url, headers, body, self.timeouts) as streamed:
                 ANSWERED.add(self._origin)
-                turn = self._read_whole(url, response)
-        except ProviderError as exc:
-            exc.provider, exc.model = self.name, self.model
-            if exc.refused and self._origin not in ANSWERED:
-                self._nothing_listening(exc)
-            self._redact(exc)
-            raise
-        return msgspec.structs.replace(
-            turn,
-            model=turn.model or self.model,
-            started_at=started,
-            duration=time.time() - started,
-        )
+                return await self._read_streamed(url, streamed)
+        response = await transport.post(url, headers, body, self.timeouts)
+        ANSWERED.add(self._origin)
+        return self._whole_data(url, response), Reply(response, streamed=False)
+
+    async def continue_reply(self, pool: TransportPool, payload: dict[str, Any], data: Any) -> Any:
+        """The whole reply to `payload`, given its first part `data`: a wire format whose
+        API can pause a reply (Anthropic's `pause_turn`) asks for the rest here. Default:
+        `data` is the whole reply."""
+        return data
 
     def _nothing_listening(self, exc: ProviderError) -> None:
         """A refused connection where nothing ever answered in this process: a typo in
@@ -477,22 +508,33 @@ class HttpProvider(Provider):
         exc.args = (exc.message,)
 
     def _read_whole(self, url: str, response: HttpResponse) -> Turn:
+        return self._parsed(self._whole_data(url, response), Reply(response, streamed=False))
+
+    def _whole_data(self, url: str, response: HttpResponse) -> Any:
         if response.status >= 400:
             raise self._error(response)
         if 300 <= response.status < 400:
             raise self._redirect(url, response)
-        data = self._decode(response)
+        return self._decode(response)
+
+    def _parsed(self, data: Any, source: Reply) -> Turn:
+        """The turn `parse()` reads from a reply's body, or `MalformedResponse` saying what
+        the body lacks."""
         try:
             return self.parse(data)
         except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
+            response = source.response
+            if source.streamed:
+                whole = HttpResponse(response.status, response.headers, _encoder.encode(data))
+                why = f"the streamed reply lacks a field ({exc!r})"
+                raise self._malformed(whole, why) from exc
             raise self._malformed(response, f"missing or wrong field ({exc!r})") from exc
 
-    async def _read_streamed(self, url: str, response: StreamedResponse) -> Turn:
+    async def _read_streamed(self, url: str, response: StreamedResponse) -> tuple[Any, Reply]:
         kind = response.headers.get("content-type", "").lower()
         if response.status >= 300 or "json" in kind:  # an error, or a reply sent whole
-            return self._read_whole(
-                url, HttpResponse(response.status, response.headers, await response.read())
-            )
+            whole = HttpResponse(response.status, response.headers, await response.read())
+            return self._whole_data(url, whole), Reply(whole, streamed=False)
         reader = self.stream_reader()
         sink = text_sink()
         attempt = object()  # this attempt's key: a retried stream starts afresh
@@ -525,13 +567,11 @@ class HttpProvider(Provider):
                     break
         if not reader.complete:
             raise self._cut(response, count, reader, "the body ended")
-        data: Any = None
+        head = HttpResponse(response.status, response.headers, b"")
         try:
-            data = reader.body()
-            return self.parse(data)
+            return reader.body(), Reply(head, streamed=True)
         except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
-            whole = HttpResponse(response.status, response.headers, _encoder.encode(data))
-            raise self._malformed(whole, f"the streamed reply lacks a field ({exc!r})") from exc
+            raise self._malformed(head, f"the streamed reply lacks a field ({exc!r})") from exc
 
     def _feed(
         self, reader: StreamReader, event: ServerSentEvent, count: int, response: StreamedResponse
@@ -640,6 +680,14 @@ class HttpProvider(Provider):
             "request_id": self._request_id(response.headers),
             "body": self._excerpt(response),
         }
+        if self.quota_exhausted(response.status, data):
+            return QuotaExhausted(
+                f"the account's quota or billing: {said}. Not retried: no request will "
+                f"succeed until the account behind the key has credit or quota again ("
+                f"{self.billing_hint}); then resume the run (resume=True), which keeps the "
+                "finished samples",
+                **kw,
+            )
         # Reset headers (sent on every answer by some) say when a rate window resets: a
         # 429's business only. Retry-After itself counts on any answer worth retrying.
         wait = (

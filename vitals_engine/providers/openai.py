@@ -15,7 +15,7 @@ server error, so it is retried).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import msgspec
 
@@ -31,9 +31,11 @@ from ..vocab.turns import (
     TokenUsage,
     Turn,
 )
-from .http import HttpProvider, StreamErrorEvent, StreamReader
+from .http import StreamErrorEvent, StreamReader
+from .openai_base import OpenAIBase, error_status, openai_hosted, service_tier
 
 __all__ = [
+    "CompatibleProvider",
     "DeepSeekProvider",
     "GroqProvider",
     "OllamaProvider",
@@ -51,31 +53,6 @@ _FINISH = {
 }
 
 
-#: The HTTP status an error chunk's `code` or `type` stands for (OpenAI's and compatible
-#: servers' names); a mid-stream failure of another kind counts as a 500.
-_ERROR_STATUS = {
-    "invalid_request_error": 400,
-    "context_length_exceeded": 400,
-    "invalid_api_key": 401,
-    "authentication_error": 401,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "model_not_found": 404,
-    "rate_limit_exceeded": 429,
-    "rate_limit_error": 429,
-    "requests": 429,
-    "tokens": 429,
-    "insufficient_quota": 429,
-    "server_error": 500,
-    "internal_error": 500,
-    "api_error": 500,
-    "service_unavailable": 503,
-    "overloaded": 503,
-    "overloaded_error": 503,
-    "timeout": 504,
-}
-
-
 def _part(content: Content) -> dict[str, Any] | None:
     if isinstance(content, ContentText):
         return {"type": "text", "text": content.text}
@@ -87,10 +64,18 @@ def _part(content: Content) -> dict[str, Any] | None:
     return None
 
 
-def _messages(request: ChatRequest) -> list[dict[str, Any]]:
+def _system_role(model: str) -> str:
+    """Whose words a reasoning model takes the system prompt as: the developer's on the
+    o-series; o1-mini and o1-preview take neither, so it opens the conversation."""
+    if model.startswith(("o1-mini", "o1-preview")):
+        return "user"
+    return "developer" if model[:1] == "o" else "system"
+
+
+def _messages(request: ChatRequest, system_role: str = "system") -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if request.system_prompt:
-        out.append({"role": "system", "content": request.system_prompt})
+        out.append({"role": system_role, "content": request.system_prompt})
     for turn in request.turns:
         if turn.role == "assistant":
             message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
@@ -123,30 +108,17 @@ def _messages(request: ChatRequest) -> list[dict[str, Any]]:
 def _usage(data: dict[str, Any]) -> TokenUsage:
     usage = data.get("usage") or {}
     prompt = int(usage.get("prompt_tokens") or 0)
-    cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    details = usage.get("prompt_tokens_details") or {}
+    cached = int(details.get("cached_tokens") or 0)
+    written = int(details.get("cache_write_tokens") or 0)
     reasoning = int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
     return TokenUsage(
-        input=prompt - cached,
+        input=prompt - cached - written,
         output=int(usage.get("completion_tokens") or 0),
         cached_input=cached,
         reasoning=reasoning,
+        cache_write=written,
     )
-
-
-def _error_status(error: Any) -> int:
-    """The HTTP status an error chunk's `error` stands for."""
-    if isinstance(error, dict):
-        for key in ("code", "status", "status_code"):
-            value = error.get(key)
-            if isinstance(value, str) and value.isdecimal():
-                value = int(value)
-            if isinstance(value, int) and 400 <= value < 600:
-                return value
-        for key in ("code", "type"):
-            value = error.get(key)
-            if isinstance(value, str) and value in _ERROR_STATUS:
-                return _ERROR_STATUS[value]
-    return 500
 
 
 class _ToolCall:
@@ -181,7 +153,7 @@ class _OpenAIStream(StreamReader):
         if not isinstance(chunk, dict):
             raise TypeError(f"a chunk is a JSON object, not {type(chunk).__name__}")
         if chunk.get("error"):
-            raise StreamErrorEvent(_error_status(chunk["error"]), event.data)
+            raise StreamErrorEvent(error_status(chunk["error"]), event.data)
         if isinstance(chunk.get("model"), str) and chunk["model"]:
             self._model = chunk["model"]
         if chunk.get("usage"):
@@ -243,24 +215,20 @@ class _OpenAIStream(StreamReader):
         return {"model": self._model, "choices": [choice], "usage": self._usage}
 
 
-class OpenAIProvider(HttpProvider):
+class OpenAIProvider(OpenAIBase):
     """OpenAI Chat Completions (`POST {base_url}/chat/completions`)."""
 
-    name = "OpenAI"
-    id_prefix = "openai"
-    env_key: ClassVar[str | None] = "OPENAI_API_KEY"
-    default_base_url = "https://api.openai.com/v1"
-    #: As the OpenAI SDK reads it: a gateway, proxy or compatible server for every chat.
-    env_base_url: ClassVar[str | None] = "OPENAI_BASE_URL"
+    def __init__(self, model: str, **kw: Any) -> None:
+        super().__init__(model, **kw)
+        self._hosted = openai_hosted(self.base_url)
 
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
 
-    def headers(self, api_key: str) -> dict[str, str]:
-        return {"authorization": f"Bearer {api_key}"} if api_key else {}
-
     def body(self, request: ChatRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": _messages(request)}
+        reasoning = self.is_reasoning
+        system_role = _system_role(self.model) if reasoning else "system"
+        body: dict[str, Any] = {"model": self.model, "messages": _messages(request, system_role)}
         if request.tools:
             body["tools"] = [
                 {
@@ -278,8 +246,14 @@ class OpenAIProvider(HttpProvider):
                 "type": "json_schema",
                 "json_schema": {"name": "output", "schema": request.output_schema},
             }
+        effort = self.effort()
+        if effort is not None:
+            body["reasoning_effort"] = effort
         body.update(self.params)
         body.update(request.params)
+        if reasoning or self._hosted:
+            self.output_limit(body, "max_completion_tokens")
+        self.check_request(body, body.get("reasoning_effort"))
         return body
 
     def stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -317,10 +291,20 @@ class OpenAIProvider(HttpProvider):
             tokens=_usage(data),
             finish_reason=finish,  # type: ignore[arg-type]
             model=data.get("model") or self.model,
+            service_tier=service_tier(data),
         )
 
 
-class OllamaProvider(OpenAIProvider):
+class CompatibleProvider(OpenAIProvider):
+    """Another service's OpenAI-compatible endpoint: its own models (OpenAI's rules for
+    reasoning models do not apply), its own base URL (`OPENAI_BASE_URL` is OpenAI's)."""
+
+    env_base_url = None
+    reasoning_rules = False
+    billing_hint = "the service's billing page"
+
+
+class OllamaProvider(CompatibleProvider):
     """A local Ollama server through its OpenAI-compatible endpoint."""
 
     name = "Ollama"
@@ -329,10 +313,9 @@ class OllamaProvider(OpenAIProvider):
     key_required = False
     default_base_url = "http://localhost:11434/v1"
     start_hint = "is Ollama running? Start it (`ollama serve`), or check base_url"
-    env_base_url = None
 
 
-class VLLMProvider(OpenAIProvider):
+class VLLMProvider(CompatibleProvider):
     """A vLLM server (`vllm serve ...`) through its OpenAI-compatible endpoint."""
 
     name = "vLLM"
@@ -341,28 +324,24 @@ class VLLMProvider(OpenAIProvider):
     key_required = False
     default_base_url = "http://localhost:8000/v1"
     start_hint = "is the vLLM server running (`vllm serve MODEL`)? Or check base_url"
-    env_base_url = None
 
 
-class OpenRouterProvider(OpenAIProvider):
+class OpenRouterProvider(CompatibleProvider):
     name = "OpenRouter"
     id_prefix = "openrouter"
     env_key = "OPENROUTER_API_KEY"
     default_base_url = "https://openrouter.ai/api/v1"
-    env_base_url = None
 
 
-class GroqProvider(OpenAIProvider):
+class GroqProvider(CompatibleProvider):
     name = "Groq"
     id_prefix = "groq"
     env_key = "GROQ_API_KEY"
     default_base_url = "https://api.groq.com/openai/v1"
-    env_base_url = None
 
 
-class DeepSeekProvider(OpenAIProvider):
+class DeepSeekProvider(CompatibleProvider):
     name = "DeepSeek"
     id_prefix = "deepseek"
     env_key = "DEEPSEEK_API_KEY"
     default_base_url = "https://api.deepseek.com"
-    env_base_url = None

@@ -1,10 +1,11 @@
-"""OpenAI's Batch API for chat completions: a JSONL file of requests uploaded to
-`/files`, a batch made of it at `/batches`, and the outcomes read from the batch's
-output and error files.
+"""OpenAI's Batch API, for Chat Completions and the Responses API alike: a JSONL file
+of requests uploaded to `/files`, a batch made of it at `/batches`, and the outcomes
+read from the batch's output and error files.
 
-Each input line is `{"custom_id", "method": "POST", "url": "/v1/chat/completions",
-"body"}`. An output line holds `{"custom_id", "response": {"status_code", "body"}}`;
-the error file holds the requests that failed, with an error response or, for those
+Each input line is `{"custom_id", "method": "POST", "url", "body"}`, its `url` the
+provider's endpoint (`/v1/chat/completions` or `/v1/responses`, the batch's too). An
+output line holds `{"custom_id", "response": {"status_code", "body"}}`; the error file
+holds the requests that failed, with an error response or, for those
 that expired or were cancelled before they ran, `{"error": {"code": "batch_expired" |
 "batch_cancelled"}}` and no response. A batch that did not validate ends "failed" with
 its errors.
@@ -38,7 +39,7 @@ _SLACK = 600.0
 
 
 class OpenAIBatchApi(BatchApi):
-    """`/v1/files` and `/v1/batches`, for `/v1/chat/completions` requests."""
+    """`/v1/files` and `/v1/batches`, for the provider's endpoint's requests."""
 
     max_requests: ClassVar[int] = 50_000
     max_bytes: ClassVar[int] = 190_000_000  # the file cap is 200 MB
@@ -46,11 +47,16 @@ class OpenAIBatchApi(BatchApi):
     #: Batches per page when `find` reads the provider's list.
     page_size: ClassVar[int] = 100
 
+    @property
+    def _url(self) -> str:
+        """The endpoint the batch's requests go to, as OpenAI's batch API names it."""
+        return getattr(self.provider, "batch_url", "/v1/chat/completions")
+
     def encode(self, entry: BatchEntry) -> bytes:
         line = {
             "custom_id": entry.custom_id,
             "method": "POST",
-            "url": "/v1/chat/completions",
+            "url": self._url,
             "body": entry.body,
         }
         return _encoder.encode(line) + b"\n"
@@ -64,7 +70,7 @@ class OpenAIBatchApi(BatchApi):
         )
         body = {
             "input_file_id": uploaded["id"],
-            "endpoint": "/v1/chat/completions",
+            "endpoint": self._url,
             "completion_window": "24h",
         }
         if key:

@@ -87,8 +87,8 @@ class Estimate:
     """What a run of the task would cost, by role and model, with a range.
 
     `rows` has one row per (role, provider, model): the expected `requests`,
-    `input_tokens`, `cached_input_tokens` and `output_tokens` of the whole run, its
-    `cost` in USD and the range `cost_low`..`cost_high` (see `task/estimate.py`'s
+    `input_tokens`, `cached_input_tokens`, `cache_write_tokens` and `output_tokens` of the
+    whole run, its `cost` in USD and the range `cost_low`..`cost_high` (see `task/estimate.py`'s
     docstring for what the range means). A cost is None when the model's price is
     unknown, never 0; a token count None when it cannot be known (the output, locally).
     `total_*` add up the roles and models; `notes` say what was assumed or left out.
@@ -225,8 +225,21 @@ class _Usage:
     requests: int = 0
     input: int = 0
     cached_input: int = 0
+    cache_write: int = 0
     output: int = 0
     cost: float | None = 0.0
+
+
+def _as_sent(
+    provider: str, model: str, tokens: TokenUsage, calls: int, batch: bool
+) -> float | None:
+    """What `calls` calls the cache answered (`tokens` in all) would have cost sent, each
+    priced as the average one (a long-context tier is a call's, not the sum's)."""
+    if calls <= 1:
+        return cost_of(provider, model, tokens, batch=batch)
+    each = TokenUsage(*(getattr(tokens, f) // calls for f in TokenUsage.__struct_fields__))
+    cost = cost_of(provider, model, each, batch=batch)
+    return None if cost is None else cost * calls
 
 
 def _sample_usage(ledger: UsageLedger) -> tuple[dict[_Key, _Usage], int]:
@@ -239,10 +252,11 @@ def _sample_usage(ledger: UsageLedger) -> tuple[dict[_Key, _Usage], int]:
         cost = row.cost
         if cached:
             cached_calls += row.requests
-            cost = cost_of(provider, model, row.tokens, batch=batch)
+            cost = _as_sent(provider, model, row.tokens, row.requests, batch)
         usage.requests += row.requests
         usage.input += row.tokens.input
         usage.cached_input += row.tokens.cached_input
+        usage.cache_write += row.tokens.cache_write
         usage.output += row.tokens.output
         usage.cost = None if cost is None or usage.cost is None else usage.cost + cost
     return out, cached_calls
@@ -327,6 +341,7 @@ def extrapolate(records: Sequence[SampleRecord], size: int, epochs: int) -> Esti
             ("requests", [u.requests for u in used]),
             ("input_tokens", [u.input for u in used]),
             ("cached_input_tokens", [u.cached_input for u in used]),
+            ("cache_write_tokens", [u.cache_write for u in used]),
             ("output_tokens", [u.output for u in used]),
         ):
             columns[name].append(round(sum(values) / n * size * epochs))
@@ -406,8 +421,11 @@ def _count_locally(setup: TaskSetup, epochs: int, kwargs: dict[str, Any]) -> Est
             "sample (local=False)."
         )
     provider = chat.provider
-    tokens = sum(input_tokens(chat, row.input) for row in setup.rows) * epochs
-    cost = cost_of(provider.name, provider.model, TokenUsage(input=tokens))
+    counts = [input_tokens(chat, row.input) for row in setup.rows]
+    tokens = sum(counts) * epochs
+    costs = [cost_of(provider.name, provider.model, TokenUsage(input=n)) for n in counts]
+    # each call priced on its own: a long-context tier is a call's, not the run's
+    cost = None if None in costs else sum(c for c in costs if c is not None) * epochs
     notes = [
         "Counted locally, about 4 characters a token: the input of one solver call per "
         "sample, priced as uncached input. Output tokens, tool definitions, further calls "
@@ -426,6 +444,7 @@ def _count_locally(setup: TaskSetup, epochs: int, kwargs: dict[str, Any]) -> Est
         "requests": [len(setup.rows) * epochs],
         "input_tokens": [tokens],
         "cached_input_tokens": [None],
+        "cache_write_tokens": [None],
         "output_tokens": [None],
         "cost": [cost],
         "cost_low": [None],
@@ -457,6 +476,7 @@ def _schema() -> dict[str, Any]:
         "requests": pl.Int64,
         "input_tokens": pl.Int64,
         "cached_input_tokens": pl.Int64,
+        "cache_write_tokens": pl.Int64,
         "output_tokens": pl.Int64,
         "cost": pl.Float64,
         "cost_low": pl.Float64,

@@ -1,7 +1,7 @@
 """The local mock model server for tests, examples and benchmarks.
 
-It serves OpenAI's `/v1/chat/completions`, Anthropic's `/v1/messages` and
-Gemini's `/v1beta/models/{model}:generateContent` over real HTTP on
+It serves OpenAI's `/v1/chat/completions` and `/v1/responses`, Anthropic's
+`/v1/messages` and Gemini's `/v1beta/models/{model}:generateContent` over real HTTP on
 127.0.0.1, with deterministic answers, usage blocks, tool calls, structured
 output, latency, failure injection and request counters. Each streams when
 asked (OpenAI and Anthropic `"stream": true`, Gemini `:streamGenerateContent?alt=sse`),

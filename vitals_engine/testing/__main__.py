@@ -43,7 +43,8 @@ def _write_record(server: MockServer, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(
         prog="python -m vitals_engine.testing",
-        description="Serve mock OpenAI, Anthropic and Gemini models on 127.0.0.1.",
+        description="Serve mock OpenAI (Chat Completions and Responses), Anthropic and Gemini "
+        "models on 127.0.0.1.",
         epilog="Replies stream (server-sent events, as each API streams them) when a request "
         'asks: OpenAI and Anthropic with "stream": true in the body, Gemini with '
         ":streamGenerateContent?alt=sse.",
@@ -93,7 +94,8 @@ def main() -> None:
     if args.batch_delay is not None:
         server.batch_delay = args.batch_delay
     print(
-        f"Mock models at http://{args.host}:{args.port}/v1 (OpenAI, Anthropic) "
+        f"Mock models at http://{args.host}:{args.port}/v1 (OpenAI chat/completions and "
+        f"responses, Anthropic) "
         f"and /v1beta (Gemini). Ctrl-C or SIGTERM stops.",
         flush=True,
     )

@@ -11,11 +11,19 @@ Each wire format turns its request body into a `MockRequest` and renders a
 5. otherwise the in-process mock's answer (sums, grading, echo).
 
 Token counts are whitespace words, so tests can predict them exactly.
+
+Prompt caching is modelled here too, apart from any wire format: a format
+that reads cache breakpoints (Anthropic's `cache_control`) describes the
+prompt as a `CachePlan`, and the server's `PromptCache` says how much of it
+was read from the cache and how much was written (see `PromptCache.use`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +32,18 @@ import msgspec
 from ..providers.mock import count_tokens, mock_reply, tool_calls, tool_results_reply
 from ..vocab.structured import example_value
 
-__all__ = ["MockMessage", "MockReply", "MockRequest", "MockToolCall", "Script", "answer"]
+__all__ = [
+    "CachePlan",
+    "CacheUse",
+    "MockMessage",
+    "MockReply",
+    "MockRequest",
+    "MockToolCall",
+    "PromptCache",
+    "Script",
+    "answer",
+    "cache_plan",
+]
 
 
 @dataclass(slots=True)
@@ -44,6 +63,9 @@ class MockMessage:
     tool_call_id: str | None = None
     tool_error: bool = False
     images: int = 0
+    #: An assistant message's reasoning, as it came back (a thinking block, a reasoning
+    #: item's decrypted content), or None.
+    reasoning: str | None = None
 
 
 @dataclass(slots=True)
@@ -61,6 +83,16 @@ class MockRequest:
     stream: bool = False
     #: Whether a streamed reply ends with a usage chunk (OpenAI's `include_usage`).
     stream_usage: bool = False
+    #: What the format echoes back in its reply (the Responses API echoes its parameters).
+    options: dict[str, Any] = field(default_factory=dict)
+    #: The prompt's cache breakpoints, when it has some (Anthropic's `cache_control`).
+    cache: CachePlan | None = None
+
+    @property
+    def continuing(self) -> bool:
+        """Whether the request ends with an assistant message the model is to go on from
+        (after Anthropic's `pause_turn`, or a prefill)."""
+        return bool(self.messages) and self.messages[-1].role == "assistant"
 
     @property
     def prompt(self) -> str:
@@ -82,11 +114,27 @@ class MockReply:
     text: str = ""
     tool_calls: list[MockToolCall] = field(default_factory=list)
     reasoning: str | None = None
-    finish: str = "stop"  # stop | max_tokens | tool_calls | content_filter
+    finish: str = "stop"  # stop | max_tokens | tool_calls | content_filter | pause_turn
+    #: The whole prompt; the cache's reads and writes below are parts of it.
     input_tokens: int = 0
     output_tokens: int = 0
+    #: Prompt tokens read from a cache.
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    #: Prompt tokens written to a cache for 5 minutes, and for an hour (Anthropic).
+    cache_write_5m_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    #: Web searches the model ran on the server's side, by query (Anthropic's
+    #: `server_tool_use` blocks, OpenAI Responses' `web_search_call` items).
+    web_searches: list[str] = field(default_factory=list)
+    #: Prompt tokens of tool results the server's tools added (Gemini's
+    #: `toolUsePromptTokenCount`).
+    tool_use_prompt_tokens: int = 0
+
+    @property
+    def cache_numbers(self) -> bool:
+        """Whether the reply says anything of a cache (read or written)."""
+        return bool(self.cached_tokens or self.cache_write_5m_tokens or self.cache_write_1h_tokens)
 
 
 Script = Callable[[MockRequest], "str | MockReply | None"]
@@ -128,10 +176,141 @@ def answer(request: MockRequest, script: Script | None = None) -> MockReply:
     if reply.tool_calls and reply.finish == "stop":
         reply.finish = "tool_calls"
     if not reply.input_tokens:
-        reply.input_tokens = max(1, count_tokens(request.all_text))
+        unseen = request.cache.extra_tokens if request.cache is not None else 0
+        reply.input_tokens = max(1, count_tokens(request.all_text) + unseen)
     if not reply.output_tokens:
         spoken = reply.text + " ".join(
             msgspec.json.encode(c.arguments).decode() for c in reply.tool_calls
         )
         reply.output_tokens = max(1, count_tokens(spoken)) + reply.reasoning_tokens
     return reply
+
+
+# -- prompt caching ------------------------------------------------------------------------------
+
+#: How long a cache entry lives after it was last written or read, by its breakpoint's ttl.
+CACHE_TTL = {"5m": 300.0, "1h": 3600.0}
+#: How many blocks before a breakpoint the cache looks back for an earlier entry.
+CACHE_LOOKBACK = 20
+
+
+@dataclass(frozen=True, slots=True)
+class CachePlan:
+    """A prompt as a cache sees it: one boundary per block, and the breakpoints.
+
+    `boundaries[i]` is (the prompt's tokens up to and including its block i, a key of
+    that prefix); `breakpoints` are (boundary index, ttl "5m" or "1h"), in prompt order.
+    `extra_tokens` are prompt tokens the brain does not count (tool definitions).
+    Made by `cache_plan()`.
+    """
+
+    boundaries: tuple[tuple[int, str], ...]
+    breakpoints: tuple[tuple[int, str], ...]
+    extra_tokens: int = 0
+
+
+def cache_plan(
+    model: str, blocks: Iterable[tuple[int, Any, str | None]], *, extra_tokens: int = 0
+) -> CachePlan | None:
+    """The plan of a prompt made of `blocks` (tokens, content, breakpoint ttl or None), in
+    the order the provider caches them; None when no block is a breakpoint. A prefix's key
+    covers the model and every block's content up to it.
+
+    Example:
+        >>> blocks = [(1200, {"system": "..."}, "5m"), (2, {"user": "hi"}, None)]
+        >>> cache_plan("claude-x", blocks).breakpoints
+        ((0, '5m'),)
+    """
+    digest = hashlib.sha256(model.encode())
+    tokens = 0
+    boundaries: list[tuple[int, str]] = []
+    breakpoints: list[tuple[int, str]] = []
+    for index, (count, content, ttl) in enumerate(blocks):
+        digest.update(msgspec.json.encode(content))
+        tokens += count
+        boundaries.append((tokens, digest.copy().hexdigest()))
+        if ttl is not None:
+            breakpoints.append((index, ttl))
+    if not breakpoints:
+        return None
+    return CachePlan(tuple(boundaries), tuple(breakpoints), extra_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheUse:
+    """What one request did with the cache: tokens read, and written by ttl."""
+
+    read: int = 0
+    written_5m: int = 0
+    written_1h: int = 0
+
+
+class PromptCache:
+    """The server's cache of prompt prefixes, as Anthropic's prompt caching behaves.
+
+    A prefix is written at a breakpoint when it is at least `minimum` tokens long (shorter
+    ones are not cached, and that is no error), and lives `CACHE_TTL[ttl]` seconds from its
+    last write or read. A request reads the longest live prefix found at one of its
+    breakpoints or up to `CACHE_LOOKBACK` blocks before one; its later breakpoints are
+    written, each one's new tokens counted under its own ttl. Its clock is the monotonic
+    clock plus `advance()`s, so a test moves time instead of waiting.
+
+    Example:
+        >>> cache = PromptCache(minimum=3)
+        >>> plan = cache_plan("m", [(4, "long system prompt here", "5m"), (1, "hi", None)])
+        >>> cache.use(plan), cache.use(plan)
+        (CacheUse(read=0, written_5m=4, written_1h=0), CacheUse(read=4, written_5m=0, written_1h=0))
+        >>> cache.advance(301); cache.use(plan).written_5m
+        4
+    """
+
+    def __init__(self, minimum: int = 1024) -> None:
+        self.minimum = minimum
+        self._entries: dict[str, tuple[float, str]] = {}  # key -> (expiry, ttl)
+        self._offset = 0.0
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        return time.monotonic() + self._offset
+
+    def advance(self, seconds: float) -> None:
+        """Move the cache's clock `seconds` forward (entries expire as if that long passed)."""
+        with self._lock:
+            self._offset += seconds
+
+    def clear(self) -> None:
+        """Forget every entry (the clock stays where it is)."""
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        """The entries alive now."""
+        now = self.now()
+        with self._lock:
+            return sum(1 for expiry, _ in self._entries.values() if expiry > now)
+
+    def use(self, plan: CachePlan) -> CacheUse:
+        """Read what `plan`'s prompt finds in the cache and write its breakpoints' prefixes."""
+        now = self.now()
+        with self._lock:
+            read, hit = 0, None
+            for index, _ in plan.breakpoints:
+                for back in range(index, max(-1, index - CACHE_LOOKBACK - 1), -1):
+                    tokens, key = plan.boundaries[back]
+                    entry = self._entries.get(key)
+                    if entry is not None and entry[0] > now:
+                        if tokens > read:
+                            read, hit = tokens, key
+                        break
+            if hit is not None:
+                ttl = self._entries[hit][1]
+                self._entries[hit] = (now + CACHE_TTL[ttl], ttl)
+            covered, written = read, {"5m": 0, "1h": 0}
+            for index, ttl in plan.breakpoints:
+                tokens, key = plan.boundaries[index]
+                if tokens < self.minimum or tokens <= covered:
+                    continue
+                written[ttl] += tokens - covered
+                covered = tokens
+                self._entries[key] = (now + CACHE_TTL[ttl], ttl)
+        return CacheUse(read, written["5m"], written["1h"])

@@ -14,14 +14,68 @@ The server runs its own asyncio loop in a background thread (so tests on
 trio, sync tests and benchmarks can all use it), or in the foreground with
 `python -m vitals_engine.testing --port N`.
 
+Endpoints, each in its provider's wire format (the module of each format has its
+shapes in its docstring):
+
+- OpenAI Chat Completions, `POST {base_url("openai")}/chat/completions` (`formats/openai.py`);
+- OpenAI's Responses API, `POST {base_url("openai")}/responses` (`formats/openai_responses.py`):
+  `input` items, flat function tools, `text.format`, `reasoning`, `include`, `store`;
+  a `response` with `reasoning` (its `encrypted_content` read back from a later
+  request), `message` and `function_call` items; named stream events;
+- Anthropic Messages, `POST {base_url("anthropic")}/messages` (`formats/anthropic.py`),
+  with prompt caching and `pause_turn`;
+- Gemini `generateContent` and `streamGenerateContent`, under `base_url("google")`
+  (`formats/google.py`).
+
+A request the real API refuses is answered with that API's status and error body
+(OpenAI's `{"error": {"message", "type", "param", "code"}}`), and is neither counted
+nor logged: the Responses API's unknown or moved parameters and Chat Completions-shaped
+tools; what OpenAI's reasoning models refuse on both OpenAI endpoints (`o1`, `o3`,
+`o4-mini` ..., `gpt-5` and later but not `-chat` models: sampling parameters unless
+the reasoning effort is "none", `max_tokens` on Chat Completions, the `system` role on
+`o1-mini` / `o1-preview`; see `formats/openai_rules.py`); more than 4 Anthropic cache
+breakpoints; a Gemini `thinkingConfig` with both a budget and a level.
+
 Knobs: `latency` (seconds, or a (low, high) range drawn at random),
 `fail(kind, times=, model=)` for the next requests, `failure_rate(rate,
 kind=)` for a random share of them, `rpm(limit)` for a per-minute request
 limit answered with 429 + Retry-After, `script(fn)` for per-test replies,
 `cached_tokens` / `reasoning_tokens` to report in usage blocks.
 Failure kinds: "429", "500", "503", "529", "400", "401", "404",
-"malformed" (invalid JSON), "incomplete" (JSON without the promised
-fields), "hang" (never answers), "drop" (closes the connection).
+"quota" (the account's quota or credit is spent: OpenAI's 429 `insufficient_quota`,
+Anthropic's 400 "Your credit balance is too low ...", Gemini's 429
+`RESOURCE_EXHAUSTED` with a per-day `QuotaFailure` and a `RetryInfo`; none of them
+says Retry-After unless `fail(..., retry_after=)` does), "malformed" (invalid JSON),
+"incomplete" (JSON without the promised fields), "hang" (never answers), "drop"
+(closes the connection).
+
+A scripted `MockReply` may also say, beside its text, tool calls, reasoning and
+token counts: `finish="pause_turn"` with `web_searches=[query, ...]` (Anthropic's
+`stop_reason: "pause_turn"` after `server_tool_use` and `web_search_tool_result`
+blocks, and `usage.server_tool_use.web_search_requests`; the Responses API's
+`web_search_call` items); the cache's numbers, `cached_tokens` (read),
+`cache_write_5m_tokens` and `cache_write_1h_tokens` (written), which take the
+place of the prompt cache below; `tool_use_prompt_tokens` (Gemini's
+`toolUsePromptTokenCount`). A request that ends with the assistant's content
+(`request.continuing`, after a `pause_turn`) is answered as the brain goes on.
+
+Prompt caching (Anthropic's `cache_control` breakpoints, on tools, system blocks and
+message blocks): the server keeps the prompt prefixes written, per model, in
+`prompt_cache`. A prefix up to a breakpoint of at least `min_cacheable_tokens`
+tokens (1024 unless told; the mock's tokens are whitespace words) is written the first
+time (`cache_creation_input_tokens`, split by ttl in `cache_creation`) and read by a
+later request with the same prefix within its ttl, 5 minutes or an hour from its last
+use (`cache_read_input_tokens`), looking back up to 20 blocks before each breakpoint;
+`input_tokens` is the rest. A shorter prefix is not cached, without an error, as with
+the API. The cache's clock moves with `prompt_cache.advance(seconds)`, so a test of a
+ttl never waits; `reset()` empties the cache.
+
+```python
+server.min_cacheable_tokens = 10
+server.script(lambda req: reply("paused", finish="pause_turn", web_searches=["rain"]))
+server.fail("quota", model="gpt-4.1-mini")
+server.prompt_cache.advance(301)               # 5-minute entries have expired
+```
 
 Streaming: a request that asks for it (OpenAI and Anthropic `"stream": true`,
 Gemini `:streamGenerateContent?alt=sse`) is answered with the provider's real
@@ -33,7 +87,8 @@ and the format's completion marker. Its knobs:
 - failure kinds only for streamed requests (others pass them by):
   "cut" (the connection closes after some events) and "stream-error" (an
   error event after some events: Anthropic `overloaded_error`, an OpenAI
-  error chunk, a Gemini error chunk; `fail(..., status=429)` for another
+  error chunk, the Responses API's `response.failed` (or, for a status under 500,
+  an `error` event), a Gemini error chunk; `fail(..., status=429)` for another
   kind); on a streamed request "malformed" sends an event that is not JSON.
   `fail(..., after=n)` sends n events first (default: half of them);
 - `hold_stream()`: streamed replies pause after their first text delta until
@@ -94,16 +149,18 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from .batches import BatchItem, BatchStore, MockBatch, add_routes
-from .brain import MockReply, MockRequest, Script, answer
-from .formats import WireFormat
+from .batches import BatchItem, BatchKnobs, BatchStore, MockBatch, add_routes
+from .brain import MockReply, MockRequest, PromptCache, Script, answer
+from .formats import Refused, WireFormat
 
 __all__ = ["Failure", "MockServer", "RecordedRequest", "StreamHold"]
 
 _STATUS = {"429": 429, "500": 500, "503": 503, "529": 529, "400": 400, "401": 401, "404": 404}
+#: The fewest tokens a prompt prefix needs to be cached, unless a test says otherwise.
+MIN_CACHEABLE_TOKENS = 1024
 #: Failures that only a streamed request can have.
 STREAM_KINDS = frozenset({"cut", "stream-error"})
-KINDS = frozenset(_STATUS) | {"malformed", "incomplete", "hang", "drop"} | STREAM_KINDS
+KINDS = frozenset(_STATUS) | {"quota", "malformed", "incomplete", "hang", "drop"} | STREAM_KINDS
 _MESSAGES = {
     429: "Rate limit reached for requests",
     401: "Incorrect API key provided",
@@ -191,6 +248,7 @@ def _formats() -> list[WireFormat]:
     found: list[WireFormat] = []
     for module, cls in (
         ("openai", "OpenAIFormat"),
+        ("openai_responses", "ResponsesFormat"),
         ("anthropic", "AnthropicFormat"),
         ("google", "GoogleFormat"),
     ):
@@ -215,7 +273,7 @@ class _State:
     hold: StreamHold | None = None
 
 
-class MockServer:
+class MockServer(BatchKnobs):
     """The mock model server. Use as a context manager, or `start()` / `stop()`.
 
     Args:
@@ -263,6 +321,7 @@ class MockServer:
         self._batches = BatchStore(
             self._lock, reply=self._reply, record=self._record_batched, delay=batch_delay
         )
+        self._prompt_cache = PromptCache(MIN_CACHEABLE_TOKENS)
 
     # -- knobs ------------------------------------------------------------------
 
@@ -298,6 +357,21 @@ class MockServer:
     @reasoning_tokens.setter
     def reasoning_tokens(self, value: int) -> None:
         self._state.reasoning_tokens = value
+
+    @property
+    def prompt_cache(self) -> PromptCache:
+        """The prompt prefixes Anthropic requests cached (`len()`, `advance(seconds)`,
+        `clear()`); see `PromptCache`."""
+        return self._prompt_cache
+
+    @property
+    def min_cacheable_tokens(self) -> int:
+        """The fewest tokens a prompt prefix needs to be cached (1024 unless told)."""
+        return self._prompt_cache.minimum
+
+    @min_cacheable_tokens.setter
+    def min_cacheable_tokens(self, value: int) -> None:
+        self._prompt_cache.minimum = value
 
     def script(self, fn: Script | None) -> None:
         """Answer with `fn(request)` (a string or a `MockReply`; None falls back)."""
@@ -351,79 +425,6 @@ class MockServer:
         self._state.hold = hold
         return hold
 
-    # -- batches --------------------------------------------------------------------------
-
-    @property
-    def batch_delay(self) -> float:
-        """Seconds from a batch's submission until it has ended."""
-        return self._batches.delay
-
-    @batch_delay.setter
-    def batch_delay(self, value: float) -> None:
-        self._batches.delay = value
-
-    @property
-    def batches_enabled(self) -> bool:
-        """False: every batch route answers 404, as from a server without batch APIs."""
-        return self._batches.enabled
-
-    @batches_enabled.setter
-    def batches_enabled(self, value: bool) -> None:
-        self._batches.enabled = value
-
-    @property
-    def max_batch_requests(self) -> int | None:
-        """The most requests a batch may hold (None: no cap); more is refused with 400."""
-        return self._batches.max_requests
-
-    @max_batch_requests.setter
-    def max_batch_requests(self, value: int | None) -> None:
-        self._batches.max_requests = value
-
-    @property
-    def batches(self) -> dict[str, MockBatch]:
-        """The batches submitted, by id ("batch_…", "msgbatch_…", "batches/…")."""
-        return self._batches.batches
-
-    @property
-    def batch_submissions(self) -> collections.Counter[str]:
-        """How many times each custom id came in an accepted batch."""
-        return self._batches.submissions
-
-    @property
-    def batch_polls(self) -> collections.Counter[str]:
-        """Status requests (`GET` of a batch), by batch id."""
-        return self._batches.polls
-
-    def fail_in_batch(self, kind: str, *, times: int | None = 1, model: str | None = None) -> None:
-        """Fail the next `times` batched requests (for `model`, or any) with `kind`: one of
-        "400", "429", "500" (answered with that error inside the batch's results) or
-        "expired" (reported expired while the batch completes).
-
-        Example:
-            >>> server.fail_in_batch("429", times=2, model="gpt-4.1-mini")
-        """
-        self._batches.fail_in_batch(kind, times=times, model=model)
-
-    def expire_batches(self, times: int = 1, *, finished: int = 0) -> None:
-        """Let the next `times` batches expire after `batch_delay`, their first `finished`
-        requests answered and the rest expired.
-
-        Example:
-            >>> server.expire_batches(finished=2)    # the next batch: 2 results, the rest expired
-        """
-        self._batches.expire_batches(times, finished=finished)
-
-    def end_batches(self) -> None:
-        """End every batch in progress now (its next poll finds it ended, every request
-        answered), whatever `batch_delay` was when it came in.
-
-        Example:
-            >>> server.batch_delay = 3600    # batches that wait ...
-            >>> server.end_batches()         # ... until the test lets them end
-        """
-        self._batches.end_soon()
-
     def per_second(self) -> list[int]:
         """Requests received in each whole second of the clock (from the first request's
         second to the last's, empty seconds included), from the request log.
@@ -445,8 +446,8 @@ class MockServer:
 
     def reset(self) -> None:
         """Back to how the server started: counters, request log, failures, limits,
-        scripts, latency, stream delay, held streams, token knobs, and batches with
-        their knobs, plans and counters."""
+        scripts, latency, stream delay, held streams, token knobs, the prompt cache and its
+        minimum, and batches with their knobs, plans and counters."""
         with self._lock:
             self._state.latency = self._initial_latency
             self._state.stream_delay = self._initial_stream_delay
@@ -455,6 +456,8 @@ class MockServer:
                 hold.release()
             self._state.cached_tokens = 0
             self._state.reasoning_tokens = 0
+            self._prompt_cache.clear()
+            self._prompt_cache.minimum = MIN_CACHEABLE_TOKENS
             self.requests = 0
             self.requests_by_model.clear()
             self.peak_in_flight = 0
@@ -613,6 +616,8 @@ class MockServer:
         try:
             body = msgspec.json.decode(raw)
             request = fmt.parse(body, http.match_info, http.query)
+        except Refused as refused:
+            return web.json_response(fmt.refusal_body(refused), status=refused.status)
         except (msgspec.DecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
             return web.json_response(fmt.error_body(400, f"invalid request: {exc}"), status=400)
         with self._lock:
@@ -633,7 +638,7 @@ class MockServer:
         if failure is not None and not midstream:
             record.outcome = failure.kind
             record.answered = time.time()
-            return await self._fail(fmt, http, failure)
+            return await self._fail(fmt, http, failure, request.model)
         reply = self._reply(request)
         if request.stream:
             return await self._stream(fmt, http, request, reply, record, failure)
@@ -645,8 +650,14 @@ class MockServer:
         )
 
     def _reply(self, request: MockRequest) -> MockReply:
-        """The brain's reply to `request`, with the server's script and token knobs."""
+        """The brain's reply to `request`, with the server's script, token knobs and prompt
+        cache (which counts only when neither the reply nor a knob says what was cached)."""
         reply = answer(request, self._state.script)
+        if request.cache is not None and not reply.cache_numbers and not self._state.cached_tokens:
+            used = self._prompt_cache.use(request.cache)
+            reply.cached_tokens = used.read
+            reply.cache_write_5m_tokens = used.written_5m
+            reply.cache_write_1h_tokens = used.written_1h
         reply.cached_tokens = reply.cached_tokens or min(
             self._state.cached_tokens, reply.input_tokens
         )
@@ -701,12 +712,12 @@ class MockServer:
         )
         await response.prepare(http)
         hold = self._state.hold
-        for sent, event in enumerate(events):
-            if sent == stop:
-                break
+        sent = 0
+        for event in events[:stop]:
             if sent and self._state.stream_delay > 0:
                 await asyncio.sleep(self._state.stream_delay)
             await response.write(event.encode())
+            sent += 1
             if event.text and hold is not None:
                 await hold.wait()
                 hold = None  # once per stream
@@ -718,14 +729,15 @@ class MockServer:
                 return response
             if failure.kind == "stream-error":
                 status = failure.status or fmt.stream_error_status
-                await response.write(fmt.stream_error(status, _message(status)).encode())
+                error = fmt.stream_error(status, _message(status), sequence=sent, request=request)
+                await response.write(error.encode())
             else:  # malformed
                 await response.write(fmt.malformed_event().encode())
         await response.write_eof()
         return response
 
     async def _fail(
-        self, fmt: WireFormat, http: web.Request, failure: Failure
+        self, fmt: WireFormat, http: web.Request, failure: Failure, model: str
     ) -> web.StreamResponse:
         kind = failure.kind
         if kind == "hang":
@@ -746,8 +758,11 @@ class MockServer:
             return web.Response(body=b'{"choices": [oops', content_type="application/json")
         if kind == "incomplete":
             return web.json_response(fmt.incomplete_body())
-        status = _STATUS[kind]
         headers: dict[str, str] = {"x-request-id": f"req_{self.requests}"}
+        if kind == "quota":
+            status, body, more = fmt.quota_error(model, failure.retry_after)
+            return web.json_response(body, status=status, headers={**headers, **more})
+        status = _STATUS[kind]
         message = _message(status)
         if failure.retry_after is not None:
             wait = failure.retry_after

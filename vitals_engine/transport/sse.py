@@ -99,6 +99,11 @@ async def server_sent_events(
     """
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     parser = EventStreamParser()
-    async for chunk in chunks:
-        for event in parser.feed(decoder.decode(chunk)):
-            yield event
+    try:
+        async for chunk in chunks:
+            for event in parser.feed(decoder.decode(chunk)):
+                yield event
+    finally:  # closed early (a reader stops at its marker): close the body's chunks too
+        close = getattr(chunks, "aclose", None)
+        if close is not None:
+            await close()

@@ -16,7 +16,7 @@ rows changed after that version.
 
 A row of `summaries.json` whose sample had every call of a role answered from a
 cache (its model events' `"cache": "read"`) has `cached`: `{role: {"requests",
-"input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens",
+"input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens",
 "cost"}}`; the page splits the header's cost row of that role into its live and
 cached parts with it, as `read_log(...).get_cost()` does. Other rows have none.
 

@@ -205,8 +205,9 @@ def _cached(sample: LiteSample, requests: dict[str, int]) -> dict[str, dict[str,
         if all_cached and u is not None:
             out[role] = {
                 "requests": requests.get(role, 0),
-                "input_tokens": u.input_tokens + (u.input_tokens_cache_write or 0),
+                "input_tokens": u.input_tokens,
                 "cached_input_tokens": u.input_tokens_cache_read or 0,
+                "cache_write_tokens": u.input_tokens_cache_write or 0,
                 "output_tokens": u.output_tokens,
                 "reasoning_tokens": u.reasoning_tokens or 0,
                 "cost": u.total_cost,

@@ -78,3 +78,6 @@ class ModelCall:
     #: "write": sent, and its reply stored in the cache; None: no cache.
     cache: str | None = None
     cached_from: ReplyOrigin | None = None
+    #: The call's settings besides its request's parameters, as the log's generate config
+    #: records them (reasoning, prompt caching); None for most calls.
+    config: dict[str, Any] | None = None

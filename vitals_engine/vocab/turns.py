@@ -85,27 +85,41 @@ class ContentToolResult(
 class ContentThinking(
     msgspec.Struct, tag="thinking", tag_field="type", frozen=True, omit_defaults=True
 ):
-    """The model's reasoning, as the provider returned it."""
+    """The model's reasoning, as the provider returned it: its text (a summary, where the
+    provider shows no more), the provider's signature or encrypted form of it, and its item
+    id where the provider names it (OpenAI's Responses API), so it can be sent back."""
 
     thinking: str
     signature: str | None = None
     redacted: bool = False
+    id: str | None = None
 
 
 Content = ContentText | ContentImage | ContentToolRequest | ContentToolResult | ContentThinking
 
 
-class TokenUsage(msgspec.Struct, frozen=True, omit_defaults=True):
-    """Tokens of one model call.
+class TokenUsage(msgspec.Struct, frozen=True, omit_defaults=True, repr_omit_defaults=True):
+    """Tokens (and per-request fees) of one model call, as the provider billed them.
 
-    `input` excludes cached input tokens (which are `cached_input`), as in
-    Inspect's logs; `reasoning` is part of `output`.
+    `input` excludes the input read from the provider's prompt cache (`cached_input`)
+    and the input written to it (`cache_write`), as in Inspect's logs: the whole prompt
+    is `input + cached_input + cache_write`. `cache_write_1h` is the part of
+    `cache_write` kept for an hour (Anthropic bills it dearer than 5-minute writes).
+    `reasoning` is part of `output`. `web_searches` counts server-side web searches,
+    billed per request.
+
+    Example:
+        >>> TokenUsage(input=10, output=2) + TokenUsage(input=5, cache_write=100)
+        TokenUsage(input=15, output=2, cache_write=100)
     """
 
     input: int = 0
     output: int = 0
     cached_input: int = 0
     reasoning: int = 0
+    cache_write: int = 0
+    cache_write_1h: int = 0
+    web_searches: int = 0
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
@@ -113,11 +127,30 @@ class TokenUsage(msgspec.Struct, frozen=True, omit_defaults=True):
             self.output + other.output,
             self.cached_input + other.cached_input,
             self.reasoning + other.reasoning,
+            self.cache_write + other.cache_write,
+            self.cache_write_1h + other.cache_write_1h,
+            self.web_searches + other.web_searches,
+        )
+
+    def __sub__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.input - other.input,
+            self.output - other.output,
+            self.cached_input - other.cached_input,
+            self.reasoning - other.reasoning,
+            self.cache_write - other.cache_write,
+            self.cache_write_1h - other.cache_write_1h,
+            self.web_searches - other.web_searches,
         )
 
     @property
+    def prompt(self) -> int:
+        """The whole prompt: uncached, read from the cache and written to it."""
+        return self.input + self.cached_input + self.cache_write
+
+    @property
     def total(self) -> int:
-        return self.input + self.cached_input + self.output
+        return self.input + self.cached_input + self.cache_write + self.output
 
 
 FinishReason = Literal["stop", "max_tokens", "tool_calls", "content_filter", "unknown"]
@@ -143,6 +176,9 @@ class Turn(msgspec.Struct, omit_defaults=True):
     started_at: float | None = None  # unix time of the request
     duration: float | None = None  # seconds the request took
     retries: int = 0
+    #: The service tier that served the call, as the provider said ("flex", "priority"
+    #: ...; None: the standard one), for its price.
+    service_tier: str | None = None
 
     @classmethod
     def user(cls, *parts: str | Content) -> Turn:

@@ -35,6 +35,7 @@ def cost_schema() -> dict[str, type[pl.DataType]]:
         "requests": pl.Int64,
         "input_tokens": pl.Int64,
         "cached_input_tokens": pl.Int64,
+        "cache_write_tokens": pl.Int64,
         "output_tokens": pl.Int64,
         "reasoning_tokens": pl.Int64,
         "cost": pl.Float64,
@@ -57,13 +58,7 @@ class UsageRow:
 
     def less(self, other: UsageRow) -> UsageRow:
         """What this row has beyond `other` (a part of it)."""
-        t, o = self.tokens, other.tokens
-        tokens = TokenUsage(
-            t.input - o.input,
-            t.output - o.output,
-            t.cached_input - o.cached_input,
-            t.reasoning - o.reasoning,
-        )
+        tokens = self.tokens - other.tokens
         cost = None if self.cost is None or other.cost is None else self.cost - other.cost
         return UsageRow(self.requests - other.requests, tokens, cost)
 
@@ -175,6 +170,7 @@ class UsageLedger:
                 "requests": [self.rows[k].requests for k in keys],
                 "input_tokens": [self.rows[k].tokens.input for k in keys],
                 "cached_input_tokens": [self.rows[k].tokens.cached_input for k in keys],
+                "cache_write_tokens": [self.rows[k].tokens.cache_write for k in keys],
                 "output_tokens": [self.rows[k].tokens.output for k in keys],
                 "reasoning_tokens": [self.rows[k].tokens.reasoning for k in keys],
                 "cost": [self.rows[k].cost for k in keys],

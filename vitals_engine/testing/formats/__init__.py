@@ -14,7 +14,7 @@ import msgspec
 
 from ..brain import MockReply, MockRequest
 
-__all__ = ["StreamEvent", "WireFormat", "fragments", "pieces"]
+__all__ = ["Refused", "StreamEvent", "WireFormat", "fragments", "pieces"]
 
 _WORD = re.compile(r"\S+\s*|\s+")
 
@@ -35,6 +35,31 @@ def fragments(text: str, count: int = 3) -> list[str]:
         return []
     size = max(1, -(-len(text) // count))
     return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+class Refused(ValueError):
+    """A request the real API refuses, and the error it answers with: its HTTP status,
+    message, and the fields OpenAI's error bodies add (`param`, `code`, `type`).
+
+    Example:
+        >>> raise Refused("Unknown parameter: 'seed'.", param="seed", code="unknown_parameter")
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 400,
+        param: str | None = None,
+        code: str | None = None,
+        kind: str = "invalid_request_error",
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.param = param
+        self.code = code
+        self.kind = kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +94,8 @@ class WireFormat(ABC):
         """The request body (and path and query parameters) as a `MockRequest`, with
         `stream` set when the request asks for a streamed reply.
 
-        Raise ValueError with a message for a request the real API would
-        refuse with 400.
+        Raise `Refused` for a request the real API refuses, with its status and error
+        fields; any other ValueError is answered as a 400 "invalid request".
         """
 
     @abstractmethod
@@ -83,8 +108,11 @@ class WireFormat(ABC):
         its text in several deltas, up to the format's completion marker."""
 
     @abstractmethod
-    def stream_error(self, status: int, message: str) -> StreamEvent:
-        """The error event the provider sends mid-stream for a failure of `status`."""
+    def stream_error(
+        self, status: int, message: str, *, sequence: int = 0, request: MockRequest | None = None
+    ) -> StreamEvent:
+        """The error event the provider sends mid-stream for a failure of `status`, after
+        `sequence` events of its reply to `request`."""
 
     def malformed_event(self) -> StreamEvent:
         """An event whose data is not JSON."""
@@ -93,6 +121,17 @@ class WireFormat(ABC):
     @abstractmethod
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         """The provider's error body."""
+
+    def refusal_body(self, refused: Refused) -> dict[str, Any]:
+        """The provider's error body for a request it refuses (`Refused` from `parse()`)."""
+        return self.error_body(refused.status, refused.message)
+
+    @abstractmethod
+    def quota_error(
+        self, model: str, retry_after: float | None
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """The provider's answer when the account's quota or credit is spent: HTTP
+        status, body and headers (`retry_after`: seconds the answer announces, if any)."""
 
     def rate_limit_headers(self, retry_after: float) -> dict[str, str]:
         """Provider-specific headers of a 429 besides `retry-after`."""

@@ -17,12 +17,34 @@ block `content_block_start`, its deltas (`thinking_delta` pieces then one
 tool's input) and `content_block_stop`, then `message_delta` (stop reason and
 output tokens) and `message_stop`. A mid-stream failure is an `event: error`
 (`overloaded_error` unless told otherwise).
+
+Prompt caching: `cache_control` breakpoints (`{"type": "ephemeral"}`, with `"ttl"` "5m"
+or "1h") on tools, system blocks and message content blocks, at most 4 (more is the
+API's 400, as is a 1h breakpoint after a 5m one, or one on an empty text block), make
+the request's `CachePlan`: the prompt in the order the API caches it (tools, system,
+messages), a block at a time, counted in the brain's tokens (whitespace words of the
+text; a tool definition is the words of its JSON, and counts in `input_tokens` then).
+The server's `PromptCache` says what was read and written; the usage block carries
+`cache_creation_input_tokens`, `cache_read_input_tokens`, `input_tokens` (the rest), and
+`cache_creation: {"ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"}` when the
+request had breakpoints or the reply wrote to the cache.
+
+Server tools: a reply's `web_searches` are `server_tool_use` blocks (`web_search`, the
+query as input) each followed by its `web_search_tool_result`, and
+`usage.server_tool_use.web_search_requests`; a `pause_turn` finish is the API's
+`stop_reason: "pause_turn"`, and the next request, ending with that assistant content,
+goes on (`MockRequest.continuing`).
+
+A spent credit balance (`fail("quota")`) is the API's 400 `invalid_request_error`
+"Your credit balance is too low to access the Anthropic API. ...": the API answers so,
+though its documentation also lists a 402 `billing_error`.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import time
 import uuid
 from collections.abc import Mapping
@@ -31,8 +53,9 @@ from typing import Any
 
 import msgspec
 
-from ..brain import MockMessage, MockReply, MockRequest, MockToolCall
-from . import StreamEvent, WireFormat, fragments, pieces
+from ...providers.mock import count_tokens
+from ..brain import CachePlan, MockMessage, MockReply, MockRequest, MockToolCall, cache_plan
+from . import Refused, StreamEvent, WireFormat, fragments, pieces
 
 __all__ = ["AnthropicFormat", "signature_of"]
 
@@ -41,7 +64,13 @@ _STOP = {
     "max_tokens": "max_tokens",
     "tool_calls": "tool_use",
     "content_filter": "refusal",
+    "pause_turn": "pause_turn",
 }
+_CREDIT = (
+    "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing "
+    "to upgrade or purchase credits."
+)
+_MAX_BREAKPOINTS = 4
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -130,23 +159,134 @@ def _user(message: Mapping[str, Any], pending: set[str]) -> list[MockMessage]:
 def _assistant(message: Mapping[str, Any]) -> MockMessage:
     texts: list[str] = []
     calls: list[MockToolCall] = []
+    thoughts: list[str] = []
+    searches: set[str] = set()
     for block in _blocks(message["content"]):
         kind = block.get("type")
         if kind == "text":
             texts.append(block["text"])
-        elif kind == "tool_use":
+        elif kind in ("tool_use", "server_tool_use"):
             if not isinstance(block.get("input"), dict):
-                raise ValueError("a tool_use block needs an 'input' object")
-            calls.append(MockToolCall(block["id"], block["name"], block["input"]))
+                raise ValueError(f"a {kind} block needs an 'input' object")
+            if kind == "server_tool_use":
+                searches.add(block["id"])
+            else:
+                calls.append(MockToolCall(block["id"], block["name"], block["input"]))
+        elif kind == "web_search_tool_result":
+            if block.get("tool_use_id") not in searches:
+                raise ValueError("a web_search_tool_result answers no server_tool_use before it")
         elif kind == "thinking":
             if block.get("signature") != signature_of(block["thinking"]):
                 raise ValueError("a thinking block's signature does not match its thinking")
+            thoughts.append(block["thinking"])
         elif kind == "redacted_thinking":
             if not block.get("data"):
                 raise ValueError("a redacted_thinking block needs 'data'")
         else:
             raise ValueError(f"unexpected block type {kind!r} in an assistant message")
-    return MockMessage("assistant", "".join(texts), tool_calls=calls)
+    reasoning = "".join(thoughts) or None
+    return MockMessage("assistant", "".join(texts), tool_calls=calls, reasoning=reasoning)
+
+
+def _ttl(block: Mapping[str, Any], where: str) -> str | None:
+    """The ttl of a block's `cache_control` breakpoint ("5m" or "1h"), or None."""
+    control = block.get("cache_control")
+    if control is None:
+        return None
+    if not isinstance(control, dict) or control.get("type") != "ephemeral":
+        raise Refused(f"{where}.cache_control.type: Input should be 'ephemeral'")
+    for key in control:
+        if key not in ("type", "ttl"):
+            raise Refused(f"{where}.cache_control.ephemeral.{key}: Extra inputs are not permitted")
+    ttl = control.get("ttl", "5m")
+    if ttl not in ("5m", "1h"):
+        raise Refused(f"{where}.cache_control.ephemeral.ttl: Input should be '5m' or '1h'")
+    if block.get("type") == "text" and not block.get("text"):
+        raise Refused(f"{where}: cache_control cannot be set for empty text blocks")
+    return ttl
+
+
+def _block_tokens(block: Mapping[str, Any]) -> int:
+    """A content block's tokens as the brain counts them: its text's words."""
+    kind = block.get("type")
+    if kind == "text":
+        return count_tokens(str(block.get("text") or ""))
+    if kind == "tool_result":
+        return count_tokens(_text_of(block.get("content")))
+    return 0
+
+
+def _has_breakpoints(body: Mapping[str, Any]) -> bool:
+    """Whether any tool, system block or message block carries `cache_control`."""
+    system = body.get("system")
+    groups = [body.get("tools") or [], system if isinstance(system, list) else []]
+    groups += [m.get("content") for m in body["messages"] if isinstance(m.get("content"), list)]
+    return any(isinstance(b, dict) and "cache_control" in b for group in groups for b in group)
+
+
+def _plan(body: Mapping[str, Any], model: str) -> CachePlan | None:
+    """The request's `CachePlan` (its blocks in cache order, and its breakpoints), or None."""
+    if not _has_breakpoints(body):
+        return None
+    blocks: list[tuple[int, Any, str | None]] = []
+    unseen = 0
+    for i, tool in enumerate(body.get("tools") or []):
+        definition = {k: v for k, v in tool.items() if k != "cache_control"}
+        tokens = count_tokens(msgspec.json.encode(definition).decode())
+        unseen += tokens
+        blocks.append((tokens, {"tool": definition}, _ttl(tool, f"tools.{i}")))
+    system = body.get("system")
+    if isinstance(system, str):
+        blocks.append((count_tokens(system), {"system": system}, None))
+    elif isinstance(system, list):
+        for i, block in enumerate(system):
+            content = {k: v for k, v in block.items() if k != "cache_control"}
+            blocks.append((_block_tokens(block), {"system": content}, _ttl(block, f"system.{i}")))
+    for m, message in enumerate(body["messages"]):
+        role = message.get("role")
+        for b, block in enumerate(_blocks(message.get("content"))):
+            content = {k: v for k, v in block.items() if k != "cache_control"}
+            ttl = _ttl(block, f"messages.{m}.content.{b}")
+            blocks.append((_block_tokens(block), {role: content}, ttl))
+    ttls = [ttl for _, _, ttl in blocks if ttl is not None]
+    if len(ttls) > _MAX_BREAKPOINTS:
+        raise Refused(
+            f"A maximum of {_MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {len(ttls)}."
+        )
+    for before, after in itertools.pairwise(ttls):
+        if before == "5m" and after == "1h":
+            raise Refused(
+                "a cache_control block with ttl='1h' must not come after one with ttl='5m'"
+            )
+    return cache_plan(model, blocks, extra_tokens=unseen)
+
+
+def _search_blocks(reply: MockReply) -> list[dict[str, Any]]:
+    """A `server_tool_use` block and its `web_search_tool_result` for each search."""
+    blocks: list[dict[str, Any]] = []
+    for n, query in enumerate(reply.web_searches):
+        call_id = f"srvtoolu_{uuid.uuid4().hex[:24]}"
+        slug = "-".join(query.lower().split()) or "search"
+        found = {
+            "type": "web_search_result",
+            "url": f"https://example.com/{slug}",
+            "title": f"Result {n + 1} for {query}",
+            "encrypted_content": base64.b64encode(query.encode()).decode("ascii"),
+            "page_age": None,
+        }
+        blocks.append(
+            {
+                "type": "server_tool_use",
+                "id": call_id,
+                "name": "web_search",
+                "input": {"query": query},
+            }
+        )
+        blocks.append(
+            {"type": "web_search_tool_result", "tool_use_id": call_id, "content": [found]}
+        )
+    return blocks
 
 
 def _block_events(index: int, block: dict[str, Any]) -> list[StreamEvent]:
@@ -160,7 +300,7 @@ def _block_events(index: int, block: dict[str, Any]) -> list[StreamEvent]:
     elif kind == "text":
         opening = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": p} for p in pieces(block["text"])]
-    elif kind == "tool_use":
+    elif kind in ("tool_use", "server_tool_use"):
         opening = {**block, "input": {}}
         arguments = msgspec.json.encode(block["input"]).decode()
         deltas = [{"type": "input_json_delta", "partial_json": f} for f in fragments(arguments)]
@@ -174,6 +314,26 @@ def _block_events(index: int, block: dict[str, Any]) -> list[StreamEvent]:
     stop = {"type": "content_block_stop", "index": index}
     events.append(StreamEvent(stop, "content_block_stop"))
     return events
+
+
+def _usage(request: MockRequest, reply: MockReply) -> dict[str, Any]:
+    """The usage block: the prompt split into the cache's reads, its writes, and the rest."""
+    read = min(reply.cached_tokens, reply.input_tokens)
+    five, hour = reply.cache_write_5m_tokens, reply.cache_write_1h_tokens
+    usage: dict[str, Any] = {
+        "input_tokens": max(0, reply.input_tokens - read - five - hour),
+        "cache_creation_input_tokens": five + hour,
+        "cache_read_input_tokens": read,
+        "output_tokens": reply.output_tokens,
+    }
+    if request.cache is not None or five or hour:
+        usage["cache_creation"] = {
+            "ephemeral_5m_input_tokens": five,
+            "ephemeral_1h_input_tokens": hour,
+        }
+    if reply.web_searches:
+        usage["server_tool_use"] = {"web_search_requests": len(reply.web_searches)}
+    return usage
 
 
 class AnthropicFormat(WireFormat):
@@ -220,6 +380,7 @@ class AnthropicFormat(WireFormat):
                     "parameters": tool["input_schema"],
                 }
             )
+        request.cache = _plan(body, request.model)
         choice = body.get("tool_choice") or {}
         if choice.get("type") == "tool":
             forced = next((t for t in request.tools if t["name"] == choice.get("name")), None)
@@ -247,7 +408,8 @@ class AnthropicFormat(WireFormat):
                     "signature": signature_of(reply.reasoning),
                 }
             )
-        stop = _STOP[reply.finish]
+        content += _search_blocks(reply)
+        stop = _STOP.get(reply.finish, "end_turn")
         forced = self._forced_tool(request)
         value: Any = None
         if forced is not None and not reply.tool_calls and reply.text:
@@ -271,7 +433,6 @@ class AnthropicFormat(WireFormat):
             content.append(
                 {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
             )
-        cached = min(reply.cached_tokens, reply.input_tokens)
         return {
             "id": f"msg_{uuid.uuid4().hex[:24]}",
             "type": "message",
@@ -280,12 +441,7 @@ class AnthropicFormat(WireFormat):
             "content": content,
             "stop_reason": stop,
             "stop_sequence": None,
-            "usage": {
-                "input_tokens": reply.input_tokens - cached,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": cached,
-                "output_tokens": reply.output_tokens,
-            },
+            "usage": _usage(request, reply),
         }
 
     def render_stream(self, request: MockRequest, reply: MockReply) -> list[StreamEvent]:
@@ -304,16 +460,21 @@ class AnthropicFormat(WireFormat):
         ]
         for index, block in enumerate(message["content"]):
             events += _block_events(index, block)
+        counts = {"output_tokens": usage["output_tokens"]}
+        if "server_tool_use" in usage:
+            counts["server_tool_use"] = usage["server_tool_use"]
         delta = {
             "type": "message_delta",
             "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-            "usage": {"output_tokens": usage["output_tokens"]},
+            "usage": counts,
         }
         events.append(StreamEvent(delta, "message_delta"))
         events.append(StreamEvent({"type": "message_stop"}, "message_stop"))
         return events
 
-    def stream_error(self, status: int, message: str) -> StreamEvent:
+    def stream_error(
+        self, status: int, message: str, *, sequence: int = 0, request: MockRequest | None = None
+    ) -> StreamEvent:
         return StreamEvent(self.error_body(status, message), "error")
 
     def malformed_event(self) -> StreamEvent:
@@ -322,6 +483,14 @@ class AnthropicFormat(WireFormat):
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         kind = _ERROR_TYPES.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
+
+    def quota_error(
+        self, model: str, retry_after: float | None
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        body = self.error_body(400, _CREDIT)
+        body["request_id"] = f"req_{uuid.uuid4().hex[:24]}"
+        headers = {} if retry_after is None else {"retry-after": f"{retry_after:g}"}
+        return 400, body, headers
 
     def rate_limit_headers(self, retry_after: float) -> dict[str, str]:
         reset = datetime.fromtimestamp(time.time() + retry_after, UTC)

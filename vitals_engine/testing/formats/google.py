@@ -13,6 +13,20 @@ the last chunk with the `finishReason` and the final `usageMetadata`. A
 mid-stream failure is a chunk `{"error": {...}}` (503 UNAVAILABLE unless told
 otherwise). Without `alt=sse` the API streams a JSON array, which this mock
 does not serve (400).
+
+`generationConfig.thinkingConfig` takes `includeThoughts`, `thinkingBudget` (an
+integer) or `thinkingLevel` ("minimal", "low", "medium", "high"), not both of the last
+two ("You can only set only one of thinking budget and thinking level.", 400).
+`usageMetadata` counts the prompt (`promptTokenCount`, the cached part of it in
+`cachedContentTokenCount`), the reply's text beside its thoughts (`candidatesTokenCount`,
+`thoughtsTokenCount`), and tool results the server's tools added
+(`toolUsePromptTokenCount`), all in `totalTokenCount`.
+
+A spent quota (`fail("quota")`) is a 429 `RESOURCE_EXHAUSTED` with the API's details:
+a `google.rpc.QuotaFailure` whose violation names a per-day quota
+(`GenerateRequestsPerDayPerProjectPerModel-FreeTier`), a `google.rpc.Help` link and a
+`google.rpc.RetryInfo` (`retryDelay` until the quota's day ends at midnight Pacific
+time, unless `fail(..., retry_after=)` says otherwise).
 """
 
 from __future__ import annotations
@@ -20,6 +34,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -83,6 +98,32 @@ _CONFIG_KEYS = frozenset(
     }
 )
 _DATA_FIELDS = ("text", "inlineData", "fileData", "functionCall", "functionResponse")
+_THINKING_KEYS = frozenset({"includeThoughts", "thinkingBudget", "thinkingLevel"})
+_THINKING_LEVELS = ("minimal", "low", "medium", "high")
+_RPC = "type.googleapis.com/google.rpc."
+_QUOTA_METRIC = "generativelanguage.googleapis.com/generate_content_free_tier_requests"
+_QUOTA_LIMIT = 20
+_PACIFIC = -8 * 3600  # Pacific standard time, when Gemini's daily quotas reset
+
+
+def _check_thinking(config: Any) -> None:
+    """Refuse a `thinkingConfig` Gemini would: unknown fields, a budget and a level both."""
+    _check_fields(config, _THINKING_KEYS, "generation_config.thinking_config")
+    config = {_camel(k): v for k, v in config.items()}
+    if "thinkingBudget" in config and "thinkingLevel" in config:
+        raise ValueError("You can only set only one of thinking budget and thinking level.")
+    budget = config.get("thinkingBudget")
+    if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool)):
+        raise ValueError(
+            "Invalid value at 'generation_config.thinking_config.thinking_budget': "
+            "an integer is required."
+        )
+    level = config.get("thinkingLevel")
+    if level is not None and str(level).lower() not in _THINKING_LEVELS:
+        raise ValueError(
+            "Invalid value at 'generation_config.thinking_config.thinking_level' "
+            f'(type.googleapis.com/google.ai.generativelanguage.v1beta.ThinkingLevel), "{level}"'
+        )
 
 
 def _camel(name: str) -> str:
@@ -196,6 +237,8 @@ class GoogleFormat(WireFormat):
             request.schema = config["responseJsonSchema"]
         elif config.get("responseMimeType") == "application/json":
             request.schema = {"type": "object"}
+        if "thinkingConfig" in config:
+            _check_thinking(config["thinkingConfig"])
         request.max_tokens = config.get("maxOutputTokens")
         return request
 
@@ -277,16 +320,19 @@ class GoogleFormat(WireFormat):
             if call.id:
                 fn["id"] = call.id
             parts.append({"functionCall": fn})
-        candidate: dict[str, Any] = {"finishReason": _FINISH[reply.finish], "index": 0}
+        candidate: dict[str, Any] = {"finishReason": _FINISH.get(reply.finish, "STOP"), "index": 0}
         if parts:
             candidate["content"] = {"role": "model", "parts": parts}
+        tool_use = reply.tool_use_prompt_tokens
         usage: dict[str, Any] = {
             "promptTokenCount": reply.input_tokens,
             "candidatesTokenCount": reply.output_tokens - reply.reasoning_tokens,
-            "totalTokenCount": reply.input_tokens + reply.output_tokens,
+            "totalTokenCount": reply.input_tokens + reply.output_tokens + tool_use,
         }
         if reply.cached_tokens:
-            usage["cachedContentTokenCount"] = reply.cached_tokens
+            usage["cachedContentTokenCount"] = min(reply.cached_tokens, reply.input_tokens)
+        if tool_use:
+            usage["toolUsePromptTokenCount"] = tool_use
         if reply.reasoning_tokens:
             usage["thoughtsTokenCount"] = reply.reasoning_tokens
         return {
@@ -326,8 +372,47 @@ class GoogleFormat(WireFormat):
             events.append(StreamEvent({"candidates": [candidate], "usageMetadata": usage, **top}))
         return events
 
-    def stream_error(self, status: int, message: str) -> StreamEvent:
+    def stream_error(
+        self, status: int, message: str, *, sequence: int = 0, request: MockRequest | None = None
+    ) -> StreamEvent:
         return StreamEvent(self.error_body(status, message))
+
+    def quota_error(
+        self, model: str, retry_after: float | None
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        if retry_after is None:
+            retry_after = float(86400 - int(time.time() + _PACIFIC) % 86400)
+        wait = f"{retry_after:g}s"
+        message = (
+            "You exceeded your current quota, please check your plan and billing details. For "
+            "more information on this error, head to: "
+            "https://ai.google.dev/gemini-api/docs/rate-limits. To monitor your current usage, "
+            "head to: https://ai.dev/usage?tab=rate-limit. \n"
+            f"* Quota exceeded for metric: {_QUOTA_METRIC}, limit: {_QUOTA_LIMIT}, "
+            f"model: {model}\nPlease retry in {wait}."
+        )
+        violation = {
+            "quotaMetric": _QUOTA_METRIC,
+            "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+            "quotaDimensions": {"location": "global", "model": model},
+            "quotaValue": str(_QUOTA_LIMIT),
+        }
+        help_link = {
+            "description": "Learn more about Gemini API quotas",
+            "url": "https://ai.google.dev/gemini-api/docs/rate-limits",
+        }
+        details = [
+            {"@type": _RPC + "QuotaFailure", "violations": [violation]},
+            {"@type": _RPC + "Help", "links": [help_link]},
+            {"@type": _RPC + "RetryInfo", "retryDelay": wait},
+        ]
+        error = {
+            "code": 429,
+            "message": message,
+            "status": "RESOURCE_EXHAUSTED",
+            "details": details,
+        }
+        return 429, {"error": error}, {}
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         return {

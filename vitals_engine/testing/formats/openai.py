@@ -5,7 +5,8 @@ role, the reasoning and the text in pieces, each tool call opened by its
 `index`, `id` and name with its arguments in fragments, the finish reason,
 then (with `stream_options.include_usage`) a chunk with no choices and the
 usage, then `data: [DONE]`. Like the API it refuses `stream_options` without
-`stream`.
+`stream`, and holds reasoning models to their rules (`openai_rules.py`): no
+`max_tokens`, no sampling parameters unless `reasoning_effort` is `"none"`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import msgspec
 
 from ..brain import MockMessage, MockReply, MockRequest, MockToolCall
 from . import StreamEvent, WireFormat, fragments, pieces
+from .openai_rules import OpenAIErrors, check_chat_model
 
 __all__ = ["OpenAIFormat"]
 
@@ -27,6 +29,10 @@ _FINISH = {
     "tool_calls": "tool_calls",
     "content_filter": "content_filter",
 }
+
+
+def _finish(reply: MockReply) -> str:
+    return _FINISH.get(reply.finish, "stop")
 
 
 def _text_and_images(content: Any) -> tuple[str, int]:
@@ -55,7 +61,7 @@ def _usage(reply: MockReply) -> dict[str, Any]:
     }
 
 
-class OpenAIFormat(WireFormat):
+class OpenAIFormat(OpenAIErrors, WireFormat):
     name = "openai"
     route = "/v1/chat/completions"
 
@@ -66,6 +72,7 @@ class OpenAIFormat(WireFormat):
     ) -> MockRequest:
         if not isinstance(body.get("model"), str) or not isinstance(body.get("messages"), list):
             raise ValueError("'model' and 'messages' are required")
+        check_chat_model(body, body["model"])
         request = MockRequest(format=self.name, model=body["model"])
         request.stream = body.get("stream") is True
         options = body.get("stream_options")
@@ -139,7 +146,7 @@ class OpenAIFormat(WireFormat):
             "object": "chat.completion",
             "created": int(time.time()),
             "model": request.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": _FINISH[reply.finish]}],
+            "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply)}],
             "usage": _usage(reply),
         }
 
@@ -173,13 +180,15 @@ class OpenAIFormat(WireFormat):
             for fragment in fragments(arguments):
                 more = {"index": index, "function": {"arguments": fragment}}
                 events.append(StreamEvent(chunk({"tool_calls": [more]})))
-        events.append(StreamEvent(chunk({}, _FINISH[reply.finish])))
+        events.append(StreamEvent(chunk({}, _finish(reply))))
         if request.stream_usage:
             events.append(StreamEvent({**base, "choices": [], "usage": _usage(reply)}))
         events.append(StreamEvent("[DONE]"))
         return events
 
-    def stream_error(self, status: int, message: str) -> StreamEvent:
+    def stream_error(
+        self, status: int, message: str, *, sequence: int = 0, request: MockRequest | None = None
+    ) -> StreamEvent:
         if status == 429:
             error = {"message": message, "type": "requests", "code": "rate_limit_exceeded"}
         elif status >= 500:
@@ -187,13 +196,6 @@ class OpenAIFormat(WireFormat):
         else:
             error = dict(self.error_body(status, message)["error"])
         return StreamEvent({"error": {**error, "param": None}})
-
-    def error_body(self, status: int, message: str) -> dict[str, Any]:
-        kind = {429: "rate_limit_exceeded", 401: "invalid_api_key", 404: "model_not_found"}
-        return {"error": {"message": message, "type": "error", "code": kind.get(status)}}
-
-    def rate_limit_headers(self, retry_after: float) -> dict[str, str]:
-        return {"x-ratelimit-reset-requests": f"{retry_after:g}s", "x-ratelimit-reset-tokens": "0s"}
 
     def incomplete_body(self) -> dict[str, Any]:
         return {"id": "chatcmpl-mock", "object": "chat.completion", "model": "x"}

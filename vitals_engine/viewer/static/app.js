@@ -811,7 +811,9 @@
     return root;
   }
 
-  const TOKEN_KEYS = ["input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens"];
+  const TOKEN_KEYS = ["input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens"];
+  // A fresh running sum of each token column.
+  const noTokens = () => Object.fromEntries(TOKEN_KEYS.map((k) => [k, 0]));
 
   // Per role, the usage of the samples whose calls of that role the cache answered, all of
   // them (`cached` in their rows).
@@ -819,7 +821,7 @@
     const parts = {};
     for (const s of samples) {
       for (const [role, u] of Object.entries(s.cached || {})) {
-        const part = parts[role] || (parts[role] = { requests: 0, cost: 0, input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_tokens: 0 });
+        const part = parts[role] || (parts[role] = { requests: 0, cost: 0, ...noTokens() });
         part.requests += u.requests || 0;
         for (const k of TOKEN_KEYS) part[k] += u[k] || 0;
         part.cost = part.cost === null || u.cost === null || u.cost === undefined ? null : part.cost + u.cost;
@@ -858,19 +860,24 @@
       for (const k of TOKEN_KEYS) acc[k] += r[k] || 0;
       if (r.cost !== null && r.cost !== undefined) acc.cost = (acc.cost || 0) + r.cost;
       return acc;
-    }, { input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_tokens: 0, cost: null });
+    }, { ...noTokens(), cost: null });
     const num = (v) => el("td", { class: "num", text: fmtInt(v) });
+    // Cache writes (Anthropic's prompt cache) get a column when some call made them.
+    const writes = total.cache_write_tokens > 0;
+    const tokens = (r) => [num(r.input_tokens), num(r.cached_input_tokens),
+      writes ? num(r.cache_write_tokens) : null, num(r.output_tokens), num(r.reasoning_tokens)];
+    const heads = ["Role", "Model", "Requests", "Input", "Cached input", ...(writes ? ["Cache write"] : []), "Output", "Reasoning", "Cost"];
     return el("table", { id: "cost-table" },
-      el("thead", {}, el("tr", {}, ["Role", "Model", "Requests", "Input", "Cached input", "Output", "Reasoning", "Cost"].map((h, i) =>
+      el("thead", {}, el("tr", {}, heads.map((h, i) =>
         el("th", { class: i >= 2 ? "num" : "", text: h })))),
       el("tbody", {}, rows.map((r) => el("tr", { class: r.cached ? "cost-row cost-cached" : "cost-row", "data-cached": String(Boolean(r.cached)) },
         el("td", { text: r.role }),
         el("td", { class: "nowrap" }, [r.provider, r.model].filter(Boolean).join(" / ") || "—",
           r.cached ? el("span", { class: "badge cached", title: "Answered from the cache of replies: nothing was sent", text: "cached" }) : null),
-        num(r.requests), num(r.input_tokens), num(r.cached_input_tokens), num(r.output_tokens), num(r.reasoning_tokens),
+        num(r.requests), ...tokens(r),
         el("td", { class: "num", text: fmtCost(r.cost) })))),
       rows.length > 1 ? el("tfoot", {}, el("tr", {}, el("td", { text: "Total" }), el("td"), el("td"),
-        num(total.input_tokens), num(total.cached_input_tokens), num(total.output_tokens), num(total.reasoning_tokens),
+        ...tokens(total),
         el("td", { class: "num", text: fmtCost(total.cost) }))) : null);
   }
 
