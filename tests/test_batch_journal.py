@@ -16,8 +16,8 @@ import vitals_engine as ve
 from tests.test_batch_queues import StandIn, provider, request
 from vitals_engine.batching.queues import BatchQueues, ask_in_terminal
 from vitals_engine.pacing.clock import VirtualClock
-from vitals_engine.providers.batch import BatchState, BatchUnsupported
-from vitals_engine.vocab.batches import BatchRecord
+from vitals_engine.providers.batch_api import BatchState, BatchUnsupported
+from vitals_engine.vocab.batch_records import BatchRecord
 
 pytestmark = pytest.mark.anyio
 
@@ -318,7 +318,7 @@ async def test_batches_are_found_by_their_label_across_pages(monkeypatch, fmt):
     """`find` reads the provider's list of batches page by page, newest first, for the
     one labelled with the run's name for it; one not there is None."""
     from vitals_engine.batching.apis import batch_api
-    from vitals_engine.providers.batch import BatchEntry
+    from vitals_engine.providers.batch_api import BatchEntry
     from vitals_engine.testing import MockServer
 
     make = {"openai": ve.chat_openai, "google": ve.chat_google_gemini}[fmt]

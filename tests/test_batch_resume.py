@@ -16,8 +16,8 @@ import pytest
 
 import vitals_engine as ve
 from tests.test_log_write import wait_for
-from vitals_engine.log.batches import logged_batches
 from vitals_engine.log.journal_format import read_journal_batches
+from vitals_engine.log.logged_batches import logged_batches
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = ve.Batch(size=10, wait=0.05, poll=0.02, max_pending=30)

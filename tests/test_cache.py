@@ -22,7 +22,7 @@ import pytest
 import vitals_engine as ve
 from vitals_engine.caching.keys import repeated, reply_key
 from vitals_engine.caching.store import STORE_FILE
-from vitals_engine.vocab.calls import ChatRequest, ToolDef
+from vitals_engine.vocab.model_calls import ChatRequest, ToolDef
 from vitals_engine.vocab.turns import ContentImage, ContentText, TokenUsage, Turn
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ import pytest
 import vitals_engine as ve
 from vitals_engine.caching.store import STORE_FILE, ReplyStore
 from vitals_engine.cli import main
-from vitals_engine.vocab.calls import ReplyOrigin
+from vitals_engine.vocab.model_calls import ReplyOrigin
 from vitals_engine.vocab.turns import ContentText, TokenUsage, Turn
 
 DAY = 86_400.0

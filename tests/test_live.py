@@ -19,8 +19,8 @@ import pytest
 import vitals_engine as ve
 from tests.journals import started_journal
 from vitals_engine.cli import main
-from vitals_engine.engine.calls import describe
 from vitals_engine.engine.run import TEXT_LIMIT, LiveTexts, Run
+from vitals_engine.engine.user_functions import describe
 from vitals_engine.log import live as live_module
 from vitals_engine.log.listing import read_listing
 from vitals_engine.log.live import LiveFile, live_path, read_live

@@ -13,7 +13,7 @@ from vitals_engine.providers.anthropic import AnthropicProvider
 from vitals_engine.testing import MockReply
 from vitals_engine.testing.formats.anthropic import signature_of
 from vitals_engine.transport.base import Timeouts
-from vitals_engine.vocab.calls import ChatRequest
+from vitals_engine.vocab.model_calls import ChatRequest
 from vitals_engine.vocab.turns import Turn
 
 pytestmark = pytest.mark.usefixtures("no_retries")

@@ -14,7 +14,7 @@ from vitals_engine import chat_google_gemini
 from vitals_engine.providers.google import GeminiProvider, gemini_schema
 from vitals_engine.testing import MockToolCall, reply
 from vitals_engine.transport.base import Timeouts
-from vitals_engine.vocab.calls import ChatRequest
+from vitals_engine.vocab.model_calls import ChatRequest
 from vitals_engine.vocab.turns import (
     ContentImage,
     ContentText,

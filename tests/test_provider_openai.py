@@ -14,7 +14,7 @@ from tests.inspect_check import assert_inspect_reads
 from vitals_engine.testing import MockReply, MockToolCall
 from vitals_engine.transport.base import Timeouts
 from vitals_engine.vocab import pricing
-from vitals_engine.vocab.calls import ChatRequest
+from vitals_engine.vocab.model_calls import ChatRequest
 from vitals_engine.vocab.turns import Turn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_retries")]

@@ -9,7 +9,7 @@ from ray import cloudpickle
 import vitals_engine as ve
 from vitals_engine.distributed.wire import batch_out
 from vitals_engine.distributed.worker import SampleWorker, WorkerPlan
-from vitals_engine.engine.calls import describe
+from vitals_engine.engine.user_functions import describe
 from vitals_engine.samples import Sample, SampleRecord
 
 pytestmark = pytest.mark.anyio

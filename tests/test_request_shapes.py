@@ -11,7 +11,7 @@ import pytest
 import vitals_engine as ve
 from vitals_engine.providers.openai import OpenAIProvider
 from vitals_engine.providers.openai_responses import OpenAIResponsesProvider
-from vitals_engine.vocab.calls import ChatRequest, ToolDef
+from vitals_engine.vocab.model_calls import ChatRequest, ToolDef
 from vitals_engine.vocab.turns import (
     ContentText,
     ContentThinking,

@@ -18,7 +18,7 @@ from vitals_engine.pacing.clock import VirtualClock
 from vitals_engine.pacing.limits import Limits, LimitsRegistry
 from vitals_engine.pacing.scope import call_scope
 from vitals_engine.providers.base import Provider
-from vitals_engine.vocab.calls import ChatRequest
+from vitals_engine.vocab.model_calls import ChatRequest
 from vitals_engine.vocab.turns import TokenUsage, Turn
 
 pytestmark = pytest.mark.anyio

@@ -16,13 +16,13 @@ import msgspec
 
 import vitals_engine as ve
 from vitals_engine.log import schema as s
-from vitals_engine.log.batches import logged_batches
 from vitals_engine.log.journal_format import (
     encode_batch,
     encode_sample,
     encode_start,
     read_journal_batches,
 )
+from vitals_engine.log.logged_batches import logged_batches
 from vitals_engine.log.writer import write_json_log
 from vitals_engine.viewer.api import LogRoute, parse_log_route
 from vitals_engine.viewer.bundle import bundle
@@ -30,7 +30,7 @@ from vitals_engine.viewer.catalog import Catalog
 from vitals_engine.viewer.contents import JournalTail, counter
 from vitals_engine.viewer.rows import batch_row
 from vitals_engine.viewer.server import ViewServer
-from vitals_engine.vocab.batches import BatchRecord, BatchRequest
+from vitals_engine.vocab.batch_records import BatchRecord, BatchRequest
 
 from test_log_write import wait_for  # isort: skip
 from test_view import (  # isort: skip

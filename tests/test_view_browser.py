@@ -33,7 +33,7 @@ from vitals_engine.providers.mock import mock_reply
 from vitals_engine.viewer.bundle import bundle
 from vitals_engine.viewer.launch import view
 from vitals_engine.viewer.server import ViewServer
-from vitals_engine.vocab.batches import BatchRecord
+from vitals_engine.vocab.batch_records import BatchRecord
 
 from test_view import (  # isort: skip
     VITALS_ADDITION,

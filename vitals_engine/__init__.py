@@ -64,14 +64,14 @@ if _typing.TYPE_CHECKING:
         log_dir_set,
     )
     from .distributed.backend import Ray
-    from .engine.calls import (
+    from .engine.user_functions import (
         batch_scorer,
         batch_solver,
     )
     from .log.logged_eval import LoggedEval
     from .log.reader import read_log
     from .metrics import accuracy
-    from .pacing.batch import Batch
+    from .pacing.batch_mode import Batch
     from .pacing.limits import Limits
     from .pacing.retry import Retry
     from .report import summary
@@ -101,7 +101,7 @@ if _typing.TYPE_CHECKING:
     from .transport.base import Timeouts
     from .viewer.bundle import bundle
     from .viewer.launch import view
-    from .vocab.calls import RetryNote
+    from .vocab.model_calls import RetryNote
     from .vocab.pricing import set_price
     from .vocab.turns import (
         ContentImage,
@@ -137,12 +137,12 @@ _LAZY: dict[str, str] = {
     "Ray": ".distributed.backend",
     "log_dir": ".config",
     "log_dir_set": ".config",
-    "batch_scorer": ".engine.calls",
-    "batch_solver": ".engine.calls",
+    "batch_scorer": ".engine.user_functions",
+    "batch_solver": ".engine.user_functions",
     "LoggedEval": ".log.logged_eval",
     "read_log": ".log.reader",
     "accuracy": ".metrics",
-    "Batch": ".pacing.batch",
+    "Batch": ".pacing.batch_mode",
     "Limits": ".pacing.limits",
     "Retry": ".pacing.retry",
     "summary": ".report",
@@ -168,7 +168,7 @@ _LAZY: dict[str, str] = {
     "Timeouts": ".transport.base",
     "bundle": ".viewer.bundle",
     "view": ".viewer.launch",
-    "RetryNote": ".vocab.calls",
+    "RetryNote": ".vocab.model_calls",
     "set_price": ".vocab.pricing",
     "ContentImage": ".vocab.turns",
     "ContentText": ".vocab.turns",

@@ -16,7 +16,7 @@ from .vocab.usage import UsageLedger
 
 if TYPE_CHECKING:
     from .chats.chat import Chat
-    from .vocab.calls import ModelCall, RetryNote
+    from .vocab.model_calls import ModelCall, RetryNote
 
 __all__ = ["GRADES", "Sample", "SampleError", "SampleRecord", "Score", "Solution", "SolvedSample"]
 

@@ -12,7 +12,7 @@ from typing import Any
 from .._errors import ConfigError
 from ..providers.anthropic import AnthropicProvider
 from ..providers.anthropic_batch import AnthropicBatchApi
-from ..providers.batch import BatchApi
+from ..providers.batch_api import BatchApi
 from ..providers.google import GeminiProvider
 from ..providers.google_batch import GeminiBatchApi
 from ..providers.openai_base import OpenAIBase

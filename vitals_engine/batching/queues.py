@@ -55,11 +55,11 @@ import msgspec
 
 from .._errors import ConfigError, ProviderError, ProviderUnavailable
 from .._logging import log
-from ..pacing.batch import Batch, Caller
+from ..pacing.batch_mode import Batch, Caller
 from ..pacing.clock import Clock, SystemClock
-from ..providers.batch import BatchApi, BatchEntry, BatchOutcome, BatchState, BatchUnsupported
-from ..vocab.batches import BatchRecord, BatchRequest, body_digest
-from ..vocab.calls import ChatRequest
+from ..providers.batch_api import BatchApi, BatchEntry, BatchOutcome, BatchState, BatchUnsupported
+from ..vocab.batch_records import BatchRecord, BatchRequest, body_digest
+from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import Turn
 from .apis import batch_api
 

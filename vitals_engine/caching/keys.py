@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from ..vocab.calls import ChatRequest
+from ..vocab.model_calls import ChatRequest
 
 __all__ = ["KEY_VERSION", "repeated", "reply_key"]
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..vocab.calls import ChatRequest, ReplyOrigin
+from ..vocab.model_calls import ChatRequest, ReplyOrigin
 from ..vocab.turns import Turn
 from .keys import repeated, reply_key
 from .options import ENV_CACHE_DIR, Cache

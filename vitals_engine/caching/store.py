@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 
 from .._logging import log
-from ..vocab.calls import ReplyOrigin
+from ..vocab.model_calls import ReplyOrigin
 from ..vocab.turns import Turn
 
 __all__ = ["STORE_FILE", "CachedReply", "ModelStats", "ReplyStore", "open_store"]

@@ -30,14 +30,14 @@ from .._errors import ConfigError, ProviderError, ProviderTimeout, RateLimitErro
 from .._logging import log
 from ..caching.lookup import CacheEntry, cache_entry
 from ..caching.store import CachedReply
-from ..pacing.batch import BatchCalls, Caller
+from ..pacing.batch_mode import BatchCalls, Caller
 from ..pacing.clock import Clock, SystemClock
 from ..pacing.limits import EndpointLimiter
 from ..pacing.retry import Retry, backoff_delay
 from ..pacing.scope import CallScope, current_scope
 from ..pacing.seats import Seat
 from ..providers.base import Provider
-from ..vocab.calls import ChatRequest, ModelCall, RetryNote
+from ..vocab.model_calls import ChatRequest, ModelCall, RetryNote
 from ..vocab.pricing import cost_of
 from ..vocab.turns import TokenUsage, Turn
 

@@ -20,7 +20,7 @@ from .._errors import ConfigError
 from .._sync import carry, raise_carried, run_sync
 from .._words import plural
 from ..providers.base import Provider
-from ..vocab.calls import ChatRequest
+from ..vocab.model_calls import ChatRequest
 from ..vocab.structured import parse_structured, schema_for
 from ..vocab.turns import Content, ContentText, ContentToolRequest, ContentToolResult, Turn
 from .calls import call_model

@@ -37,7 +37,7 @@ from typing import Any, Literal, TypedDict, Unpack
 
 from .._errors import ConfigError, keyword_hint
 from ..caching.options import Cache, cache_option
-from ..pacing.batch import Batch, batch_option
+from ..pacing.batch_mode import Batch, batch_option
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
 from ..providers.anthropic import AnthropicProvider

@@ -19,7 +19,7 @@ import anyio.to_thread
 import msgspec
 
 from .._errors import ConfigError
-from ..vocab.calls import ToolDef
+from ..vocab.model_calls import ToolDef
 from ..vocab.turns import ContentToolRequest, ContentToolResult
 
 __all__ = ["Tool", "tool_from_function"]

@@ -41,8 +41,8 @@ from typing import Any
 from .._sync import carry
 from ..caching.lookup import CacheUse
 from ..caching.options import Cache
-from ..engine.calls import FunctionSpec
 from ..engine.run import LiveTexts, Run
+from ..engine.user_functions import FunctionSpec
 from ..log.compose import compose_sample
 from ..log.journal_format import encode_sample
 from ..pacing.limits import Limits

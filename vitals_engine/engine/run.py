@@ -34,7 +34,7 @@ from .._sync import asyncio_named
 from ..batching.queues import BatchQueues
 from ..caching.lookup import CacheUse
 from ..pacing.admission import Places
-from ..pacing.batch import Batch
+from ..pacing.batch_mode import Batch
 from ..pacing.budget import Budget
 from ..pacing.clock import Clock, SystemClock
 from ..pacing.limits import Endpoint, Limits, LimitsRegistry, RunLimits
@@ -43,10 +43,12 @@ from ..pacing.scope import CallScope, TextSink
 from ..pacing.seats import current_seat
 from ..progress import Progress
 from ..samples import Sample, SampleError, SampleRecord
-from ..vocab.batches import BatchRecord
-from ..vocab.calls import RetryNote
+from ..vocab.batch_records import BatchRecord
+from ..vocab.model_calls import RetryNote
 from ..vocab.usage import UsageLedger
-from .calls import (
+from .gc_tuning import relaxed_gc
+from .supervisor import Gate, Pass, Supervisor
+from .user_functions import (
     FunctionSpec,
     batch_column,
     call_scorer,
@@ -54,8 +56,6 @@ from .calls import (
     normalise_score,
     normalise_solution,
 )
-from .gc_tuning import relaxed_gc
-from .supervisor import Gate, Pass, Supervisor
 
 if TYPE_CHECKING:
     import polars as pl

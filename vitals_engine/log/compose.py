@@ -11,12 +11,12 @@ import msgspec
 from ..chats.chat import Chat
 from ..samples import SampleRecord
 from ..statistics.intervals import LEVEL, MetricStat
-from ..vocab.batches import BatchRecord
+from ..vocab.batch_records import BatchRecord
 from ..vocab.turns import Turn
 from ..vocab.usage import UsageLedger
 from . import schema as s
-from .batches import with_batches
 from .events import ChatLog, sample_events
+from .logged_batches import with_batches
 from .messages import chat_messages, model_usage, stop_reason, to_builtins
 
 __all__ = [

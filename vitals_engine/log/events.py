@@ -22,7 +22,7 @@ import msgspec
 
 from ..chats.chat import Chat
 from ..samples import SampleRecord
-from ..vocab.calls import ModelCall, RetryNote
+from ..vocab.model_calls import ModelCall, RetryNote
 from ..vocab.turns import Turn
 from . import schema as s
 from .messages import chat_messages, model_usage, stop_reason, turn_message

@@ -21,7 +21,7 @@ A journal is a JSON Lines file next to the final log, named
 - A `header` record replaces the header; the latest one wins. The writer
   appends one when the run ends, just before it composes the final log, so a
   journal whose last header says "success" holds a whole run.
-- A `batch` record says what is known of one provider batch (`vocab/batches.py`):
+- A `batch` record says what is known of one provider batch (`vocab/batch_records.py`):
   before it is submitted, its endpoint and requests; after, its provider id; once
   it ended, its status and counts. Records of one batch (same `key`) are merged in
   order. A resumed run reattaches to the batches they name instead of sending their
@@ -51,7 +51,7 @@ import msgspec
 
 from .._errors import LogFormatError
 from .._logging import log
-from ..vocab.batches import BatchRecord
+from ..vocab.batch_records import BatchRecord
 from ..vocab.text import WritableEncoder
 from . import schema as s
 

@@ -25,12 +25,12 @@ from ..frames import records_frame
 from ..providers.replay import provider_display_name, split_model_id
 from ..samples import SampleRecord
 from ..statistics.intervals import MetricStat
-from ..vocab.batches import BatchRecord
+from ..vocab.batch_records import BatchRecord
 from ..vocab.usage import UsageRow, cost_schema
 from . import schema as s
-from .batches import logged_batches
 from .formats import read_parts
 from .journal_format import JOURNAL_SUFFIX, JournalDamage, bulk_objects, read_journal_batches
+from .logged_batches import logged_batches
 from .logged_sample import first_score, is_batched, logged_cache, normalize_model, sample_record
 from .logged_turns import usage_tokens
 

@@ -18,7 +18,7 @@ import msgspec
 from ..chats.chat import Chat
 from ..providers.replay import ReplayProvider, split_model_id
 from ..samples import Sample, SampleError, SampleRecord, Score
-from ..vocab.calls import RetryNote
+from ..vocab.model_calls import RetryNote
 from ..vocab.turns import Turn
 from ..vocab.usage import UsageLedger
 from . import schema as s

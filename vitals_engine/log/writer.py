@@ -49,7 +49,7 @@ import msgspec
 
 from .._errors import LogWriteError, MetricError
 from ..statistics.reducers import reduce_epochs
-from ..vocab.batches import BatchRecord
+from ..vocab.batch_records import BatchRecord
 from . import schema as s
 from .atomic import replace_atomically
 from .journal_format import (

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..caching.lookup import CacheUse
-from ..vocab.calls import ModelCall, RetryNote
-from .batch import BatchCalls
+from ..vocab.model_calls import ModelCall, RetryNote
+from .batch_mode import BatchCalls
 from .budget import Budget
 from .clock import Clock
 from .limits import EndpointLimiter, Limits, LimitsRegistry

@@ -33,7 +33,7 @@ import msgspec
 from .._errors import ConfigError
 from ..transport.pool import TransportPool
 from ..transport.sse import ServerSentEvent
-from ..vocab.calls import ChatRequest
+from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import (
     Content,
     ContentImage,

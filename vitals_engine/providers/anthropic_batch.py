@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from .anthropic import ERROR_STATUS
-from .batch import BatchApi, BatchEntry, BatchOutcome, BatchState, jsonl
+from .batch_api import BatchApi, BatchEntry, BatchOutcome, BatchState, jsonl
 
 __all__ = ["AnthropicBatchApi"]
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
-from ..vocab.calls import ChatRequest
+from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import Turn
 from .reasoning import Reasoning, log_config
 
 if TYPE_CHECKING:
     from ..caching.options import Cache
-    from ..pacing.batch import Batch
+    from ..pacing.batch_mode import Batch
     from ..pacing.limits import Limits
     from ..pacing.retry import Retry
 

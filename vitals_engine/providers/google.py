@@ -34,7 +34,7 @@ import msgspec
 from .._errors import AuthenticationError, ProviderError, RateLimitError
 from ..transport.base import HttpResponse
 from ..transport.sse import ServerSentEvent
-from ..vocab.calls import ChatRequest, ToolDef
+from ..vocab.model_calls import ChatRequest, ToolDef
 from ..vocab.turns import (
     Content,
     ContentImage,

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from .batch import BatchApi, BatchEntry, BatchOutcome, BatchState
+from .batch_api import BatchApi, BatchEntry, BatchOutcome, BatchState
 
 __all__ = ["GeminiBatchApi"]
 

@@ -67,7 +67,7 @@ from ..transport.base import (
 )
 from ..transport.pool import TransportPool, current_pool, transport_scope
 from ..transport.sse import ServerSentEvent, server_sent_events
-from ..vocab.calls import ChatRequest
+from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import Turn
 from .answered import ANSWERED, origin
 from .base import Provider

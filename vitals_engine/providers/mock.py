@@ -30,7 +30,7 @@ import msgspec
 
 from .._errors import ConfigError
 from ..pacing.scope import TextSink, text_sink
-from ..vocab.calls import ChatRequest
+from ..vocab.model_calls import ChatRequest
 from ..vocab.structured import example_value
 from ..vocab.turns import (
     Content,

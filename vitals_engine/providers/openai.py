@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from ..transport.sse import ServerSentEvent
-from ..vocab.calls import ChatRequest
+from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import (
     Content,
     ContentImage,

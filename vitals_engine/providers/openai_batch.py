@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from .batch import BatchApi, BatchEntry, BatchOutcome, BatchState, jsonl
+from .batch_api import BatchApi, BatchEntry, BatchOutcome, BatchState, jsonl
 
 __all__ = ["OpenAIBatchApi"]
 

@@ -36,7 +36,7 @@ import msgspec
 from .._errors import ConfigError, ProviderError
 from ..transport.base import HttpResponse
 from ..transport.sse import ServerSentEvent
-from ..vocab.calls import ChatRequest
+from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import (
     Content,
     ContentImage,

@@ -33,7 +33,7 @@ from typing import Any, Literal
 import msgspec
 
 from .._errors import ConfigError
-from ..vocab.calls import ChatRequest
+from ..vocab.model_calls import ChatRequest
 
 __all__ = ["PromptCache", "cache_plan", "mark", "min_cacheable", "prompt_cache_setting"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._errors import ConfigError
-from ..vocab.calls import ChatRequest
+from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import Turn
 from .base import Provider
 

@@ -39,9 +39,9 @@ from .._words import plural
 from ..chats.calls import estimate_tokens
 from ..chats.chat import Chat
 from ..dataset import DatasetRow
-from ..engine.calls import route_kwargs
+from ..engine.user_functions import route_kwargs
 from ..samples import SampleRecord
-from ..vocab.calls import ChatRequest
+from ..vocab.model_calls import ChatRequest
 from ..vocab.pricing import cost_of
 from ..vocab.turns import TokenUsage, Turn
 from ..vocab.usage import UsageLedger

@@ -15,15 +15,15 @@ import msgspec
 from .._errors import LogWriteError, TaskStateError, VitalsError
 from .._version import version
 from ..chats.chat import Chat
-from ..engine.calls import FunctionSpec
+from ..engine.user_functions import FunctionSpec
 from ..log import schema as log_schema
-from ..log.batches import with_batches
 from ..log.compose import RunHeader, compose_header, compose_sample
 from ..log.journal_format import read_journal_batches
+from ..log.logged_batches import with_batches
 from ..log.reader import read_log
 from ..log.writer import LogWriter, log_file_name, new_id, write_json_log
 from ..samples import SampleRecord
-from ..vocab.batches import BatchRecord
+from ..vocab.batch_records import BatchRecord
 from ..vocab.usage import UsageLedger
 from .spill import is_spilled, rehydrate
 from .state import RunState, TaskSetup

@@ -11,7 +11,7 @@ from typing import Any
 from .._errors import ConfigError
 from ..caching.options import Cache, cache_option
 from ..distributed.backend import Ray
-from ..pacing.batch import Batch, batch_option
+from ..pacing.batch_mode import Batch, batch_option
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
 

@@ -33,14 +33,14 @@ from .._logging import log
 from ..chats.chat import Chat
 from ..dataset import DatasetRow
 from ..log import schema as s
-from ..log.batches import logged_batches
 from ..log.compose import logged_input
 from ..log.journal_format import JOURNAL_SUFFIX, JournalStart, read_journal
 from ..log.listing import LISTING
+from ..log.logged_batches import logged_batches
 from ..log.logged_sample import add_chat_usage, normalize_model, sample_record
 from ..log.reader import read_log
 from ..samples import SampleRecord
-from ..vocab.batches import BatchRecord
+from ..vocab.batch_records import BatchRecord
 from ..vocab.usage import UsageLedger
 
 __all__ = ["UNFINISHED", "Resumed", "find_resumable", "load_resume", "newest_run", "reconcile"]

@@ -26,13 +26,13 @@ from typing import Any
 from ..caching.lookup import CacheUse
 from ..chats.chat import Chat
 from ..dataset import DatasetRow
-from ..engine.calls import FunctionSpec
+from ..engine.user_functions import FunctionSpec
 from ..log import schema as log_schema
 from ..log.writer import LogWriter
 from ..metrics import Metric
 from ..samples import Sample, SampleRecord
 from ..statistics.intervals import MetricStat
-from ..vocab.batches import BatchRecord
+from ..vocab.batch_records import BatchRecord
 from ..vocab.usage import UsageLedger
 from .options import DEFAULT_CONCURRENCY
 

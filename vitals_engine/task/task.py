@@ -23,11 +23,11 @@ from ..caching.options import Cache
 from ..chats.chat import Chat
 from ..dataset import DatasetRow, dataset_name, load_dataset
 from ..distributed.backend import Ray
-from ..engine.calls import describe, route_kwargs
+from ..engine.user_functions import describe, route_kwargs
 from ..frames import dataset_frame, records_frame
 from ..log.writer import clean_task_name
 from ..metrics import Metric, check_metrics, measure_records
-from ..pacing.batch import Batch
+from ..pacing.batch_mode import Batch
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
 from ..statistics.intervals import MetricStat

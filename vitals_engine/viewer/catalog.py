@@ -24,10 +24,10 @@ from typing import Any
 
 from .._errors import LogFormatError
 from ..log import schema as s
-from ..log.batches import BatchSummary, logged_batches
 from ..log.decoding import NotALogError
 from ..log.journal_format import JOURNAL_SUFFIX
 from ..log.live import live_path, read_live
+from ..log.logged_batches import BatchSummary, logged_batches
 from ..log.reader import read_log
 from .contents import Contents, JournalTail, count_samples, counter, file_stamp, load_contents
 from .paths import LogFile, log_files, sample_key

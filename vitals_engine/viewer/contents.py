@@ -32,10 +32,10 @@ import msgspec
 
 from .._errors import LogFormatError
 from ..log import schema as s
-from ..log.batches import BatchSummary
 from ..log.decoding import decode_json
 from ..log.eval_reader import ZipIndex
 from ..log.journal_format import JOURNAL_VERSION, bulk_objects
+from ..log.logged_batches import BatchSummary
 from .paths import sample_key
 from .rows import LiteSample, add_usage, lite_decoder, summary_row
 

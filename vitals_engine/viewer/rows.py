@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from ..log import schema as s
-from ..log.batches import BatchSummary, logged_batches
+from ..log.logged_batches import BatchSummary, logged_batches
 from ..log.logged_eval import LoggedEval, metric_stats_of, metric_values_of
 from ..log.logged_sample import logged_cache, normalize_model
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .._errors import ConfigError
-from ..vocab.calls import ChatRequest
+from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import Turn
 
 __all__ = ["Batch", "BatchCalls", "Caller", "batch_option"]

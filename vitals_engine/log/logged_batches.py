@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from ..vocab.batches import BatchRecord, BatchSummary
+from ..vocab.batch_records import BatchRecord, BatchSummary
 from . import schema as s
 
 __all__ = ["BatchRecord", "BatchSummary", "logged_batches", "with_batches"]
