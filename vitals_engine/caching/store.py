@@ -6,6 +6,13 @@ turns under a lock the database manages itself; a crash mid-write leaves the las
 committed state. A directory of files would need our own locking and atomic renames
 for the same, and `vitals cache ls|stats|clear` would have to walk it all.
 
+Each entry carries a checksum of its key, reply and origin: a reply changed on disk (a
+flipped byte that still decodes, an entry moved to another key) is a miss, never
+served. Entries of a store made before checksums (schema 1) have none and are served
+as they were; the store gains the column when first opened. An entry dated more than
+`CLOCK_SKEW` seconds ahead (a clock set wrong) counts as expired wherever an expiry
+applies.
+
 Each reply is committed as soon as it is stored: another process sees it at once,
 and a run killed mid-way loses nothing it paid for. A stored reply that cannot be
 read back (a damaged entry) is skipped with a warning and replaced by the next reply
@@ -15,6 +22,7 @@ that cannot be opened at all is reported once and the run goes on without it.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
 import time
@@ -29,12 +37,14 @@ from .._logging import log
 from ..vocab.model_calls import ReplyOrigin
 from ..vocab.turns import Turn
 
-__all__ = ["STORE_FILE", "CachedReply", "ModelStats", "ReplyStore", "open_store"]
+__all__ = ["CLOCK_SKEW", "STORE_FILE", "CachedReply", "ModelStats", "ReplyStore", "open_store"]
 
 #: The database's file name in the cache directory.
 STORE_FILE = "replies.sqlite"
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2
 _BUSY_MS = 30_000
+#: Seconds an entry may seem to come from the future (clocks of processes sharing a store).
+CLOCK_SKEW = 300.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
@@ -44,7 +54,8 @@ CREATE TABLE IF NOT EXISTS replies (
     model TEXT NOT NULL,
     created REAL NOT NULL,
     reply BLOB NOT NULL,
-    origin BLOB
+    origin BLOB,
+    checksum BLOB
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS replies_created ON replies (created);
 CREATE INDEX IF NOT EXISTS replies_model ON replies (model);
@@ -108,17 +119,20 @@ class ReplyStore:
         try:
             with self._lock:
                 row = self._db.execute(
-                    "SELECT reply, origin, created FROM replies WHERE key = ?", (key,)
+                    "SELECT reply, origin, created, checksum FROM replies WHERE key = ?", (key,)
                 ).fetchone()
         except sqlite3.Error as exc:
             self._damaged(key, exc)
             return None
         if row is None:
             return None
-        reply, origin, created = row
+        reply, origin, created, checksum = row
+        if checksum is not None and checksum != _checksum(key, reply, origin):
+            self._damaged(key, ValueError("the entry does not match its checksum"))
+            return None
         try:
             created = float(created)
-            if max_age is not None and created < time.time() - max_age:
+            if max_age is not None and not _fresh(created, max_age):
                 return None
             return CachedReply(
                 _decode_turn(reply), _decode_origin(origin) if origin else ReplyOrigin(), created
@@ -147,18 +161,23 @@ class ReplyStore:
     ) -> None:
         """Store `turn` as the reply under `key` (replacing what was there), committed
         at once."""
+        reply = _encode_turn(turn)
+        stored_origin = _encode_origin(origin) if origin is not None else None
         row = (
             key,
             provider,
             base_url,
             model,
             time.time(),
-            _encode_turn(turn),
-            _encode_origin(origin) if origin is not None else None,
+            reply,
+            stored_origin,
+            _checksum(key, reply, stored_origin),
         )
         try:
             with self._lock:
-                self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+                self._db.execute(
+                    "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row
+                )
         except sqlite3.Error as exc:  # a reply not kept costs a call later, never a sample
             self._damaged(key, exc)
 
@@ -224,12 +243,31 @@ class ReplyStore:
             self._db.close()
 
 
+def _checksum(key: str, reply: Any, origin: Any) -> bytes:
+    """What an entry's checksum is: a digest of its key, reply and origin (as the database
+    hands them back: bytes, or text where a damaged entry holds some)."""
+    digest = hashlib.blake2b(key.encode(), digest_size=16)
+    for part in (reply, origin or b""):
+        digest.update(b"\0" + (part if isinstance(part, bytes) else str(part).encode()))
+    return digest.digest()
+
+
+def _fresh(created: float, max_age: float) -> bool:
+    """Whether an entry stored at `created` is younger than `max_age` seconds (one dated
+    in the future beyond the clocks' skew is not)."""
+    now = time.time()
+    return now - max_age <= created <= now + CLOCK_SKEW
+
+
 def _set_up(db: sqlite3.Connection) -> None:
     db.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
     db.executescript(_SCHEMA)
     version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version == 1:  # made before checksums: its entries keep none
+        db.execute("ALTER TABLE replies ADD COLUMN checksum BLOB")
+        version = 0
     if version == 0:
         db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
     elif version != _SCHEMA_VERSION:

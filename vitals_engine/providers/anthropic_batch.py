@@ -45,7 +45,10 @@ class AnthropicBatchApi(BatchApi):
         )
         status = str(batch.get("processing_status"))
         counts = {k: int(v) for k, v in (batch.get("request_counts") or {}).items()}
-        results = batch.get("results_url") or f"/messages/batches/{batch_id}/results"
+        given = batch.get("results_url")
+        results = (
+            self.resolve(str(given)) if given else self.url(f"/messages/batches/{batch_id}/results")
+        )
         return BatchState(batch_id, status, status == "ended", counts, None, results)
 
     async def outcomes(self, state: BatchState) -> list[BatchOutcome]:

@@ -26,13 +26,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
+from urllib.parse import urljoin
 
 import msgspec
 
-from .._errors import ProviderError
+from .._errors import BatchUnsupported, ProviderError
 from ..transport.base import HttpResponse
 from ..transport.pool import current_pool, transport_scope
 from ..vocab.turns import Turn
+from .answered import origin
 from .http import HttpProvider
 
 __all__ = [
@@ -46,12 +48,6 @@ __all__ = [
 _encoder = msgspec.json.Encoder()
 
 Kind = Literal["succeeded", "errored", "expired", "cancelled"]
-
-
-class BatchUnsupported(ProviderError):
-    """The server has no batch API (it answered the batch endpoint with 404)."""
-
-    retryable = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +99,7 @@ class BatchApi(ABC):
     def __init__(self, provider: HttpProvider) -> None:
         self.provider = provider
         self._encoded: dict[str, bytes] = {}
+        self._origin = origin(provider.base_url)
 
     # -- what a wire format implements ---------------------------------------------
 
@@ -175,8 +172,19 @@ class BatchApi(ABC):
     def url(self, path: str) -> str:
         return f"{self.provider.base_url}{path}"
 
-    def headers(self, **extra: str) -> dict[str, str]:
-        return {**self.provider._request_headers(), **extra}
+    def resolve(self, address: str) -> str:
+        """An address the provider gave (a results URL: whole, root-relative or relative),
+        resolved against the base URL as RFC 3986 says."""
+        return urljoin(self.provider.base_url.rstrip("/") + "/", address)
+
+    def headers(self, url: str, **extra: str) -> dict[str, str]:
+        """The headers of a request to `url`: the provider's, credentials included, on the
+        base URL's own server (scheme, host and port); elsewhere (a storage bucket's
+        signed URL, say) only who is asking."""
+        own = self.provider._request_headers()
+        if origin(url) != self._origin:
+            own = {"user-agent": own["user-agent"]}
+        return {**own, **extra}
 
     async def post(self, path: str, body: bytes, **headers: str) -> Any:
         """POST `body` to `path` (relative to the base URL); the decoded JSON answer."""
@@ -192,7 +200,7 @@ class BatchApi(ABC):
         provider = self.provider
         provider.check_key()
         url = path if "://" in path else self.url(path)
-        sent = self.headers(**headers)
+        sent = self.headers(url, **headers)
         if method == "GET":
             sent.pop("content-type", None)
         pool = current_pool()

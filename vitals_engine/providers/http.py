@@ -81,6 +81,25 @@ _STREAM_KEYS = frozenset(("stream", "stream_options"))
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|session|password", re.IGNORECASE)
 
 
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+def _page(response: HttpResponse) -> str | None:
+    """What an HTML error page (a proxy's or gateway's, not the provider's JSON) says: its
+    title, or None for a body that is no such page."""
+    head = response.body[:4096].lstrip()
+    kind = response.headers.get("content-type", "").lower()
+    if "html" not in kind and not head[:15].lower().startswith((b"<html", b"<!doctype html")):
+        return None
+    found = _TITLE.search(head)
+    title = " ".join(found.group(1).decode("utf-8", "replace").split()) if found else ""
+    page = f"an HTML page titled '{title}'" if title else "an HTML page"
+    return (
+        f"{page}, from a proxy or gateway between us and the provider (not the provider's "
+        "own answer)"
+    )
+
+
 def _events(count: int) -> str:
     return f"{count} event" + ("" if count == 1 else "s")
 
@@ -671,7 +690,8 @@ class HttpProvider(Provider):
             data = msgspec.json.decode(response.body)
         except msgspec.DecodeError:
             data = None
-        said = self.error_message(data) or self._excerpt(response) or "no details"
+        said = self.error_message(data) or _page(response) or self._excerpt(response)
+        said = said or "no details"
         cls = self.classify_status(response.status)
         kw: dict[str, Any] = {
             "provider": self.name,
