@@ -131,6 +131,17 @@ def page(browser):
 _CALL_FAILED = pytest.StashKey[bool]()
 
 
+def pytest_configure(config):
+    if not inspect_check.INSPECT and os.environ.get("CI"):
+        raise pytest.UsageError("inspect_ai is missing: `make setup` installs it for the suite.")
+
+
+def pytest_report_header(config):
+    if not inspect_check.INSPECT:
+        return "inspect_ai is not installed: logs are not read back with Inspect's reader"
+    return None
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
@@ -158,9 +169,10 @@ def _inspect_reads_every_log(request):
     and compared field by field with what we wrote (`tests/inspect_check.py`).
 
     Opt out with `@pytest.mark.no_inspect_check` (a test that damages logs on purpose).
-    Logs of other tools a test copies in are inputs, not output: not checked.
+    Logs of other tools a test copies in are inputs, not output: not checked. Without
+    inspect_ai (`make demo`), nothing is checked (`pytest_report_header` says so).
     """
-    if request.node.get_closest_marker("no_inspect_check"):
+    if request.node.get_closest_marker("no_inspect_check") or not inspect_check.INSPECT:
         yield
         return
     since = time.time() - 1  # mtimes are coarse on some filesystems

@@ -11,6 +11,10 @@ same and also compares the log with what the task holds in memory.
 
 `tests/conftest.py` runs `check_log` on every log a test leaves behind.
 
+Without inspect_ai (a dev dependency: `make demo` installs the runtime ones alone) this
+module still imports, `INSPECT` is False, the conftest check is off (the run's header
+says so) and a test that asks for Inspect's reader is skipped.
+
 Where the two legitimately differ (the only exceptions, all in `_Check`):
 
 - Samples: Inspect's `.json` reader keeps file order and its `.eval` reader
@@ -46,11 +50,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.log import read_eval_log as _read_eval_log
-from inspect_ai.log import read_eval_log_sample_summaries as _read_summaries
-from pydantic import BaseModel
+import pytest
+
+try:
+    from inspect_ai.log import read_eval_log as _read_eval_log
+    from inspect_ai.log import read_eval_log_sample_summaries as _read_summaries
+    from pydantic import BaseModel
+except ImportError:
+    INSPECT = False
+else:
+    INSPECT = True
 
 __all__ = [
+    "INSPECT",
     "LOG_FILE",
     "Mismatch",
     "assert_inspect_reads",
@@ -83,8 +95,15 @@ def _in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
         return pool.submit(fn, *args, **kwargs).result()
 
 
+def _need_inspect() -> None:
+    """Skip the running test where inspect_ai is not installed."""
+    if not INSPECT:
+        pytest.skip("inspect_ai is not installed (a dev dependency: `make setup`)")
+
+
 def read_eval_log(path: str, header_only: bool = False) -> Any:
     """Inspect's reader, run in a thread of its own."""
+    _need_inspect()
     return _in_thread(_read_eval_log, path, header_only=header_only)
 
 
@@ -299,6 +318,7 @@ def check_log(path: Path | str) -> Any:
     """Inspect reads `path` (full, header-only, and a `.eval`'s summaries) and what it
     reads equals what we wrote. Returns the full EvalLog; raises `Mismatch` naming the
     file and every differing field (or Inspect's own error)."""
+    _need_inspect()
     path = Path(path)
     stat = path.stat()
     name = path.name

@@ -6,21 +6,19 @@ keeps its places from sample to sample, and none is left waiting once there is r
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import drive, sums
 from vitals_engine.pacing.admission import Admission, Places, backlog
+from vitals_engine.pacing.clock import VirtualClock
 from vitals_engine.pacing.limits import Limits
 
 pytestmark = pytest.mark.anyio
-
-
-def sums(n, prefix=""):
-    return [{"input": f"{prefix}What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
 
 
 # -- the queue ---------------------------------------------------------------------------
@@ -219,16 +217,30 @@ async def test_a_sample_cancelled_waiting_at_its_second_endpoint_leaves_the_firs
     assert second.waiting == 0
 
 
-# -- whole runs over HTTP ----------------------------------------------------------------
+# -- whole runs --------------------------------------------------------------------------
 
 
-async def test_runs_sharing_an_endpoint_start_only_what_it_can_serve(server, tmp_path):
+async def test_runs_sharing_an_endpoint_start_only_what_it_can_serve(tmp_path):
     """Three runs of 120 samples at max_concurrency 60 on an endpoint of 2 requests at once:
     without admission 180 samples would be at work, 178 of them only waiting for a
     request slot. With it, samples at work across the runs stay within the endpoint's
-    concurrency and backlog, every sample finishes, and no run waits for another to end."""
-    server.latency = 0.01
-    chat = ve.chat_openai("gpt-admit", base_url=server.base_url(), api_key="sk-test")
+    concurrency and backlog, every sample finishes, and no run waits for another to end.
+    The model answers after 10 ms of a virtual clock: what starts when does not depend on
+    how busy the machine is."""
+    clock = VirtualClock()
+    in_flight = peak_in_flight = 0
+
+    async def answer(prompt: str) -> AsyncIterator[str]:
+        nonlocal in_flight, peak_in_flight
+        in_flight += 1
+        peak_in_flight = max(peak_in_flight, in_flight)
+        try:
+            await clock.sleep(0.01)
+        finally:
+            in_flight -= 1
+        yield str(2 * int(prompt.rpartition("+")[2].rstrip("?")))
+
+    chat = ve.chat_mock(answer, model="gpt-admit")
     at_work = peak = 0
     order: list[str] = []
 
@@ -256,10 +268,13 @@ async def test_runs_sharing_an_endpoint_start_only_what_it_can_serve(server, tmp
     options = {"max_concurrency": 60, "limits": Limits(max_concurrency=2), "progress": False}
     with anyio.fail_after(60):
         async with anyio.create_task_group() as tg:
-            for task in tasks:
-                tg.start_soon(functools.partial(task.eval_async, **options))
+            tg.start_soon(drive, clock)
+            async with anyio.create_task_group() as runs:
+                for task in tasks:
+                    runs.start_soon(functools.partial(task.eval_async, **options))
+            tg.cancel_scope.cancel()
     assert [t.metrics for t in tasks] == [{"accuracy": 1.0}] * 3
-    assert server.peak_in_flight <= 2
+    assert peak_in_flight <= 2
     assert peak <= 2 + backlog(2) + 1
     assert peak < 60
     # The runs take turns: the last run's samples start before the first run's end, and

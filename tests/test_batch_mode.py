@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import sums
 
 MAKERS = {
     "openai": ve.chat_openai,
@@ -17,10 +18,6 @@ MAKERS = {
     "google": ve.chat_google_gemini,
 }
 QUICK = ve.Batch(size=10, wait=0.05, poll=0.02)
-
-
-def sums(n):
-    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
 
 
 def chat(server, provider="openai", **options):

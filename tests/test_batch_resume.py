@@ -15,7 +15,7 @@ import anyio.to_thread
 import pytest
 
 import vitals_engine as ve
-from tests.test_log_write import wait_for
+from tests.helpers import sums, wait_until
 from vitals_engine.log.journal_format import read_journal_batches
 from vitals_engine.log.logged_batches import logged_batches
 
@@ -44,10 +44,6 @@ KILLED_RUN = textwrap.dedent(
 )
 
 
-def sums(n):
-    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
-
-
 def sums_task(server, logs, provider="openai"):
     model = MAKERS[provider](
         f"{provider}-test-model", base_url=server.base_url(provider), api_key="k"
@@ -63,7 +59,7 @@ def journaled(logs):
 
 
 def wait_for_batches(logs, n):
-    wait_for(
+    wait_until(
         lambda: len([b for b in journaled(logs) if b.id is not None]) == n,
         f"{n} batches submitted and journaled",
     )

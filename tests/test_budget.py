@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import openai
 from vitals_engine.pacing.budget import WARMUP, Budget
 from vitals_engine.vocab.turns import TokenUsage
 from vitals_engine.vocab.usage import UsageLedger
@@ -26,13 +27,9 @@ def sums(n: int) -> list[dict[str, str]]:
     return [{"input": f"What's {i:04d}+1?", "target": str(i + 1)} for i in range(n)]
 
 
-def openai(server, model: str = MODEL, **options) -> ve.Chat:
-    return ve.chat_openai(model, base_url=server.base_url(), api_key="k", **options)
-
-
-def sums_task(server, tmp_path, n: int = 200, **options) -> ve.Task:
+def sums_task(server, tmp_path, n: int = 200, model: str = MODEL, **options) -> ve.Task:
     return ve.Task(
-        sums(n), ve.generate(openai(server, **options)), ve.detect_includes(), dir=tmp_path
+        sums(n), ve.generate(openai(server, model, **options)), ve.detect_includes(), dir=tmp_path
     )
 
 
@@ -138,7 +135,7 @@ async def test_calls_answered_by_the_cache_spend_nothing_of_the_budget(server, t
 @pytest.mark.anyio
 async def test_before_any_sample_has_finished_only_a_few_are_at_work(server, tmp_path):
     server.latency = 0.02
-    chat = openai(server)
+    chat = openai(server, MODEL)
     at_work = finished = most_before_first = 0
 
     async def solver(input: str) -> str:
@@ -165,7 +162,7 @@ async def test_a_models_own_budget_stops_the_run_when_that_model_would_pass_it(s
     judge = openai(server, JUDGE, limits=ve.Limits(max_cost=0.004))
     task = ve.Task(
         sums(200),
-        ve.generate(openai(server)),
+        ve.generate(openai(server, MODEL)),
         ve.model_graded_qa(scorer_chat=judge),
         dir=tmp_path,
     )

@@ -20,6 +20,8 @@ import msgspec
 import pytest
 
 import vitals_engine as ve
+from tests import helpers
+from tests.helpers import openai
 from vitals_engine.caching.keys import repeated, reply_key
 from vitals_engine.caching.store import STORE_FILE
 from vitals_engine.vocab.model_calls import ChatRequest, ToolDef
@@ -30,21 +32,15 @@ pytestmark = pytest.mark.anyio
 MODEL = "gpt-4.1-mini"
 DAY = 86_400.0
 
-
-def sums(ids: Iterable[int]) -> list[dict[str, Any]]:
-    return [{"id": i, "input": f"What's {i}+{i}?", "target": str(2 * i)} for i in ids]
-
-
-def openai(server: Any, model: str = MODEL, **options: Any) -> ve.Chat:
-    options.setdefault("api_key", "k")
-    return ve.chat_openai(model, base_url=server.base_url(), **options)
+#: The rows of this module's tasks carry their numbers as ids.
+sums = partial(helpers.sums, ids=True)
 
 
 def sums_task(
     server: Any, tmp_path: Path, ids: Iterable[int] = range(1, 4), **chat_options: Any
 ) -> ve.Task:
     """A task of sums solved by the mock server's model, logged in tmp_path/logs."""
-    chat = openai(server, **chat_options)
+    chat = openai(server, MODEL, **chat_options)
     return ve.Task(
         sums(ids), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path / "logs"
     )
@@ -276,7 +272,7 @@ async def test_identical_calls_in_one_stage_keep_their_own_replies(server, tmp_p
     server.script(lambda _: f"reply {next(count)}")
 
     async def ask_twice(input: str) -> str:
-        return " | ".join([await openai(server).chat_async(input) for _ in range(2)])
+        return " | ".join([await openai(server, MODEL).chat_async(input) for _ in range(2)])
 
     def task() -> ve.Task:
         return ve.Task(
@@ -438,7 +434,7 @@ class Solver:
 
     async def __call__(self, input: str, sample: ve.Sample) -> str:
         self.asked.append(int(sample.id))
-        answer = await openai(self.server).chat_async(input)
+        answer = await openai(self.server, MODEL).chat_async(input)
         if sample.id == self.hang_on:
             self.hanging.set()
             await anyio.sleep_forever()
@@ -521,7 +517,7 @@ async def test_a_model_with_its_own_cache_uses_it_in_any_run(server, tmp_path, c
 
 
 def test_a_chat_with_a_cache_outside_any_run_asks_once(server, tmp_path, cache):
-    answers = [openai(server, cache=cache).chat("What's 1+1?") for _ in range(2)]
+    answers = [openai(server, MODEL, cache=cache).chat("What's 1+1?") for _ in range(2)]
     assert answers == ["1 + 1 = 2"] * 2
     assert server.requests == 1
 

@@ -1,4 +1,5 @@
-"""compare(): two runs of one task paired by (id, epoch), and an eval set against a baseline.
+"""compare(): two runs of one task paired by (id, epoch); compare_models(): an eval set's
+models against a baseline.
 
 Runs use the offline mock model, scripted to answer wrongly for chosen samples, so the
 changed samples, the differences and the tests' values are known by hand.
@@ -14,7 +15,7 @@ import polars as pl
 import pytest
 
 import vitals_engine as ve
-from vitals_engine import Comparison, ComparisonSet, compare
+from vitals_engine import Comparison, ComparisonSet, compare, compare_models
 from vitals_engine._errors import ConfigError, TaskStateError
 from vitals_engine.statistics.paired import paired_bootstrap
 
@@ -195,7 +196,7 @@ def test_two_epochs_report_the_clustered_mcnemar(tmp_path):
     assert (comparison.mcnemar.b, comparison.mcnemar.c) == (1, 4)
     assert "accuracy 0.67 → 0.92 (+0.25, 95% CI" in str(comparison)
     assert "McNemar (clustered) p = 0.257, 12 pairs" in str(comparison)
-    table = str(compare(StandIn([a, b], []))).split("\n\n\n")[0]
+    table = str(compare_models(StandIn([a, b], []))).split("\n\n\n")[0]
     assert re.search(r" 0\.257 +McNemar \(clustered\)$", table, flags=re.MULTILINE), table
 
 
@@ -400,7 +401,8 @@ def test_runs_that_cannot_be_compared(tmp_path, two_runs):
 
 
 class StandIn:
-    """What compare() needs of an eval set: `.tasks` (one per task and model) and `.models`."""
+    """What compare_models() needs of an eval set: `.tasks` (one per task and model) and
+    `.models`."""
 
     def __init__(self, tasks: list[ve.Task], models: list[object]) -> None:
         self.tasks = tasks
@@ -418,7 +420,7 @@ def eval_set(tmp_path):
 
 def test_an_eval_set_is_compared_with_its_first_model(eval_set):
     """Each task's run on every other model is compared with its run on the first model."""
-    comparisons = compare(eval_set)
+    comparisons = compare_models(eval_set)
     assert isinstance(comparisons, ComparisonSet)
     assert len(comparisons) == 3
     assert [(c.name_a, c.name_b) for c in comparisons] == [
@@ -458,13 +460,13 @@ def test_an_eval_set_is_compared_with_its_first_model(eval_set):
 def test_an_eval_set_with_another_baseline(eval_set):
     """`baseline=` names the model (with or without its provider) the others are compared to;
     a model no run used is a ConfigError naming the models each task ran on."""
-    comparisons = compare(eval_set, baseline="m2")
+    comparisons = compare_models(eval_set, baseline="m2")
     assert isinstance(comparisons, ComparisonSet)
     assert [c.name_a for c in comparisons] == ["say-yes (mock/m2)"] * 2 + ["short (mock/m2)"]
     assert comparisons[0].name_b == "say-yes (mock/m1)"
     assert comparisons[0].metrics["difference"].to_list() == pytest.approx([-0.3])
     with pytest.raises(ConfigError, match=r"no run on the baseline model 'gpt-5'.*mock/m1"):
-        compare(eval_set, baseline="gpt-5")
+        compare_models(eval_set, baseline="gpt-5")
 
 
 def test_an_eval_set_run_without_scores_is_skipped(eval_set, tmp_path):
@@ -472,7 +474,7 @@ def test_an_eval_set_run_without_scores_is_skipped(eval_set, tmp_path):
     others are compared."""
     unrun = ve.Task(QUESTIONS, ve.generate(saying_no_to(set(), model="m4")), name="say-yes")
     eval_set.tasks.append(unrun)
-    comparisons = compare(eval_set)
+    comparisons = compare_models(eval_set)
     assert len(comparisons) == 3
     assert comparisons.skipped == ["say-yes"]
     assert "Not compared: 1 run without scores (say-yes)" in str(comparisons)
@@ -482,7 +484,18 @@ def test_an_eval_set_of_one_model_has_nothing_to_compare(tmp_path):
     """An eval set whose every task ran on one model is a ConfigError."""
     single = StandIn([run(tmp_path, saying_no_to(set()))], ["mock/mock-model"])
     with pytest.raises(ConfigError, match="Nothing to compare"):
-        compare(single)
+        compare_models(single)
+
+
+def test_compare_of_an_eval_set_is_deprecated(eval_set):
+    """compare(eval_set) still returns compare_models()'s ComparisonSet for this release,
+    with a DeprecationWarning naming compare_models."""
+    with pytest.warns(DeprecationWarning, match=r"use ve\.compare_models\(eval_set\)"):
+        comparisons = compare(eval_set, baseline="m2")
+    assert isinstance(comparisons, ComparisonSet)
+    expected = compare_models(eval_set, baseline="m2")
+    assert [(c.name_a, c.name_b) for c in comparisons] == [(c.name_a, c.name_b) for c in expected]
+    assert comparisons.metrics.equals(expected.metrics)
 
 
 # -- clustered by a metadata column --------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import vitals_engine as ve
+from tests.helpers import openai, sums
 from tests.test_log_read import EXPECTED
 from vitals_engine.log.logged_sample import logged_batch
 from vitals_engine.report import format_cost
@@ -25,20 +26,12 @@ MODEL = "gpt-4.1-mini"  # a model with a known price, and a batch share (OpenAI'
 KEY = ["role", "provider", "model", "batch"]
 
 
-def sums(n):
-    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
-
-
-def openai(server, **options):
-    return ve.chat_openai(MODEL, base_url=server.base_url("openai"), api_key="k", **options)
-
-
 def graded_task(server, tmp_path, n=6):
     """A live solver and a judge of the same model that sends its calls in batches."""
     return ve.Task(
         sums(n),
-        solver=ve.generate(openai(server, batch=False)),
-        scorer=ve.model_graded_qa(scorer_chat=openai(server, batch=True)),
+        solver=ve.generate(openai(server, MODEL, batch=False)),
+        scorer=ve.model_graded_qa(scorer_chat=openai(server, MODEL, batch=True)),
         dir=tmp_path,
     )
 
@@ -46,7 +39,7 @@ def graded_task(server, tmp_path, n=6):
 def sums_task(server, tmp_path, n, name="sums"):
     return ve.Task(
         sums(n),
-        solver=ve.generate(openai(server)),
+        solver=ve.generate(openai(server, MODEL)),
         scorer=ve.detect_includes(),
         dir=tmp_path,
         name=name,

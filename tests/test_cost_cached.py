@@ -10,6 +10,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import vitals_engine as ve
+from tests.helpers import openai, sums
 from vitals_engine.log import schema as s
 from vitals_engine.log.logged_sample import logged_cache
 from vitals_engine.log.writer import write_json_log
@@ -19,20 +20,12 @@ MODEL = "gpt-4.1-mini"  # a model with a known price
 KEY = ["role", "provider", "model", "batch", "cached"]
 
 
-def sums(n: int) -> list[dict[str, str]]:
-    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
-
-
 def graded_task(server, tmp_path, n: int) -> ve.Task:
     """A solver and a judge of the same model, both cacheable."""
-
-    def openai() -> ve.Chat:
-        return ve.chat_openai(MODEL, base_url=server.base_url("openai"), api_key="k")
-
     return ve.Task(
         sums(n),
-        solver=ve.generate(openai()),
-        scorer=ve.model_graded_qa(scorer_chat=openai()),
+        solver=ve.generate(openai(server, MODEL)),
+        scorer=ve.model_graded_qa(scorer_chat=openai(server, MODEL)),
         dir=tmp_path / "logs",
         name="cached-sums",
     )

@@ -45,7 +45,7 @@ def test_polars_dataframe():
 
 def test_pandas_dataframe():
     """A pandas DataFrame is recognised and read like a list of dicts."""
-    import pandas as pd
+    pd = pytest.importorskip("pandas")  # a dev dependency (`make setup`)
 
     assert as_tuples(load_dataset(pd.DataFrame(ROWS))) == EXPECTED
 

@@ -12,20 +12,13 @@ import anyio
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import openai, sums
 from tests.inspect_check import assert_inspect_reads
 from vitals_engine.pacing.clock import VirtualClock
 from vitals_engine.pacing.limits import Limits, LimitsRegistry
 from vitals_engine.pacing.scope import call_scope
 
 pytestmark = pytest.mark.anyio
-
-
-def sums(n):
-    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
-
-
-def openai(server, model="gpt-test", **kw):
-    return ve.chat_openai(model, base_url=server.base_url(), api_key="sk-test", **kw)
 
 
 def attempts_by_prompt(server):

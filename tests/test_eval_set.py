@@ -5,28 +5,23 @@
 from __future__ import annotations
 
 import collections
+import functools
 from pathlib import Path
 
 import anyio
 import pytest
 
 import vitals_engine as ve
+from tests import helpers
+from tests.helpers import openai
 from vitals_engine.task.eval_set import EvalSetFailedError
 
 pytestmark = pytest.mark.anyio
 
 MODELS = ("gpt-a", "gpt-b", "gpt-c")
 
-
-def sums(n, prefix=""):
-    return [
-        {"id": i, "input": f"{prefix}What's {i}+{i}?", "target": str(2 * i)}
-        for i in range(1, n + 1)
-    ]
-
-
-def openai(server, model="gpt-a", **kw):
-    return ve.chat_openai(model, base_url=server.base_url(), api_key="sk-test", **kw)
+#: The rows of this module's tasks are numbered from 1, each with its number as id.
+sums = functools.partial(helpers.sums, start=1, ids=True)
 
 
 def logs_in(directory: Path) -> list[Path]:
@@ -153,7 +148,7 @@ async def test_samples_and_cost_span_every_run(server, tmp_path):
 
 async def test_scores_of_different_kinds_stack_as_text(server, tmp_path):
     """A run scored with grades and one scored with numbers stack into one frame."""
-    chat = openai(server)
+    chat = openai(server, "gpt-a")
     graded = ve.Task(sums(2), ve.generate(chat), ve.detect_includes(), name="g", dir=tmp_path)
     numbered = ve.Task(sums(2), ve.generate(chat), lambda s: 0.5, name="n", dir=tmp_path)
     runs = await ve.eval_set_async([graded, numbered])
@@ -193,7 +188,7 @@ async def test_runs_of_a_set_reuse_each_others_connections(server, tmp_path):
     """Three runs on one endpoint that serves 2 requests at once: the set opens 2
     connections to it, not 2 for each run (one pool of connections for the set)."""
     server.latency = 0.01
-    chat = openai(server)
+    chat = openai(server, "gpt-a")
     tasks = [
         ve.Task(sums(8, f"{n}: "), ve.generate(chat), ve.detect_includes(), name=n, dir=tmp_path)
         for n in ("one", "two", "three")
@@ -271,7 +266,7 @@ def test_a_set_is_checked_before_anything_runs(server, tmp_path):
     """Mistakes in the set are ConfigErrors before any request: a solver that cannot take
     another model, two tasks of one name, a model twice, a bad max_tasks, solver_chat
     given beside models, a bad model id."""
-    chat = openai(server)
+    chat = openai(server, "gpt-a")
     plain = ve.Task(sums(1), str.upper, ve.detect_includes(), name="plain", dir=tmp_path)
     good = ve.Task(sums(1), ve.generate(chat), ve.detect_includes(), name="good", dir=tmp_path)
     twin = ve.Task(sums(1), ve.generate(chat), ve.detect_includes(), name="good", dir=tmp_path)
@@ -280,7 +275,7 @@ def test_a_set_is_checked_before_anything_runs(server, tmp_path):
     with pytest.raises(ve.ConfigError, match="named 'good'"):
         ve.eval_set([good, twin])
     with pytest.raises(ve.ConfigError, match="openai/gpt-a twice"):
-        ve.eval_set([good], models=[chat, openai(server)])
+        ve.eval_set([good], models=[chat, openai(server, "gpt-a")])
     with pytest.raises(ve.ConfigError, match="max_tasks"):
         ve.eval_set([good], max_tasks=0)
     with pytest.raises(ve.ConfigError, match="solver_chat"):

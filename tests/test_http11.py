@@ -37,7 +37,7 @@ from tests.netservers import (
 )
 from vitals_engine import ProviderTimeout, ProviderUnavailable
 from vitals_engine.testing import MockServer
-from vitals_engine.transport import http11
+from vitals_engine.transport import response as reading
 from vitals_engine.transport.base import Timeouts
 from vitals_engine.transport.http11 import Http11Transport
 from vitals_engine.transport.pool import TransportPool
@@ -80,7 +80,7 @@ def chat_url(server: MockServer) -> str:
 def wait_until_idle_readable(client: Http11Transport) -> None:
     """Block until something (bytes, EOF) has reached every idle connection of `client`:
     what the server sent is then there for the client's check before reuse to find."""
-    for pool in client._pools.values():
+    for pool in client._pool.hosts.values():
         for conn in pool.idle:
             assert select.select([conn.sock], [], [], 5)[0], "nothing reached the client"
 
@@ -369,7 +369,7 @@ async def test_oversized_content_length_is_refused():
 @pytest.mark.parametrize("framing", ["chunked", "eof", "gzip"])
 async def test_oversized_bodies_are_refused(monkeypatch, framing):
     """Chunked, read-to-EOF and decompressed bodies over the body limit are refused."""
-    monkeypatch.setattr(http11, "MAX_BODY_BYTES", 1000)
+    monkeypatch.setattr(reading, "MAX_BODY_BYTES", 1000)
     async with raw_server(answer_once(framed(b"z" * 5000, framing))) as raw, transport() as client:
         with pytest.raises(ProviderUnavailable, match="larger than the 0 MiB limit"):
             await post(client, raw.url())
@@ -577,7 +577,7 @@ async def test_send_failing_on_reused_connection_is_resent_once_on_a_fresh_one(a
         with anyio.fail_after(5):
             await raw.ended[0].wait()
         wait_until_idle_readable(client)
-        for pool in client._pools.values():  # the race, forced: the check sees nothing
+        for pool in client._pool.hosts.values():  # the race, forced: the check sees nothing
             for conn in pool.idle:
                 conn.poller = conn.sock = None
         try:

@@ -30,7 +30,7 @@ from tests.test_http11 import (
     transport,
 )
 from vitals_engine import ProviderTimeout, ProviderUnavailable
-from vitals_engine.transport import http11
+from vitals_engine.transport import response as reading
 from vitals_engine.transport.base import Timeouts
 from vitals_engine.transport.http11 import Http11Transport
 from vitals_engine.transport.sse import server_sent_events
@@ -327,7 +327,7 @@ async def test_no_head_in_time_is_a_timeout_on_entering():
 async def test_oversized_streamed_bodies_are_refused(monkeypatch, framing):
     """Chunked, EOF-delimited and decompressed streamed bodies beyond the body limit raise
     ProviderUnavailable (a compressed one never inflates past the limit in memory)."""
-    monkeypatch.setattr(http11, "MAX_BODY_BYTES", 1000)
+    monkeypatch.setattr(reading, "MAX_BODY_BYTES", 1000)
     async with raw_server(answer_each(framed(b"z" * 5000, framing))) as raw, transport() as client:
         async with client.stream(raw.url(), HEADERS, b"{}", QUICK) as reply:
             with pytest.raises(ProviderUnavailable, match="larger than the 0 MiB limit"):

@@ -7,6 +7,7 @@ counted, and a resume runs them again."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import msgspec
 import pytest
 
 import vitals_engine as ve
+from tests import helpers
 from vitals_engine.cli import main
 from vitals_engine.log.journal_format import encode_sample, encode_start
 from vitals_engine.report import summary
@@ -28,9 +30,8 @@ pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[1]
 
-
-def sums(n: int) -> list[dict[str, Any]]:
-    return [{"id": i, "input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(1, n + 1)]
+#: The rows of this module's tasks are numbered from 1, each with its number as id.
+sums = functools.partial(helpers.sums, start=1, ids=True)
 
 
 class Solver:

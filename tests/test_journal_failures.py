@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import sums, until
 from tests.inspect_check import read_eval_log
 from tests.journals import started_journal
 from vitals_engine.log import writer as writer_module
@@ -36,16 +37,6 @@ def journaled(directory: Path, at_least: int) -> Path | None:
     return None
 
 
-async def until(condition: Any, limit: float = 30.0) -> Any:
-    """Wait for `condition()` to be truthy, checked between scheduler turns (a hang guard,
-    not a timing assertion)."""
-    with anyio.fail_after(limit):
-        while True:
-            if value := condition():
-                return value
-            await anyio.sleep(0.005)
-
-
 def held_at(last: int, gate: anyio.Event) -> Any:
     """A solver answering with the mock model that holds sample `last` until `gate` is set."""
     chat = ve.chat_mock()
@@ -56,10 +47,6 @@ def held_at(last: int, gate: anyio.Event) -> Any:
         return await chat.clone().chat_async(input)
 
     return solver
-
-
-def sums(n: int) -> list[dict[str, str]]:
-    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
 
 
 class Answer:

@@ -17,8 +17,10 @@ import httpx
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import until
 from tests.journals import started_journal
 from vitals_engine.cli import main
+from vitals_engine.engine.options import RunOptions
 from vitals_engine.engine.run import TEXT_LIMIT, LiveTexts, Run
 from vitals_engine.engine.user_functions import describe
 from vitals_engine.log import live as live_module
@@ -32,15 +34,6 @@ from vitals_engine.viewer.server import ViewServer
 pytestmark = pytest.mark.anyio
 
 GUARD = 20  # seconds any one wait may take before the test fails
-
-
-async def until(condition: Callable[[], Any], what: str = "the condition") -> Any:
-    """Wait for `condition()` to be truthy (checked between scheduler turns), at most GUARD s."""
-    with anyio.fail_after(GUARD):
-        while True:
-            if value := condition():
-                return value
-            await anyio.sleep(0.005)
 
 
 def sample(id: int | str, epoch: int = 1, input: str = "q") -> Sample:
@@ -150,7 +143,7 @@ async def test_the_run_keeps_each_samples_text_until_it_finishes_or_fails() -> N
     run = Run(
         solver=describe(solver_of(solver_chat), "solver"),
         scorer=describe(scorer, "scorer"),
-        concurrency=4,
+        options=RunOptions(max_concurrency=4),
         live=texts,
     )
     records = [SampleRecord(sample(1, input="one")), SampleRecord(sample(2, input="two"))]
@@ -188,7 +181,12 @@ async def test_a_retried_call_starts_its_text_afresh() -> None:
         retry=ve.Retry(max_attempts=2, backoff=0.0),
     )
     texts = LiveTexts()
-    run = Run(solver=describe(solver_of(chat), "solver"), scorer=None, concurrency=1, live=texts)
+    run = Run(
+        solver=describe(solver_of(chat), "solver"),
+        scorer=None,
+        options=RunOptions(max_concurrency=1),
+        live=texts,
+    )
     done: list[SampleRecord] = []
     async with anyio.create_task_group() as tg:
         tg.start_soon(run_records, run, [SampleRecord(sample(1))], done)

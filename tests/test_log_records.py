@@ -10,17 +10,14 @@ import stat
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import openai, sums
 from tests.inspect_check import assert_inspect_reads
 
 pytestmark = pytest.mark.anyio
 
 
-def sums(n: int) -> list[dict[str, str]]:
-    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
-
-
 def openai_task(server, tmp_path, n: int) -> ve.Task:
-    chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test")
+    chat = openai(server)
     return ve.Task(sums(n), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
 
 

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 import zipfile
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import msgspec
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import sums, wait_until
 from tests.inspect_check import assert_inspect_reads, read_eval_log
 from tests.journals import started_journal
 from vitals_engine.log import writer
@@ -26,10 +26,6 @@ from vitals_engine.log.journal_format import encode_sample, encode_start
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def sums(n):
-    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
 
 
 async def test_samples_reach_the_journal_while_the_run_goes_on(tmp_path):
@@ -379,14 +375,6 @@ KILLED_RUN = textwrap.dedent(
 )
 
 
-def wait_for(condition, what: str, limit: float = 60.0):
-    """Poll `condition()` until it is true (a hang guard, not a timing assertion)."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.02)
-
-
 def test_kill_9_then_resume_sends_only_the_samples_in_flight(server, tmp_path):
     """A run killed with SIGKILL mid-way loses none of its finished samples (each reached
     the OS as it finished): the resumed run sends requests only for the samples that were
@@ -411,7 +399,7 @@ def test_kill_9_then_resume_sends_only_the_samples_in_flight(server, tmp_path):
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     try:
-        wait_for(lambda: server.requests >= 60, "the run's last three requests")
+        wait_until(lambda: server.requests >= 60, "the run's last three requests")
         chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test")
         task = ve.Task(
             sums(60), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=logs, name="killed"

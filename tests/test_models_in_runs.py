@@ -11,6 +11,7 @@ import msgspec
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import sums
 from tests.netservers import answer_each, raw_server, response
 from vitals_engine.testing import MockReply
 from vitals_engine.testing.brain import answer
@@ -18,7 +19,7 @@ from vitals_engine.testing.brain import answer
 pytestmark = pytest.mark.anyio
 
 KEY = "sk-test"
-SUMS = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(1, 11)]
+SUMS = sums(10, start=1)
 LONG = "Grade the answer against the rubric, point by point. " * 400  # ~4,000 words
 
 

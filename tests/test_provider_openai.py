@@ -10,6 +10,7 @@ import pytest
 
 import vitals_engine as ve
 from tests.addresses import refusing_port
+from tests.helpers import openai
 from tests.inspect_check import assert_inspect_reads
 from vitals_engine.testing import MockReply, MockToolCall
 from vitals_engine.transport.base import Timeouts
@@ -27,11 +28,6 @@ def no_user_prices(monkeypatch):
     """Each test starts with no user-set prices."""
     monkeypatch.setattr(pricing, "_user_prices", {})
     monkeypatch.setattr(pricing, "_found", {})
-
-
-def openai(server, model="gpt-test", **kw):
-    kw.setdefault("api_key", KEY)
-    return ve.chat_openai(model, base_url=server.base_url(), **kw)
 
 
 def lower(headers):

@@ -14,14 +14,11 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import vitals_engine as ve  # noqa: E402
+from tests.helpers import sums  # noqa: E402
 from tests.inspect_check import assert_inspect_reads  # noqa: E402
 from vitals_engine.log.live import read_live  # noqa: E402
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("local_ray")]
-
-
-def sums(n):
-    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
 
 
 def outcome(task):
@@ -236,7 +233,7 @@ def test_the_command_line_runs_a_task_file_on_ray(tmp_path, capsys):
 
 def test_a_worker_that_dies_loses_no_sample(tmp_path):
     """A sample whose solver kills its worker's process (the first time only): the
-    batch it was in goes to the other worker, the run succeeds, and the log holds every
+    parcel it was in goes to the other worker, the run succeeds, and the log holds every
     sample once, that one solved."""
     marker = str(tmp_path / "killed")
 
@@ -360,7 +357,7 @@ def test_a_rate_limit_on_one_worker_pauses_the_endpoint_on_every_worker(server, 
 
 async def test_a_worker_hands_back_each_sample_as_it_finishes(server, tmp_path):
     """One request hangs: the samples that ran beside it on the same worker, in the same
-    batch, still reach the driver (journaled, streamed) while it hangs; once it is
+    parcel, still reach the driver (journaled, streamed) while it hangs; once it is
     answered, the run finishes with every sample."""
     server.fail("hang", times=1)
     chat = ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test")
@@ -370,7 +367,7 @@ async def test_a_worker_hands_back_each_sample_as_it_finishes(server, tmp_path):
         async with task.stream_async(backend=ve.Ray(workers=1, max_concurrency=8)) as samples:
             async for record in samples:
                 seen.append(record.key)
-                if len(seen) == 7:  # all but the hanging one, from both batches of 4
+                if len(seen) == 7:  # all but the hanging one, from both parcels of 4
                     server.reset()  # the hung request is answered 503, then retried
     assert len(set(seen)) == 8
     assert task.metrics == {"accuracy": 1.0}

@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import vitals_engine as ve  # noqa: E402
+from tests.helpers import sums, wait_until  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,13 +50,9 @@ def end_session(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def wait_for(condition, what: str, limit: float = 180.0) -> None:
-    """Poll `condition()` until it is true (a hang guard, not a timing assertion; generous:
-    under CPU load a Ray worker process takes tens of seconds to start)."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.05)
+#: The longest a wait for the cluster takes (generous: under CPU load a Ray worker process
+#: takes tens of seconds to start).
+RAY_PATIENCE = 180.0
 
 
 # -- a cluster of two nodes ----------------------------------------------------------
@@ -230,10 +226,6 @@ SAMPLES = 40
 ANSWERED = 15  # requests the server answers before it hangs every later one
 
 
-def sums(n):
-    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
-
-
 def killed_task(base_url: str, log_dir: str, pids: str) -> ve.Task:
     """The task the child runs and the test resumes: each sample asks the mock server,
     and notes the pid of the process it ran in under `pids`."""
@@ -259,7 +251,7 @@ KILLED_RUN = textwrap.dedent(
 
     address, base_url, log_dir, pids = sys.argv[1:]
     ray.init(address=address, log_to_driver=False)
-    # two workers with room for two samples each: batches of one sample, so each sample
+    # two workers with room for two samples each: parcels of one sample, so each sample
     # the server answered comes back to the driver (and its journal) on its own
     killed_task(base_url, log_dir, pids).eval(backend=ve.Ray(workers=2, max_concurrency=4))
     """
@@ -315,9 +307,10 @@ def test_a_ray_driver_killed_with_sigkill_resumes_with_only_the_unjournaled_samp
         start_new_session=True,
     )
     try:
-        wait_for(
+        wait_until(
             lambda: journaled(logs) >= ANSWERED or proc.poll() is not None,
             f"{ANSWERED} samples in the journal",
+            RAY_PATIENCE,
         )
         assert proc.poll() is None, "the run ended though the server hangs"
         os.kill(proc.pid, signal.SIGKILL)
@@ -330,7 +323,11 @@ def test_a_ray_driver_killed_with_sigkill_resumes_with_only_the_unjournaled_samp
     workers = [int(path.name) for path in first_pids.iterdir()]
     assert workers
     assert os.getpid() not in workers
-    wait_for(lambda: not any(alive(pid) for pid in workers), "the dead driver's workers to end")
+    wait_until(
+        lambda: not any(alive(pid) for pid in workers),
+        "the dead driver's workers to end",
+        RAY_PATIENCE,
+    )
 
     server.reset()  # releases the hung requests (answered 503) and zeroes the counters
     task = killed_task(server.base_url(), str(logs), str(resumed_pids))

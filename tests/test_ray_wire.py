@@ -1,4 +1,4 @@
-"""What crosses between a Ray run's driver and its workers (`distributed.wire`): a batch
+"""What crosses between a Ray run's driver and its workers (`distributed.wire`): a parcel
 going out and a finished record coming back carry everything a record holds."""
 
 import pytest
@@ -7,12 +7,12 @@ pytest.importorskip("ray")
 
 from vitals_engine.distributed.wire import (
     FIELDS,
-    batch_in,
-    batch_out,
     finished_in,
     finished_out,
     live_in,
     live_out,
+    parcel_in,
+    parcel_out,
 )
 from vitals_engine.engine.run import LiveTexts
 from vitals_engine.samples import Sample, SampleError, SampleRecord, Score
@@ -26,16 +26,16 @@ def samples():
     ]
 
 
-def test_a_batch_of_new_records_goes_out_as_its_samples():
+def test_a_parcel_of_new_records_goes_out_as_its_samples():
     records = [SampleRecord(sample) for sample in samples()]
-    back = batch_in(batch_out(records, fresh=True))
+    back = parcel_in(parcel_out(records, fresh=True))
     assert [r.sample for r in back] == samples()
     assert all(r.result is None and r.score is None for r in back)
 
 
-def test_a_batch_to_score_goes_out_with_its_solutions():
+def test_a_parcel_to_score_goes_out_with_its_solutions():
     records = [SampleRecord(sample, result="2", solve_completed=5.0) for sample in samples()]
-    back = batch_in(batch_out(records, fresh=False))
+    back = parcel_in(parcel_out(records, fresh=False))
     assert [(r.sample, r.result, r.solve_completed) for r in back] == [
         (s, "2", 5.0) for s in samples()
     ]

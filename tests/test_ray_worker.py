@@ -4,11 +4,15 @@ cluster: the actor class is used as a plain object, on asyncio as in Ray)."""
 import asyncio
 
 import pytest
+
+pytest.importorskip("ray")  # an extra: `make setup` installs it, `make demo` does not
+
 from ray import cloudpickle
 
 import vitals_engine as ve
-from vitals_engine.distributed.wire import batch_out
+from vitals_engine.distributed.wire import parcel_out
 from vitals_engine.distributed.worker import SampleWorker, WorkerPlan
+from vitals_engine.engine.options import RunOptions
 from vitals_engine.engine.user_functions import describe
 from vitals_engine.samples import Sample, SampleRecord
 
@@ -48,15 +52,14 @@ async def test_a_worker_reports_what_its_samples_at_work_have_spent():
         scorer=describe(ve.detect_includes(), "scorer"),
         solver_kwargs={},
         scorer_kwargs={},
+        options=RunOptions(max_concurrency=4),
         concurrency=4,
         cluster_concurrency=4,
-        limits=None,
-        retry=None,
     )
     worker = SampleWorker()
     await worker.begin(cloudpickle.dumps(plan))
     records = [SampleRecord(Sample(i, 1, f"What's {i}+{i}?", str(2 * i))) for i in (1, 2)]
-    await worker.feed(batch_out(records, fresh=True))
+    await worker.feed(parcel_out(records, fresh=True))
     reports = worker.serve()
     finished, _, spent = cloudpickle.loads(await anext(reports))
     assert [done[0] for done in finished] == [2]

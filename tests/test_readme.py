@@ -22,6 +22,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("pytest_examples")  # a dev dependency (`make setup`)
+
 import pytest_examples.run_code
 from pytest_examples import CodeExample, EvalExample, find_examples
 

@@ -4,6 +4,7 @@ a run of another solver, scorer or model is refused unless resumed anyway."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +12,13 @@ import msgspec
 import pytest
 
 import vitals_engine as ve
+from tests import helpers
 from vitals_engine.log.writer import LogWriter
 
 pytestmark = pytest.mark.anyio
 
-
-def sums(ids: range | list[int]) -> list[dict[str, Any]]:
-    return [{"id": i, "input": f"What's {i}+{i}?", "target": str(2 * i)} for i in ids]
+#: The rows of this module's tasks carry their numbers as ids.
+sums = functools.partial(helpers.sums, ids=True)
 
 
 async def killed_journal(task: ve.Task, keep: int) -> Path:

@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import openai, sums, until
 from tests.inspect_check import assert_inspect_reads
 from vitals_engine.chats.calls import call_model, estimate_tokens
 from vitals_engine.pacing.clock import VirtualClock
@@ -22,14 +23,6 @@ from vitals_engine.vocab.model_calls import ChatRequest
 from vitals_engine.vocab.turns import TokenUsage, Turn
 
 pytestmark = pytest.mark.anyio
-
-
-def sums(n):
-    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
-
-
-def openai(server, model="gpt-test", **kw):
-    return ve.chat_openai(model, base_url=server.base_url(), api_key="sk-test", **kw)
 
 
 class Scripted(Provider):
@@ -71,14 +64,6 @@ async def two_callers_on_one_slot(server, limits: Limits) -> None:
             tg.start_soon(one, "B")
             await until(lambda: limiter.slots.waiting == 1)
             assert (limiter.in_flight, limiter.slots.waiting) == (1, 1)
-
-
-async def until(condition) -> None:
-    """Let other tasks run until `condition()` holds. (Not `wait_all_tasks_blocked` alone:
-    a first request may wait on a worker thread, which counts as blocked.)"""
-    while not condition():
-        await anyio.wait_all_tasks_blocked()
-        await anyio.sleep(0.001)
 
 
 async def test_a_caller_queued_for_a_slot_waits_out_a_pause(server):

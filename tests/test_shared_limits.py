@@ -12,19 +12,13 @@ import anyio.from_thread
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import openai, sums
 from vitals_engine.pacing.limits import Limits, RunLimits
 
 pytestmark = pytest.mark.anyio
 
 ENDPOINT = ("OpenAI", "http://127.0.0.1:1/v1", "gpt-shared")
-
-
-def sums(n, prefix=""):
-    return [{"input": f"{prefix}What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
-
-
-def openai(server, model="gpt-shared", **kw):
-    return ve.chat_openai(model, base_url=server.base_url(), api_key="sk-test", **kw)
+MODEL = "gpt-shared"  # the model of the runs on the mock server
 
 
 async def eval_together(*runs):
@@ -176,7 +170,7 @@ async def test_two_evals_at_once_share_the_endpoints_max_concurrency(server, tmp
     Limits(max_concurrency=5), each with 20 samples at work: the server never has more
     than 5 requests in flight (per run, it would be 10)."""
     server.latency = 0.05
-    chat = openai(server)
+    chat = openai(server, MODEL)
     a = ve.Task(sums(30, "A: "), ve.generate(chat), ve.detect_includes(), name="a", dir=tmp_path)
     b = ve.Task(
         sums(30, "B: "), ve.generate(chat.clone()), ve.detect_includes(), name="b", dir=tmp_path
@@ -197,10 +191,18 @@ async def test_a_rate_limit_seen_by_one_run_pauses_the_other(server, tmp_path):
     server.fail("429", times=1, retry_after=0.5)
     limits = Limits(max_concurrency=1, rpm=60_000)
     a = ve.Task(
-        sums(4, "A: "), ve.generate(openai(server)), ve.detect_includes(), name="a", dir=tmp_path
+        sums(4, "A: "),
+        ve.generate(openai(server, MODEL)),
+        ve.detect_includes(),
+        name="a",
+        dir=tmp_path,
     )
     b = ve.Task(
-        sums(4, "B: "), ve.generate(openai(server)), ve.detect_includes(), name="b", dir=tmp_path
+        sums(4, "B: "),
+        ve.generate(openai(server, MODEL)),
+        ve.detect_includes(),
+        name="b",
+        dir=tmp_path,
     )
     await eval_together((a, {"limits": limits}), (b, {"limits": limits}))
     assert a.metrics == b.metrics == {"accuracy": 1.0}
@@ -217,7 +219,9 @@ async def test_a_finished_runs_limits_do_not_reach_a_later_run(server, tmp_path)
     30 s and gives up (one attempt). Run B on the same endpoint, right after in the same
     process, is neither paused by A's Retry-After nor held to A's limits."""
     server.fail("429", times=1, retry_after=30)
-    a = ve.Task(sums(1), ve.generate(openai(server)), ve.detect_includes(), name="a", dir=tmp_path)
+    a = ve.Task(
+        sums(1), ve.generate(openai(server, MODEL)), ve.detect_includes(), name="a", dir=tmp_path
+    )
     await a.eval_async(
         limits=Limits(max_concurrency=1, rpm=60_000),
         retry=ve.Retry(max_attempts=1),
@@ -239,7 +243,7 @@ async def test_a_finished_runs_limits_do_not_reach_a_later_run(server, tmp_path)
 
     b = ve.Task(sums(3), solver, ve.detect_includes(), name="b", dir=tmp_path)
     with anyio.fail_after(20):
-        await b.eval_async(solver_chat=openai(server), max_concurrency=8, progress=False)
+        await b.eval_async(solver_chat=openai(server, MODEL), max_concurrency=8, progress=False)
     assert b.metrics == {"accuracy": 1.0}
     assert seen == [(8, False)] * 3
     assert all(r.at < limited.answered + 30 for r in server.log)

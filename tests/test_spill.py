@@ -9,16 +9,13 @@ import pytest
 import vitals_engine as ve
 import vitals_engine.task.running as running
 import vitals_engine.task.spill as spill
+from tests.helpers import sums
 
 pytestmark = pytest.mark.anyio
 
 
 def events(sample):
     return json.loads(bytes(sample.events))
-
-
-def sums(n):
-    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import sums
 from vitals_engine.pacing.scope import call_scope
 from vitals_engine.testing import MockReply, MockRequest, MockToolCall
 from vitals_engine.testing.formats import StreamEvent
@@ -46,10 +47,6 @@ def add(a: int, b: int) -> int:
 def untimed(turns: list[Turn]) -> list[Turn]:
     """The turns without when they were made and how long they took."""
     return [msgspec.structs.replace(t, started_at=None, duration=None) for t in turns]
-
-
-def sums(n):
-    return [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
 
 
 # -- the same reply, streamed ---------------------------------------------------------------

@@ -46,6 +46,7 @@ from vitals_engine import (
     ProviderUnavailable,
 )
 from vitals_engine.transport import aiohttp_client, http11, httpx_client
+from vitals_engine.transport import response as reading
 from vitals_engine.transport.aiohttp_client import AiohttpTransport
 from vitals_engine.transport.base import MAX_REDIRECTS, StreamedResponse, Timeouts, Transport
 from vitals_engine.transport.http11 import Http11Transport
@@ -149,7 +150,7 @@ def trust_ca(ca, monkeypatch):
 @pytest.fixture
 def small_cap(monkeypatch):
     """A body limit of 64 KiB in every transport, so oversized bodies stay small."""
-    for module in (http11, aiohttp_client, httpx_client):
+    for module in (reading, aiohttp_client, httpx_client):
         monkeypatch.setattr(module, "MAX_BODY_BYTES", 64 * 1024)
 
 

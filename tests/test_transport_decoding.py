@@ -17,7 +17,7 @@ import pytest
 from multidict import CIMultiDict
 
 from vitals_engine import ProviderTimeout
-from vitals_engine.transport import http11, tls
+from vitals_engine.transport import http11, response, tls
 from vitals_engine.transport.base import Timeouts, describe, lower_headers, timed_out
 from vitals_engine.transport.decoding import (
     ACCEPT_ENCODING,
@@ -217,7 +217,7 @@ def test_lower_headers_joins_repeats_as_http11_does(headers):
     http11 reads the same head: lower-cased names, repeats joined with ", " in order."""
     if isinstance(headers, list):
         headers = _Pairs(headers)
-    _, expected, _ = http11._parse_head(HEAD)
+    _, expected, _ = response.parse_head(HEAD)
     assert lower_headers(headers) == expected
     assert expected["vary"] == "a, b, c"
     assert expected["x-note"] == "one, two"

@@ -5,16 +5,14 @@ and in a bundle; and a run in batch mode against the mock server, followed as it
 from __future__ import annotations
 
 import json
-import threading
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import msgspec
 
 import vitals_engine as ve
+from tests.helpers import evaluating, openai, sums, wait_until
 from vitals_engine.log import schema as s
 from vitals_engine.log.journal_format import (
     encode_batch,
@@ -32,7 +30,6 @@ from vitals_engine.viewer.rows import batch_row
 from vitals_engine.viewer.server import ViewServer
 from vitals_engine.vocab.batch_records import BatchRecord, BatchRequest
 
-from test_log_write import wait_for  # isort: skip
 from test_view import (  # isort: skip
     FIXTURES,
     api_path,
@@ -315,33 +312,10 @@ def test_a_bundle_has_each_logs_batches(tmp_path: Path) -> None:
 # -- a run in batch mode ---------------------------------------------------------------------------
 
 
-@contextmanager
-def evaluating(task: ve.Task, **options: object) -> Iterator[threading.Thread]:
-    """`task.eval(**options)` on a thread of its own while in the block; on leaving, wait for
-    it to end and check that it raised nothing."""
-    failures: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            task.eval(**options)
-        except BaseException as exc:
-            failures.append(exc)
-
-    runner = threading.Thread(target=run)
-    runner.start()
-    try:
-        yield runner
-    finally:
-        runner.join(timeout=60)
-    assert not runner.is_alive()
-    assert failures == []
-
-
 def batched_task(server, logs: Path, n: int) -> ve.Task:
-    chat = ve.chat_openai("gpt-test", base_url=server.base_url("openai"), api_key="k")
-    data = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
+    chat = openai(server)
     return ve.Task(
-        data, solver=ve.generate(chat), scorer=ve.detect_includes(), dir=logs, name="batched"
+        sums(n), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=logs, name="batched"
     )
 
 
@@ -365,7 +339,7 @@ def test_a_run_in_batch_mode_shows_its_batch_pending_then_ended(server, tmp_path
             return [row for row in document["batches"] if row["pending"]]
 
         with evaluating(task, batch=ve.Batch(size=10, wait=0.05, poll=0.02), progress=False):
-            wait_for(lambda: pending(), "the batch listed pending")
+            wait_until(lambda: pending(), "the batch listed pending")
             (entry,) = http.get("/api/logs.json").json()["logs"]
             assert entry["file"].endswith(".journal")
             assert (entry["running"], entry["batches"], entry["pending_batches"]) == (True, 1, 1)

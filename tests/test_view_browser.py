@@ -19,6 +19,7 @@ import pytest
 from msgspec.json import encode
 
 import vitals_engine as ve
+from tests.helpers import evaluating
 from vitals_engine.log import schema as s
 from vitals_engine.log.atomic import replace_atomically
 from vitals_engine.log.journal_format import (
@@ -270,30 +271,6 @@ def held_task(logs: Path, solver: Callable[[str], str], name: str, sums: int) ->
     dataset = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(1, sums + 1)]
     dataset.append({"input": "Hold on: what's 9+9?", "target": "18"})
     return ve.Task(dataset, solver=solver, scorer=ve.detect_includes(), name=name, dir=logs)
-
-
-@contextmanager
-def evaluating(task: ve.Task, *gates: threading.Event) -> Iterator[threading.Thread]:
-    """`task.eval()` on a thread of its own while in the block (the thread is yielded). On
-    leaving, open `gates` so that held samples finish, wait for the run to end, and check
-    that it raised nothing."""
-    failures: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            task.eval()
-        except BaseException as exc:
-            failures.append(exc)
-
-    runner = threading.Thread(target=run)
-    runner.start()
-    try:
-        yield runner
-    finally:
-        for gate in gates:
-            gate.set()
-        runner.join(timeout=60)
-    assert failures == []
 
 
 def test_live_run_appears_sample_by_sample(page, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import openai, sums
 from vitals_engine.log.journal_format import encode_sample, encode_start
 from vitals_engine.viewer.bundle import bundle
 from vitals_engine.viewer.catalog import Catalog
@@ -25,14 +26,10 @@ TOKENS = ["input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tok
 
 
 def graded_task(server, logs: Path, n: int) -> ve.Task:
-    def openai() -> ve.Chat:
-        return ve.chat_openai(MODEL, base_url=server.base_url("openai"), api_key="k")
-
-    data = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
     return ve.Task(
-        data,
-        solver=ve.generate(openai()),
-        scorer=ve.model_graded_qa(scorer_chat=openai()),
+        sums(n),
+        solver=ve.generate(openai(server, MODEL)),
+        scorer=ve.model_graded_qa(scorer_chat=openai(server, MODEL)),
         dir=logs,
         name="cached-sums",
     )

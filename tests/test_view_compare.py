@@ -13,16 +13,17 @@ from urllib.parse import quote
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import evaluating, sums
 from vitals_engine.viewer.bundle import bundle
 from vitals_engine.viewer.server import ViewServer
 
-from test_view_browser import DASH, evaluating, held_task, shot, static_site  # isort: skip
+from test_view_browser import DASH, held_task, shot, static_site  # isort: skip
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 expect = playwright_sync.expect
 
 #: Ten sums; the second model gets these wrong (its answer is off by one).
-SUMS = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(1, 11)]
+SUMS = sums(10, start=1)
 WRONG_IN_B = {3, 6, 9}
 
 

@@ -16,16 +16,19 @@ import typing as _typing
 
 from ._errors import (
     AuthenticationError,
+    BatchUnsupported,
     BudgetExceeded,
     ConfigError,
     DatasetError,
     EvalFailedError,
+    EvalSetFailedError,
     ExtractionError,
     JournalInUseError,
     LogFormatError,
     LogWriteError,
     MalformedResponse,
     MetricError,
+    NotALogError,
     ProviderError,
     ProviderTimeout,
     ProviderUnavailable,
@@ -58,13 +61,16 @@ if _typing.TYPE_CHECKING:
         chat_openrouter,
         chat_vllm,
     )
-    from .comparison import Comparison, ComparisonSet, compare
+    from .chats.tools import Tool
+    from .comparison import Comparison, ComparisonSet, compare, compare_models
     from .config import (
         log_dir,
         log_dir_set,
     )
     from .distributed.backend import Ray
+    from .engine.options import EvalOptions
     from .engine.user_functions import (
+        BatchFunction,
         batch_scorer,
         batch_solver,
     )
@@ -74,6 +80,7 @@ if _typing.TYPE_CHECKING:
     from .pacing.batch_mode import Batch
     from .pacing.limits import Limits
     from .pacing.retry import Retry
+    from .providers.base import Provider
     from .report import summary
     from .samples import (
         Sample,
@@ -91,16 +98,23 @@ if _typing.TYPE_CHECKING:
         model_graded_fact,
         model_graded_qa,
     )
+    from .scorers.model_graded import ModelGraded
     from .solvers import (
+        Generate,
+        GenerateStructured,
         generate,
         generate_structured,
     )
     from .statistics.intervals import MetricStat
+    from .task.estimate import Estimate
     from .task.eval_set import EvalSet, eval_set, eval_set_async
+    from .task.streaming import SampleStream
     from .task.task import Task
     from .transport.base import Timeouts
     from .viewer.bundle import bundle
     from .viewer.launch import view
+    from .viewer.server import ViewServer
+    from .vocab.batch_records import BatchRecord
     from .vocab.model_calls import RetryNote
     from .vocab.pricing import set_price
     from .vocab.turns import (
@@ -131,12 +145,16 @@ _LAZY: dict[str, str] = {
     "chat_openai": ".chats.constructors",
     "chat_openrouter": ".chats.constructors",
     "chat_vllm": ".chats.constructors",
+    "Tool": ".chats.tools",
     "Comparison": ".comparison",
     "ComparisonSet": ".comparison",
     "compare": ".comparison",
+    "compare_models": ".comparison",
     "Ray": ".distributed.backend",
     "log_dir": ".config",
     "log_dir_set": ".config",
+    "BatchFunction": ".engine.user_functions",
+    "EvalOptions": ".engine.options",
     "batch_scorer": ".engine.user_functions",
     "batch_solver": ".engine.user_functions",
     "LoggedEval": ".log.logged_eval",
@@ -145,12 +163,14 @@ _LAZY: dict[str, str] = {
     "Batch": ".pacing.batch_mode",
     "Limits": ".pacing.limits",
     "Retry": ".pacing.retry",
+    "Provider": ".providers.base",
     "summary": ".report",
     "Sample": ".samples",
     "SampleRecord": ".samples",
     "Score": ".samples",
     "Solution": ".samples",
     "SolvedSample": ".samples",
+    "ModelGraded": ".scorers.model_graded",
     "detect_answer": ".scorers",
     "detect_exact": ".scorers",
     "detect_includes": ".scorers",
@@ -158,16 +178,22 @@ _LAZY: dict[str, str] = {
     "detect_pattern": ".scorers",
     "model_graded_fact": ".scorers",
     "model_graded_qa": ".scorers",
+    "Generate": ".solvers",
+    "GenerateStructured": ".solvers",
     "generate": ".solvers",
     "generate_structured": ".solvers",
     "MetricStat": ".statistics.intervals",
+    "Estimate": ".task.estimate",
     "EvalSet": ".task.eval_set",
     "eval_set": ".task.eval_set",
     "eval_set_async": ".task.eval_set",
+    "SampleStream": ".task.streaming",
     "Task": ".task.task",
     "Timeouts": ".transport.base",
     "bundle": ".viewer.bundle",
     "view": ".viewer.launch",
+    "ViewServer": ".viewer.server",
+    "BatchRecord": ".vocab.batch_records",
     "RetryNote": ".vocab.model_calls",
     "set_price": ".vocab.pricing",
     "ContentImage": ".vocab.turns",
@@ -182,6 +208,9 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "AuthenticationError",
     "Batch",
+    "BatchFunction",
+    "BatchRecord",
+    "BatchUnsupported",
     "BudgetExceeded",
     "Cache",
     "Chat",
@@ -194,9 +223,14 @@ __all__ = [
     "ContentToolRequest",
     "ContentToolResult",
     "DatasetError",
+    "Estimate",
     "EvalFailedError",
+    "EvalOptions",
     "EvalSet",
+    "EvalSetFailedError",
     "ExtractionError",
+    "Generate",
+    "GenerateStructured",
     "JournalInUseError",
     "Limits",
     "LogFormatError",
@@ -205,6 +239,9 @@ __all__ = [
     "MalformedResponse",
     "MetricError",
     "MetricStat",
+    "ModelGraded",
+    "NotALogError",
+    "Provider",
     "ProviderError",
     "ProviderTimeout",
     "ProviderUnavailable",
@@ -215,6 +252,7 @@ __all__ = [
     "RetryNote",
     "Sample",
     "SampleRecord",
+    "SampleStream",
     "Score",
     "ScorerError",
     "Solution",
@@ -224,7 +262,9 @@ __all__ = [
     "TaskStateError",
     "Timeouts",
     "TokenUsage",
+    "Tool",
     "Turn",
+    "ViewServer",
     "VitalsError",
     "WorkerLostError",
     "accuracy",
@@ -243,6 +283,7 @@ __all__ = [
     "chat_openrouter",
     "chat_vllm",
     "compare",
+    "compare_models",
     "datasets",
     "detect_answer",
     "detect_exact",

@@ -16,13 +16,19 @@ VitalsError
  │    ├── ProviderUnavailable   5xx, 529, 408, 409, dropped connections (may carry `retry_after`),
  │    │                         refused ones (`refused`; not retried where nothing ever answered)
  │    ├── ProviderTimeout       connect or read timeout
- │    └── MalformedResponse     a body that is not the JSON the provider promised
+ │    ├── MalformedResponse     a body that is not the JSON the provider promised
+ │    └── BatchUnsupported      a server without a batch API (404 at its batch endpoint)
  ├── ExtractionError        a structured reply that does not validate against its type
  ├── EvalFailedError        more samples failed than `fail_on_error` allows
+ │    └── EvalSetFailedError    runs of an eval set failed (carries `errors`, `eval_set`)
+ ├── BudgetExceeded         the run reached its budget (carries `reason`, `spent`, `log_path`)
  ├── LogFormatError         a log or journal that cannot be read
+ │    └── NotALogError          valid JSON that is not an eval log (a manifest, a schema ...)
  ├── LogWriteError          a log or journal that cannot be written (carries `path`)
  └── WorkerLostError        every Ray worker of a run died (carries `left`: samples not run)
 ```
+
+Every error is defined here, and `vitals_engine` exports them all.
 
 Each error carries what a user needs to act on it (the provider, the model,
 the sample id, the request id) as attributes, and says it in its message.
@@ -36,16 +42,19 @@ from typing import Any, TypeVar
 
 __all__ = [
     "AuthenticationError",
+    "BatchUnsupported",
     "BudgetExceeded",
     "ConfigError",
     "DatasetError",
     "EvalFailedError",
+    "EvalSetFailedError",
     "ExtractionError",
     "JournalInUseError",
     "LogFormatError",
     "LogWriteError",
     "MalformedResponse",
     "MetricError",
+    "NotALogError",
     "ProviderError",
     "ProviderTimeout",
     "ProviderUnavailable",
@@ -175,6 +184,12 @@ class MalformedResponse(ProviderError):
     retryable = True
 
 
+class BatchUnsupported(ProviderError):
+    """The server has no batch API (it answered the batch endpoint with 404)."""
+
+    retryable = False
+
+
 class ExtractionError(VitalsError):
     """A structured-output reply did not validate against the requested type.
 
@@ -202,6 +217,17 @@ class EvalFailedError(VitalsError):
         self.log_path = log_path
 
 
+class EvalSetFailedError(EvalFailedError):
+    """Some runs of an eval set failed; the others ran to the end and every log was
+    written. `errors` maps each failed run ("task on model") to its error, `eval_set`
+    is the whole set; `failed` and `total` count runs."""
+
+    def __init__(self, message: str, *, eval_set: Any, errors: dict[str, Exception]) -> None:
+        super().__init__(message, failed=len(errors), total=len(eval_set.tasks))
+        self.eval_set = eval_set
+        self.errors = errors
+
+
 class BudgetExceeded(VitalsError):
     """The run reached its budget (`max_cost`, `max_tokens`, or a model's
     `Limits(max_cost=)`): it started no more samples, finished those at work, and wrote
@@ -222,6 +248,10 @@ class BudgetExceeded(VitalsError):
 
 class LogFormatError(VitalsError):
     """A log or journal cannot be read: the message names the file and the position."""
+
+
+class NotALogError(LogFormatError):
+    """A JSON file that is valid JSON but not an eval log (a manifest, a schema ...)."""
 
 
 class LogWriteError(VitalsError):

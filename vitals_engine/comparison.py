@@ -1,5 +1,5 @@
 """Two runs of one task side by side: `compare(a, b)`, and every model of an eval set
-against a baseline: `compare(eval_set)`.
+against a baseline: `compare_models(eval_set)`. Their text is `comparison_report.py`'s.
 
 Samples are paired by (id, epoch); a sample in one run only is counted, not paired.
 Differences are B - A. The mean score (`accuracy`: C = 1, P = 0.5, I = 0, numbers and
@@ -26,15 +26,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import Counter
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ._errors import ConfigError, TaskStateError, VitalsError
-from ._words import plural
+from .comparison_report import comparison_set_text, comparison_text
 from .log.logged_eval import LoggedEval
 from .log.reader import read_log
 from .statistics.paired import (
@@ -49,14 +49,24 @@ from .task.task import Task
 
 if TYPE_CHECKING:
     import polars as pl
+    from typing_extensions import deprecated
 
-__all__ = ["Comparison", "ComparisonSet", "compare"]
+    from .task.eval_set import EvalSet
+else:
+    _F = TypeVar("_F")
+
+    def deprecated(message: str) -> Callable[[_F], _F]:
+        """A no-op at run time: it marks an overload for type checkers (PEP 702), and
+        compare() itself warns."""
+        return lambda fn: fn
+
+
+__all__ = ["Comparison", "ComparisonSet", "compare", "compare_models"]
 
 Run = Task | LoggedEval | str | Path
 
 _KEY = ["id", "epoch"]
 _SIDE_COLUMNS = ("input", "score", "answer", "value", "cluster")
-_SHOWN_CHANGES = 10
 
 
 @dataclass
@@ -322,7 +332,7 @@ class Comparison:
     cluster: str | None = None
 
     def __str__(self) -> str:
-        return _render(self)
+        return comparison_text(self)
 
 
 def _cluster_keys(pairs: pl.DataFrame, column: str | None) -> list[Any]:
@@ -514,8 +524,8 @@ class ComparisonSet:
     they have no scores (a run of the set that failed before it was scored).
 
     Example:
-        >>> print(compare(eval_set))
-        >>> compare(eval_set, baseline="openai/gpt-4.1").metrics
+        >>> print(compare_models(eval_set))
+        >>> compare_models(eval_set, baseline="openai/gpt-4.1").metrics
     """
 
     comparisons: list[Comparison]
@@ -557,7 +567,7 @@ class ComparisonSet:
         return self._stacked("changed")
 
     def __str__(self) -> str:
-        return _render_set(self)
+        return comparison_set_text(self)
 
 
 def _model_id(model: Any) -> str | None:
@@ -578,13 +588,25 @@ def _same_model(found: str | None, wanted: str) -> bool:
     return found == wanted or ("/" not in wanted and found.split("/", 1)[-1] == wanted)
 
 
-def _compare_set(eval_set: Any, baseline: str | None, cluster: str | None) -> ComparisonSet:
-    runs, skipped = [], []
-    for i, task in enumerate(eval_set.tasks):
-        try:
-            runs.append(_load(task, f"tasks[{i}]"))
-        except TaskStateError:
-            skipped.append(getattr(task, "name", f"tasks[{i}]"))
+def compare_models(
+    eval_set: EvalSet, *, baseline: str | None = None, cluster: str | None = None
+) -> ComparisonSet:
+    """Compare every model of an eval set with a baseline model, task by task.
+
+    `eval_set` is what `eval_set()` returns (anything with `.tasks`, and `.models`, whose
+    first is the baseline unless `baseline=` names a model id, "provider/model" or the
+    model alone). Each task's run on every other model is compared with its run on the
+    baseline as `compare(a, b)` compares two runs (runs group by task name; a task that
+    did not run on the baseline model is compared with its first run, unless `baseline=`
+    names it: then that is a `ConfigError`). A run without scores (it failed before it
+    was scored) is left out and named in `skipped`. `cluster` is as for `compare()`.
+
+    Example:
+        >>> runs = eval_set([adding, judged], models=["openai/gpt-4.1-mini", "openai/gpt-4.1"])
+        >>> print(compare_models(runs))
+        >>> compare_models(runs, baseline="openai/gpt-4.1").metrics
+    """
+    runs, skipped = _scored_runs(eval_set.tasks)
     models = list(getattr(eval_set, "models", None) or [])
     wanted = baseline if baseline is not None else (_model_id(models[0]) if models else None)
     groups: dict[str, list[_Run]] = {}
@@ -592,13 +614,7 @@ def _compare_set(eval_set: Any, baseline: str | None, cluster: str | None) -> Co
         groups.setdefault(run.task, []).append(run)
     comparisons, tasks, pairs = [], [], []
     for task, group in groups.items():
-        base = next((r for r in group if wanted is not None and _same_model(r.model, wanted)), None)
-        if base is None and baseline is not None:
-            ran = ", ".join(str(r.model) for r in group)
-            raise ConfigError(
-                f"Task {task} has no run on the baseline model {baseline!r}; it ran on {ran}."
-            )
-        base = base or group[0]
+        base = _baseline_run(task, group, wanted, baseline)
         for run in group:
             if run is not base:
                 comparisons.append(_compare_runs(base, run, cluster))
@@ -607,9 +623,32 @@ def _compare_set(eval_set: Any, baseline: str | None, cluster: str | None) -> Co
     if not comparisons:
         raise ConfigError(
             "Nothing to compare: each task of the eval set ran on a single model. "
-            "compare(eval_set) compares each model's run of a task with the baseline's."
+            "compare_models(eval_set) compares each model's run of a task with the baseline's."
         )
     return ComparisonSet(comparisons, tasks, pairs, skipped)
+
+
+def _scored_runs(tasks: Sequence[Any]) -> tuple[list[_Run], list[str]]:
+    """An eval set's runs that have scores, and the names of those that have none."""
+    runs, skipped = [], []
+    for i, task in enumerate(tasks):
+        try:
+            runs.append(_load(task, f"tasks[{i}]"))
+        except TaskStateError:
+            skipped.append(getattr(task, "name", f"tasks[{i}]"))
+    return runs, skipped
+
+
+def _baseline_run(task: str, group: list[_Run], wanted: str | None, asked: str | None) -> _Run:
+    """The run of `task` on the baseline model `wanted` (`asked`: the one `baseline=`
+    named, which must be there), else the task's first run."""
+    base = next((r for r in group if wanted is not None and _same_model(r.model, wanted)), None)
+    if base is None and asked is not None:
+        ran = ", ".join(str(r.model) for r in group)
+        raise ConfigError(
+            f"Task {task} has no run on the baseline model {asked!r}; it ran on {ran}."
+        )
+    return base or group[0]
 
 
 @overload
@@ -617,16 +656,16 @@ def compare(a: Run, b: Run, *, cluster: str | None = None) -> Comparison: ...
 
 
 @overload
+@deprecated("compare(eval_set) is compare_models(eval_set) now")
 def compare(
-    a: Any, b: None = None, *, baseline: str | None = None, cluster: str | None = None
+    a: EvalSet, b: None = None, *, baseline: str | None = None, cluster: str | None = None
 ) -> ComparisonSet: ...
 
 
 def compare(
     a: Any, b: Run | None = None, *, baseline: str | None = None, cluster: str | None = None
 ) -> Comparison | ComparisonSet:
-    """Compare two runs of one task sample by sample, or every model of an eval set
-    against a baseline.
+    """Compare two runs of one task sample by sample.
 
     `a` and `b` are Tasks that ran, logs read with `read_log()`, or paths to logs, in
     any mix. Samples pair by (id, epoch); the result holds the difference B - A in each
@@ -642,11 +681,8 @@ def compare(
     recorded in their logs), else each sample is a cluster with its epochs;
     `cluster="id"` asks for that whatever the runs used.
 
-    `compare(eval_set)` takes anything with `.tasks` (and `.models`, whose first is the
-    baseline unless `baseline=` names a model id): each task's run on every other model
-    is compared with its run on the baseline (runs group by task name; a task that did
-    not run on the first model is compared with its first run). It returns a
-    `ComparisonSet`.
+    The models of an eval set are compared by `compare_models(eval_set)`;
+    `compare(eval_set)` still does it for this release, with a DeprecationWarning.
 
     Example:
         >>> comparison = compare(old_task, "logs/new-run.json")
@@ -657,162 +693,20 @@ def compare(
         [(1, 'I', 'C'), ...]
     """
     if b is None and hasattr(a, "tasks") and not isinstance(a, Task | LoggedEval | str | Path):
-        return _compare_set(a, baseline, cluster)
+        warnings.warn(
+            "ve.compare(eval_set) is deprecated and goes in the next release: use "
+            "ve.compare_models(eval_set), which returns the same ComparisonSet.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return compare_models(a, baseline=baseline, cluster=cluster)
     if baseline is not None:
-        raise ConfigError("`baseline=` is for compare(eval_set); compare(a, b) takes A as it.")
+        raise ConfigError(
+            "`baseline=` is for compare_models(eval_set); compare(a, b) takes A as it."
+        )
     if b is None:
         raise ConfigError(
-            "compare() needs two runs, compare(a, b), or an eval set (anything with `.tasks`)."
+            "compare() needs two runs, compare(a, b); the models of an eval set are "
+            "compare_models(eval_set)."
         )
     return _compare_runs(_load(a, "a"), _load(b, "b"), cluster)
-
-
-# -- printing ----------------------------------------------------------------------------------
-
-
-def _number(value: float) -> str:
-    return f"{value:.2f}" if value == 0 or abs(value) >= 0.01 else f"{value:.2g}"
-
-
-def _signed(value: float) -> str:
-    return ("+" if value >= 0 else "") + _number(value)
-
-
-def _p(value: float) -> str:
-    return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
-
-
-def _money(value: float | None) -> str:
-    if value is None:
-        return "unknown"
-    return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:.4f}"
-
-
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "unknown"
-    return f"{value:.2f} s" if value < 10 else f"{value:,.0f} s"
-
-
-def _metric_line(row: dict[str, Any]) -> str:
-    a, b = ("?" if v is None else _number(v) for v in (row["a"], row["b"]))
-    shown = f"{row['metric']} {a} → {b}"
-    if row["difference"] is None:
-        return shown
-    if row["test"] is None:
-        return shown + f" ({_signed(row['difference'])}; as the runs report it, untested)"
-    if row["low"] is None:
-        interval = "no interval from one sample"
-    else:
-        interval = f"95% CI {_signed(row['low'])}\u2013{_signed(row['high'])}"
-    return (
-        shown
-        + f" ({_signed(row['difference'])}, {interval}), {row['test']} {_p(row['p_value'])}, "
-        + plural(row["n_pairs"], "pair")
-    )
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return "none"
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _changes_line(comparison: Comparison) -> str:
-    changed = comparison.changed
-    what = "grade" if comparison.graded else "score"
-    if changed.height == 0:
-        return f"No sample changed {what}."
-    counts = Counter(
-        f"{_shown(x)}→{_shown(y)}"
-        if comparison.graded or x is None or y is None
-        else ("up" if y > x else "down")
-        for x, y in zip(changed["score_a"].to_list(), changed["score_b"].to_list(), strict=True)
-    )
-    parts = ", ".join(f"{n} {change}" for change, n in counts.most_common())
-    if comparison.epochs > 1:
-        return f"{plural(changed.height, '(sample, epoch) pair')} changed {what}: {parts}"
-    return f"{plural(changed.height, 'sample')} changed {what}: {parts}"
-
-
-def _cost_line(comparison: Comparison) -> str:
-    a, b = comparison.cost.iter_rows(named=True)
-    tokens = [("unknown" if r["tokens"] is None else f"{r['tokens']:,}") for r in (a, b)]
-    time_a, time_b = comparison.time
-    return (
-        f"cost {_money(a['cost'])} vs {_money(b['cost'])}; tokens {tokens[0]} vs {tokens[1]}; "
-        f"time {_seconds(time_a)} vs {_seconds(time_b)}"
-    )
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    lines = [header, ["-" * w for w in widths], *rows]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
-    )
-
-
-def _changes_table(changed: pl.DataFrame) -> str:
-    rows = [
-        [
-            str(r["id"]),
-            str(r["epoch"]),
-            _shown(r["score_a"]),
-            _shown(r["score_b"]),
-            " ".join((r["input"] or "").split())[:50],
-        ]
-        for r in changed.head(_SHOWN_CHANGES).iter_rows(named=True)
-    ]
-    table = _table(["id", "epoch", "A", "B", "input"], rows)
-    if changed.height > _SHOWN_CHANGES:
-        table += f"\n... and {changed.height - _SHOWN_CHANGES:,} more (see .changed)"
-    return table
-
-
-def _render(comparison: Comparison) -> str:
-    lines = [f"A: {comparison.name_a}", f"B: {comparison.name_b}", ""]
-    lines += [_metric_line(row) for row in comparison.metrics.iter_rows(named=True)]
-    lines.append(_changes_line(comparison))
-    lines.append(_cost_line(comparison))
-    if comparison.only_a or comparison.only_b:
-        lines.append(
-            f"Not paired: {plural(len(comparison.only_a), 'sample')} only in A, "
-            f"{len(comparison.only_b):,} only in B"
-        )
-    if comparison.unscored:
-        lines.append(f"Left out: {plural(comparison.unscored, 'pair')} one run did not score")
-    if comparison.inputs_differ:
-        lines.append(
-            f"Note: the input differs between the runs in "
-            f"{plural(comparison.inputs_differ, 'paired sample')}"
-        )
-    if comparison.changed.height:
-        lines += ["", _changes_table(comparison.changed)]
-    return "\n".join(lines)
-
-
-def _render_set(comparisons: ComparisonSet) -> str:
-    """One line per task, model and metric, then each comparison in full."""
-    rows = []
-    for r in comparisons.metrics.iter_rows(named=True):
-        shown = ["" if r[c] is None else _number(r[c]) for c in ("a", "b")]
-        rows.append(
-            [
-                r["task"],
-                str(r["model_a"]),
-                str(r["model_b"]),
-                r["metric"],
-                *shown,
-                "" if r["difference"] is None else _signed(r["difference"]),
-                "" if r["low"] is None else f"{_signed(r['low'])}\u2013{_signed(r['high'])}",
-                "" if r["p_value"] is None else _p(r["p_value"]).removeprefix("p = "),
-                r["test"] or "",
-            ]
-        )
-    header = ["task", "model A", "model B", "metric", "A", "B", "B - A", "95% CI", "p", "test"]
-    table = _table(header, rows)
-    if comparisons.skipped:
-        runs = plural(len(comparisons.skipped), "run")
-        table += f"\nNot compared: {runs} without scores ({', '.join(comparisons.skipped)})"
-    return "\n\n\n".join([table, *(str(c) for c in comparisons)])

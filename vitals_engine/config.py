@@ -1,12 +1,38 @@
-"""Process-wide settings read from the environment."""
+"""Process-wide settings read from the environment: every `VITALS_*` variable the
+package reads is read here, and README's "Environment variables" lists them.
+
+- `VITALS_LOG_DIR`: where logs go when `Task(dir=)` does not say (else `./logs`);
+- `VITALS_CACHE_DIR`: the cache of model replies' home when `Cache(dir=)` does not say
+  (else the user's cache directory);
+- `VITALS_TRANSPORT`: the HTTP client, `aiohttp` (on asyncio) or `httpx` (else our own);
+- `VITALS_GC_TUNING`: `0` leaves the garbage collector's thresholds alone while runs go
+  (else they are raised).
+"""
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["DEFAULT_LOG_DIR", "log_dir", "log_dir_set"]
+__all__ = [
+    "DEFAULT_LOG_DIR",
+    "ENV_CACHE_DIR",
+    "ENV_GC_TUNING",
+    "ENV_LOG_DIR",
+    "ENV_TRANSPORT",
+    "cache_dir_from_env",
+    "gc_tuning_from_env",
+    "log_dir",
+    "log_dir_set",
+    "transport_from_env",
+]
 
 ENV_LOG_DIR = "VITALS_LOG_DIR"
+#: Overrides the user's cache directory as the home of the cache of model replies.
+ENV_CACHE_DIR = "VITALS_CACHE_DIR"
+#: Names the HTTP client of every run: "aiohttp" or "httpx" (else our own).
+ENV_TRANSPORT = "VITALS_TRANSPORT"
+#: "0" leaves the garbage collector's thresholds alone while runs are going.
+ENV_GC_TUNING = "VITALS_GC_TUNING"
 #: Where logs go when neither `Task(dir=...)` nor VITALS_LOG_DIR says.
 DEFAULT_LOG_DIR = "logs"
 
@@ -30,3 +56,19 @@ def log_dir_set(dir: str | os.PathLike[str] | None) -> str | None:
     else:
         os.environ[ENV_LOG_DIR] = os.fspath(dir)
     return previous
+
+
+def cache_dir_from_env() -> str | None:
+    """The cache's directory from `VITALS_CACHE_DIR`, or None (unset or empty)."""
+    return os.environ.get(ENV_CACHE_DIR) or None
+
+
+def transport_from_env() -> str | None:
+    """The HTTP client `VITALS_TRANSPORT` names ("aiohttp", "httpx"), or None."""
+    return os.environ.get(ENV_TRANSPORT) or None
+
+
+def gc_tuning_from_env() -> bool:
+    """Whether runs may raise the garbage collector's thresholds: not when
+    `VITALS_GC_TUNING` is "0"."""
+    return os.environ.get(ENV_GC_TUNING, "1") != "0"

@@ -117,34 +117,63 @@ def records_frame(
     """One row per (sample, epoch), in run order, with results and scores."""
     import polars as pl
 
+    columns = [
+        *_sample_columns(records),
+        _series("result", [r.result for r in records], dtype=pl.String),
+        *(_score_columns(records, scorer) if scored else []),
+        *_failure_columns(records),
+        *_chat_columns(records, scored),
+    ]
+    return pl.DataFrame([c for c in columns if c is not None])
+
+
+def _sample_columns(records: Sequence[SampleRecord]) -> list[pl.Series]:
+    """What each sample was: id, epoch, input, target and its metadata columns."""
+    import polars as pl
+
     samples = [r.sample for r in records]
-    columns: list[pl.Series | None] = [
+    return [
         _id_series([s.id for s in samples]),
         pl.Series("epoch", [s.epoch for s in samples], dtype=pl.Int64),
         _column("input", [s.input for s in samples]),
         _target_series([s.target for s in samples]),
+        *_metadata_columns(
+            [s.metadata for s in samples], {"id", "input", "target"} | _RESULT_COLUMNS
+        ),
     ]
-    columns += _metadata_columns(
-        [s.metadata for s in samples], {"id", "input", "target"} | _RESULT_COLUMNS
-    )
-    columns.append(_series("result", [r.result for r in records], dtype=pl.String))
-    if scored:
-        scores = [r.score for r in records]
-        columns += [
-            score_series([s.value if s else None for s in scores]),
-            pl.Series("scorer", [scorer if s else None for s in scores], dtype=pl.String),
-            pl.Series("answer", [s.answer if s else None for s in scores], dtype=pl.String),
-            pl.Series(
-                "explanation", [s.explanation if s else None for s in scores], dtype=pl.String
-            ),
-        ]
+
+
+def _score_columns(records: Sequence[SampleRecord], scorer: str | None) -> list[pl.Series]:
+    """The scores: value, scorer, answer and explanation (null where a sample has none)."""
+    import polars as pl
+
+    scores = [r.score for r in records]
+    return [
+        score_series([s.value if s else None for s in scores]),
+        pl.Series("scorer", [scorer if s else None for s in scores], dtype=pl.String),
+        pl.Series("answer", [s.answer if s else None for s in scores], dtype=pl.String),
+        pl.Series("explanation", [s.explanation if s else None for s in scores], dtype=pl.String),
+    ]
+
+
+def _failure_columns(records: Sequence[SampleRecord]) -> list[pl.Series]:
+    """`error` and `retries`, each only when some sample has one."""
+    import polars as pl
+
+    columns = []
     errors = [str(r.error) if r.error else None for r in records]
     if any(errors):
         columns.append(_series("error", errors, dtype=pl.String))
     retries = [r.retries for r in records]
     if any(retries):
         columns.append(pl.Series("retries", retries, dtype=pl.Int64))
-    columns += [
+    return columns
+
+
+def _chat_columns(records: Sequence[SampleRecord], scored: bool) -> list[pl.Series | None]:
+    """The solver's metadata and chat, and the scorer's when scored (None: a column with
+    no value at all, left out)."""
+    columns = [
         _object_column("solver_metadata", [r.solver_metadata for r in records]),
         _object_column("solver_chat", [r.solver_chat for r in records]),
     ]
@@ -154,4 +183,4 @@ def records_frame(
             _object_column("scorer_metadata", [s.metadata if s else None for s in scores]),
             _object_column("scorer_chat", [s.chat if s else None for s in scores]),
         ]
-    return pl.DataFrame([c for c in columns if c is not None])
+    return columns

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
+import pytest
 
 __all__ = ["HERE", "VERCEL", "Interaction", "load"]
 
@@ -51,7 +51,6 @@ VERCEL = {
 _FRAMING = frozenset(
     ("content-encoding", "content-length", "transfer-encoding", "connection", "set-cookie")
 )
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -94,8 +93,9 @@ def _load(name: str) -> tuple[Interaction, ...]:
     path = HERE / name
     if name in VERCEL:
         return (_vercel(path, *VERCEL[name]),)
+    yaml = pytest.importorskip("yaml")  # pyyaml: a dev dependency (`make setup`)
     with path.open("rb") as file:
-        data = yaml.load(file, Loader=_Loader)
+        data = yaml.load(file, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     if "http_interactions" in data:  # R vcr
         return tuple(_interaction(i["request"], i["response"]) for i in data["http_interactions"])
     return tuple(_interaction(i["request"], i["response"]) for i in data["interactions"])

@@ -640,4 +640,4 @@ def _poll_wait(poll: float, asked: int) -> float:
     """
     if asked < 3:
         return poll / 2 ** (3 - asked)
-    return min(poll * 10, poll * 1.5 ** max(0, asked - 10))
+    return min(poll * 10, poll * 1.5 ** min(6, max(0, asked - 10)))  # 1.5**6 > 10: capped

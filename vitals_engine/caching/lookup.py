@@ -9,15 +9,15 @@ what it stores, its hits and misses); the call scope carries it. A model's own
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import cache_dir_from_env
 from ..vocab.model_calls import ChatRequest, ReplyOrigin
 from ..vocab.turns import Turn
 from .keys import repeated, reply_key
-from .options import ENV_CACHE_DIR, Cache
+from .options import Cache
 from .store import CachedReply, ReplyStore, open_store
 
 __all__ = ["CacheEntry", "CacheUse", "cache_entry"]
@@ -50,7 +50,7 @@ class CacheUse:
     def opened(self, options: Cache) -> tuple[ReplyStore | None, float | None]:
         """The store `options` name (None: it cannot be opened) and their max age."""
         # the variable decides the path only when the options give no dir
-        at = (options, os.environ.get(ENV_CACHE_DIR) if options.dir is None else None)
+        at = (options, cache_dir_from_env() if options.dir is None else None)
         found = self._opened.get(at)
         if found is None:
             found = self._opened[at] = (open_store(options.path), options.max_age)

@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._errors import ConfigError
+from ..config import cache_dir_from_env
 
-__all__ = ["ENV_CACHE_DIR", "Cache", "cache_dir", "cache_option", "parse_age"]
-
-#: Overrides the user's cache directory as the store's home.
-ENV_CACHE_DIR = "VITALS_CACHE_DIR"
+__all__ = ["Cache", "cache_dir", "cache_option", "parse_age"]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
@@ -82,7 +80,7 @@ class Cache:
 def cache_dir() -> Path:
     """Where the store lives when `Cache(dir=)` does not say: `VITALS_CACHE_DIR`, else
     the user's cache directory."""
-    given = os.environ.get(ENV_CACHE_DIR)
+    given = cache_dir_from_env()
     if given:
         return Path(given)
     import platformdirs

@@ -60,6 +60,7 @@ from ..transport.base import Timeouts
 from .chat import Chat
 
 __all__ = [
+    "AnyChatOptions",
     "ChatOptions",
     "OpenAIApi",
     "chat",
@@ -107,6 +108,19 @@ class ChatOptions(TypedDict, total=False):
 #: base URL and Chat Completions on any other (vLLM, Ollama, gateways ...).
 OpenAIApi = Literal["auto", "responses", "chat_completions"]
 _APIS = ("auto", "responses", "chat_completions")
+
+
+class AnyChatOptions(ChatOptions, total=False):
+    """What `chat("provider/model", ...)` takes: `ChatOptions` and the options of one
+    provider's own constructor, all passed on to the constructor the provider names,
+    which refuses what it does not take."""
+
+    #: `chat_openai`'s: which of OpenAI's endpoints.
+    api: OpenAIApi
+    #: `chat_openai`'s: whether the model is one of OpenAI's reasoning models (None: by name).
+    reasoning_model: bool | None
+    #: `chat_anthropic`'s: Anthropic's prompt cache ("auto", "5m", "1h", or None).
+    prompt_cache: PromptCache
 
 
 def chat_mock(
@@ -361,11 +375,12 @@ _CONSTRUCTORS: dict[str, Any] = {
 }
 
 
-def chat(provider_model: str, **options: Any) -> Chat:
+def chat(provider_model: str, **options: Unpack[AnyChatOptions]) -> Chat:
     """A chat from a `"provider/model"` string, with the named constructor's options.
 
     Providers: openai, anthropic, google (or gemini), ollama, vllm,
-    openrouter, groq, deepseek, mock.
+    openrouter, groq, deepseek, mock. The options are `ChatOptions`, and `api` and
+    `reasoning_model` for openai, `prompt_cache` for anthropic (`AnyChatOptions`).
 
     Example:
         >>> chat("openai/gpt-4.1-mini", system_prompt="Be brief.")

@@ -1,4 +1,5 @@
-"""`Ray(...)`: where and how wide a run spreads over a Ray cluster. Importing it loads no Ray."""
+"""`Ray(...)`: where and how wide a run spreads over a Ray cluster (the run's `backend`,
+`engine/options.py`). Importing it loads no Ray."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import ConfigError
+from ..engine.options import Backend
 
 __all__ = ["INSTALL_HINT", "Ray", "import_ray"]
 
@@ -21,7 +23,7 @@ def _positive_int(name: str, value: Any) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class Ray:
+class Ray(Backend):
     """Run a task's samples on Ray workers: `task.eval(backend=ve.Ray())`.
 
     Args:

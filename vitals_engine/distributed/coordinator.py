@@ -28,7 +28,7 @@ so requests in any span of time stay within one process's burst plus the rate.
 A 429 that a worker judges a rate limit (see `pacing/limits.py`) is reported
 (`rate_limited`); the coordinator pauses the endpoint, halves the total if
 adaptive (at most once per Retry-After window), and pushes the pause to every
-worker. Clean successes, reported in batches, raise the total by one per
+worker. Clean successes, reported several at a time, raise the total by one per
 `total` of them, up to the maximum, as a local limiter does.
 
 This module imports no Ray: the driver makes the hub (every endpoint's

@@ -1,18 +1,20 @@
 """The driver of a distributed run: the user's process hands samples to Ray workers and
 takes them back finished.
 
-Work is pulled: the driver feeds each worker a batch of records from the run's
-lazy source (`worker.feed`) whenever a batch's worth of that worker's share of
+Work is pulled: the driver feeds each worker a parcel of records from the run's
+lazy source (`worker.feed`) whenever a parcel's worth of that worker's share of
 the concurrency is free, so records are made as workers have room for them and
 a slow worker takes fewer. What finishes comes back at once over one stream per
 worker (`worker.serve`, a few times a second at most, whatever the rate), with
 each record's journal line: the records' results are copied onto the driver's
 own records (those the run keeps), their usage is added to the run's ledger, and
 they go with their lines to the same sink as in a local run (journal, log,
-`stream_async()`, progress). Ray is called per batch, never per sample.
+`stream_async()`, progress). Ray is called per parcel, never per sample.
 
 Before any worker starts, the solver, the scorer, their keyword arguments and
-one sample are cloudpickled: what cannot be sent is a ConfigError naming it.
+one sample are cloudpickled: what cannot be sent is a ConfigError naming it. Each
+worker gets the run's options whole (`WorkerPlan`), with its share of the
+concurrency.
 
 Limits: the driver starts the run's `LimitsHub` (a Ray actor), whose
 endpoint coordinators lease each endpoint's rpm, tpm and concurrency to the
@@ -52,6 +54,7 @@ import os
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -67,13 +70,13 @@ from ..vocab.usage import UsageLedger
 from .backend import Ray, import_ray
 from .coordinator import LimitsHub
 from .pool import POOL
-from .wire import Finished, batch_out, finished_in, live_in
+from .wire import Finished, finished_in, live_in, parcel_out
 from .worker import SampleWorker, WorkerPlan
 
-__all__ = ["BATCH_SIZE", "LAST_REPORT", "MAX_DEATHS", "check_sendable", "execute_on_ray"]
+__all__ = ["LAST_REPORT", "MAX_DEATHS", "PARCEL_SIZE", "check_sendable", "execute_on_ray"]
 
-#: Records per batch fed to a worker at most (a worker hands back each as it finishes).
-BATCH_SIZE = 64
+#: Records per parcel fed to a worker at most (a worker hands back each as it finishes).
+PARCEL_SIZE = 64
 
 #: A record whose worker died this many times while running it fails (a sample error).
 MAX_DEATHS = 3
@@ -167,6 +170,9 @@ async def _with_batch_stage(
 def _plan(
     run: Run, concurrency: int, cluster_concurrency: int, scorer_label: str | None, keep_chats: bool
 ) -> bytes:
+    """What every worker of the run gets (`WorkerPlan`), cloudpickled: the run's options
+    whole, each worker's share of its concurrency."""
+    cache = run.cache
     return _pickled(
         "The run",
         WorkerPlan(
@@ -174,16 +180,14 @@ def _plan(
             scorer=run.scorer,
             solver_kwargs=run.solver_kwargs,
             scorer_kwargs=run.scorer_kwargs,
+            options=run.options,
             concurrency=concurrency,
             cluster_concurrency=cluster_concurrency,
-            limits=run.limits.defaults,
-            retry=run.retry,
             scorer_label=scorer_label,
             keep_chats=keep_chats,
             live=run.live is not None,
-            cache=run.cache.default if run.cache is not None else None,
-            cache_task=run.cache.task if run.cache is not None else None,
-            cache_log=run.cache.log if run.cache is not None else None,
+            cache_task=cache.task if cache is not None else None,
+            cache_log=cache.log if cache is not None else None,
         ),
     )
 
@@ -246,10 +250,10 @@ async def execute_on_ray(
     usage_of: str | None = None,
 ) -> None:
     """Solve and/or score `records` on Ray workers, handing the finished ones to `sink`
-    (in the driver's event loop) as they come back, a batch at a time: what `Run.execute`
+    (in the driver's event loop) as they come back, a parcel at a time: what `Run.execute`
     does in process one by one.
 
-    `sink` gets each batch's records with their journal lines, composed by the workers
+    `sink` gets each parcel's records with their journal lines, composed by the workers
     with `scorer_label` as the scorer's name (or None, for records that failed here and
     are to be composed by the sink). The records come back spilled (`SampleRecord.spill`,
     their usage kept) unless `keep_chats`. A batch solver or scorer runs here, on every
@@ -261,68 +265,166 @@ async def execute_on_ray(
         return
     ray = import_ray()
     check_sendable(run)
-    source: Iterator[SampleRecord] = iter(records)
+    source = _started(run, records)
+    if source is None:  # no record: the run is over
+        return
+    await anyio.to_thread.run_sync(_start, ray, backend)
+    shape = _Shape.of(ray, backend, run)
+    payload = _plan(run, shape.per_worker, shape.concurrency, scorer_label, keep_chats)
+    await _OnRay(ray, backend, run, shape, source, sink, usage_of).execute(payload)
+    run.completed_at = time.time()
+
+
+def _started(run: Run, records: Iterable[SampleRecord]) -> Iterator[SampleRecord] | None:
+    """Start the run: its records, the first one checked for sending; None when there are
+    none (the run is over)."""
+    source = iter(records)
     first = next(source, None)
     run.started_at = time.time()
     if first is None:
         run.completed_at = time.time()
-        return
+        return None
     _pickled("A dataset sample", first.sample)
-    source = itertools.chain([first], source)
-    await anyio.to_thread.run_sync(_start, ray, backend)
+    return itertools.chain([first], source)
 
-    cpus = int(ray.cluster_resources().get("CPU", 1))
-    workers = backend.workers or max(1, cpus)
-    concurrency = backend.max_concurrency or run.concurrency
-    if run.total:
-        concurrency = min(concurrency, run.total)
-        workers = min(workers, concurrency)
-    per_worker = math.ceil(concurrency / workers)
-    size = max(1, min(BATCH_SIZE, per_worker // 2 or 1))
-    payload = _plan(run, per_worker, concurrency, scorer_label, keep_chats)
-    cloudpickle = importlib.import_module("ray.cloudpickle")
-    here, nodes = _nodes(ray)
-    key = (ray.get_runtime_context().get_job_id(), SampleWorker)
-    POOL.forget(lambda kept: kept[0] == key[0])  # those of an earlier Ray are gone
-    threads = anyio.CapacityLimiter(2 * workers + 1)
-    dead = (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError)
 
-    def new_hub() -> Any:
-        strategy = _on(ray, here, "DEFAULT")
-        hub = ray.remote(num_cpus=0, scheduling_strategy=strategy)(LimitsHub)
-        return hub.remote(concurrency, workers)
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """How a run spreads over the cluster: its workers, the samples at work across them
+    and on each, and the most records a parcel holds."""
 
-    def new_worker(index: int) -> Any:
+    workers: int
+    concurrency: int
+    per_worker: int
+    parcel_size: int
+
+    @classmethod
+    def of(cls, ray: Any, backend: Ray, run: Run) -> _Shape:
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        workers = backend.workers or max(1, cpus)
+        concurrency = backend.max_concurrency or run.concurrency
+        if run.total:
+            concurrency = min(concurrency, run.total)
+            workers = min(workers, concurrency)
+        per_worker = math.ceil(concurrency / workers)
+        size = max(1, min(PARCEL_SIZE, per_worker // 2 or 1))
+        return cls(workers, concurrency, per_worker, size)
+
+
+class _OnRay:
+    """One run's workers, seen from the driver, and the steps that drive them: start the
+    hub and each worker (`execute`, `_begin`), feed each worker parcels (`_feeder`, `_take`),
+    take back what it finishes (`_reader`, `_finish`), and send on what a dead one left
+    (`_lost`). See the module docstring."""
+
+    def __init__(
+        self,
+        ray: Any,
+        backend: Ray,
+        run: Run,
+        shape: _Shape,
+        source: Iterator[SampleRecord],
+        sink: Callable[[list[SampleRecord], list[bytes] | None], Awaitable[None]],
+        usage_of: str | None,
+    ) -> None:
+        self.ray, self.backend, self.run, self.shape = ray, backend, run, shape
+        self.source, self.sink, self.usage_of = source, sink, usage_of
+        self.cloudpickle = importlib.import_module("ray.cloudpickle")
+        self.here, nodes = _nodes(ray)
+        self.key = (ray.get_runtime_context().get_job_id(), SampleWorker)
+        workers = shape.workers
+        self.threads = anyio.CapacityLimiter(2 * workers + 1)
+        self.dead = (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError)
+        self.placed = [nodes[index % len(nodes)] if nodes else None for index in range(workers)]
+        self.hub: Any = None
+        self.actors: list[Any] = [None] * workers
+        self.ids: list[int] = []
+        self.alive = [True] * workers
+        # the records each worker has at work, by key: sent and not back
+        self.at_work: list[dict[tuple[int | str, int], SampleRecord]] = [{} for _ in range(workers)]
+        self.again: deque[SampleRecord] = deque()  # a dead worker's records: before the source
+        self.deaths: dict[tuple[int | str, int], int] = {}
+        self.texts = run.live  # the streamed text of the samples at work, for the live viewer
+        self.shown: list[set[tuple[int | str, int]]] = [set() for _ in range(workers)]
+        # what each worker's samples at work had spent, at its last report
+        self.spent_at_work: list[UsageLedger | None] = [None] * workers
+        self.changed = anyio.Event()
+
+    async def execute(self, payload: bytes) -> None:
+        """Start the hub and the workers (kept ones first), run every record, and hand
+        the actors back (kept for the next run if this one ended well)."""
+        ray, key, workers = self.ray, self.key, self.shape.workers
+        self.payload = payload
+        POOL.forget(lambda kept: kept[0] == key[0])  # those of an earlier Ray are gone
+        self.hub = POOL.take_hub(key)
+        self.ids = [POOL.worker_id() for _ in range(workers)]
+        self.actors = [POOL.take_worker(key, self.placed[index]) for index in range(workers)]
+        ended_well = False
+        try:
+            await self._start_hub()
+            async with anyio.create_task_group() as tg:
+                for index in range(workers):
+                    tg.start_soon(self._work, index)
+            _keep_history(self.run, await self._wait(self.hub.reports.remote()))
+            ended_well = True
+        finally:
+            if self.texts is not None:
+                self.texts.clear()
+            await _hand_back(
+                ray,
+                self.backend,
+                key,
+                self.hub,
+                self.actors,
+                self.placed,
+                self.alive,
+                ended_well,
+                self.threads,
+            )
+
+    async def _wait(self, ref: Any) -> Any:
+        return await _result(self.ray, ref, self.threads)
+
+    # -- starting ------------------------------------------------------------------------
+
+    async def _start_hub(self) -> None:
+        """The kept hub, started on this run; a new one if there was none or it died."""
+        concurrency, workers = self.shape.concurrency, self.shape.workers
+        start = lambda hub: hub.begin.remote(concurrency, workers)  # noqa: E731
+        if self.hub is not None and await self._reused(self.hub, start):
+            return
+        strategy = _on(self.ray, self.here, "DEFAULT")
+        actor = self.ray.remote(num_cpus=0, scheduling_strategy=strategy)(LimitsHub)
+        self.hub = actor.remote(concurrency, workers)
+
+    def _new_worker(self, index: int) -> Any:
         # serve, feed, stop, and room for the coordinators' pushes beside them
-        actor = ray.remote(num_cpus=0, max_concurrency=16)(SampleWorker)
-        strategy = _on(ray, placed[index], "SPREAD")
+        actor = self.ray.remote(num_cpus=0, max_concurrency=16)(SampleWorker)
+        strategy = _on(self.ray, self.placed[index], "SPREAD")
         return actor.options(scheduling_strategy=strategy).remote()
 
-    async def reused(handle: Any, call: Callable[[Any], Any]) -> bool:
+    async def _reused(self, handle: Any, call: Callable[[Any], Any]) -> bool:
         """Start a kept actor on this run: False if it died while it waited."""
         try:
-            await _result(ray, call(handle), threads)
-        except dead:
+            await self._wait(call(handle))
+        except self.dead:
             with contextlib.suppress(Exception):
-                ray.kill(handle)
+                self.ray.kill(handle)
             return False
         return True
 
-    hub: Any = POOL.take_hub(key)
-    placed = [nodes[index % len(nodes)] if nodes else None for index in range(workers)]
-    ids = [POOL.worker_id() for _ in range(workers)]
-    actors: list[Any] = [POOL.take_worker(key, placed[index]) for index in range(workers)]
-
-    async def begin(index: int) -> None:
+    async def _begin(self, index: int) -> None:
         """Start worker `index` on this run (a new one if it had none or its own died)."""
-        start = lambda worker: worker.begin.remote(payload, hub, ids[index])  # noqa: E731
+        payload, hub, worker_id = self.payload, self.hub, self.ids[index]
+        start = lambda worker: worker.begin.remote(payload, hub, worker_id)  # noqa: E731
+        actors = self.actors
         try:
-            if actors[index] is not None and await reused(actors[index], start):
+            if actors[index] is not None and await self._reused(actors[index], start):
                 return
-            actors[index] = new_worker(index)
-            with contextlib.suppress(*dead):  # its feeder and reader hear of it too
-                await _result(ray, start(actors[index]), threads)
-        except ray.exceptions.RayTaskError as exc:
+            actors[index] = self._new_worker(index)
+            with contextlib.suppress(*self.dead):  # its feeder and reader hear of it too
+                await self._wait(start(actors[index]))
+        except self.ray.exceptions.RayTaskError as exc:
             raise ConfigError(
                 f"A Ray worker could not load the run's solver and scorer: {exc.cause!r}. "
                 "What they use must be importable on every node: install it there, or "
@@ -330,151 +432,149 @@ async def execute_on_ray(
                 "modules found only through the current directory or sys.path changes)."
             ) from None
 
-    alive = [True] * workers
-    # the records each worker has at work, by key: sent and not back
-    at_work: list[dict[tuple[int | str, int], SampleRecord]] = [{} for _ in range(workers)]
-    again: deque[SampleRecord] = deque()  # records a dead worker left: run before the source
-    deaths: dict[tuple[int | str, int], int] = {}
-    texts = run.live  # the streamed text of the samples at work, for the live viewer
-    shown: list[set[tuple[int | str, int]]] = [set() for _ in range(workers)]
-    # what each worker's samples at work had spent, at its last report
-    spent_at_work: list[UsageLedger | None] = [None] * workers
-    changed = anyio.Event()
+    async def _work(self, index: int) -> None:
+        await self._begin(index)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._reader, index)
+            tg.start_soon(self._feeder, index)
 
-    def notify() -> None:
-        nonlocal changed
-        changed.set()
-        changed = anyio.Event()
+    # -- feeding ---------------------------------------------------------------------------
 
-    def take() -> list[SampleRecord]:
-        batch = [again.popleft() for _ in range(min(size, len(again)))]
-        batch.extend(itertools.islice(source, size - len(batch)))
-        return batch
+    def _notify(self) -> None:
+        """Wake the feeders: room was made, or records came back to the queue."""
+        self.changed.set()
+        self.changed = anyio.Event()
 
-    async def finish(finished: list[SampleRecord], lines: list[bytes] | None) -> None:
+    def _take(self) -> list[SampleRecord]:
+        """The next parcel: records a dead worker left first, then the source's."""
+        size, again = self.shape.parcel_size, self.again
+        parcel = [again.popleft() for _ in range(min(size, len(again)))]
+        parcel.extend(itertools.islice(self.source, size - len(parcel)))
+        return parcel
+
+    async def _feeder(self, index: int) -> None:
+        """Feed worker `index` a parcel whenever a parcel's worth of its share is free."""
+        worker, mine = self.actors[index], self.at_work[index]
+        per_worker, size = self.shape.per_worker, self.shape.parcel_size
+        while self.alive[index]:
+            if per_worker - len(mine) < size:
+                await self.changed.wait()
+                continue
+            parcel = self._take()
+            if not parcel:
+                if not any(self.at_work):  # nothing at work can come back to the queue: done
+                    break
+                await self.changed.wait()  # records at work may yet come back
+                continue
+            for record in parcel:
+                mine[record.key] = record
+            try:
+                blob = parcel_out(parcel, fresh=self.run.solver is not None)
+            except Exception as exc:  # a record that cannot be serialised
+                raise ConfigError(f"A parcel of samples cannot be sent to Ray: {exc}") from exc
+            try:
+                await self._wait(worker.feed.remote(blob))
+            except self.dead:  # its reader hears it too, and sends its records elsewhere
+                return
+        self._notify()
+        with contextlib.suppress(*self.dead):
+            await self._wait(worker.stop.remote())
+
+    # -- taking back -----------------------------------------------------------------------
+
+    async def _reader(self, index: int) -> None:
+        """Take what worker `index` finishes, as it finishes, until it is stopped."""
+        mine, texts = self.at_work[index], self.texts
+        try:
+            async for blob in _results(self.ray, self.actors[index].serve.remote(), self.threads):
+                finished: list[Finished]
+                finished, live, spent = self.cloudpickle.loads(blob)
+                if spent is not None:
+                    self.spent_at_work[index] = spent
+                ours = [mine.pop((done[0], done[1])) for done in finished]
+                lines = [
+                    finished_in(record, done) for record, done in zip(ours, finished, strict=True)
+                ]
+                if ours:
+                    await self._finish(ours, lines)
+                    self._notify()
+                if live is not None and texts is not None:
+                    self.shown[index] = live_in(texts, live, mine, self.shown[index])
+        except self.dead as exc:
+            await self._lost(index, exc)
+
+    async def _finish(self, finished: list[SampleRecord], lines: list[bytes] | None) -> None:
+        """Count finished records into the run (usage, retries, failures) and hand them
+        to the sink."""
+        run, texts = self.run, self.texts
         for record in finished:
             if texts is not None:
                 texts.drop(record.key)
-            run.ledger.merge(record.usage, role=usage_of)
+            run.ledger.merge(record.usage, role=self.usage_of)
             run.retries += record.retries
             run.done += 1
             if record.error is not None:
                 run.failed += 1
             if record.spilled:
                 record.spill()  # its usage is in the run's ledger: drop the worker's copy
-        await sink(finished, lines)
+        await self.sink(finished, lines)
         if run.on_progress is not None:
             run.on_progress(run.progress())
 
-    async def lost(index: int, exc: BaseException) -> None:
-        """Worker `index` died (its stream says so, after what it had handed back)."""
-        batch = list(at_work[index].values())
-        at_work[index].clear()
-        if texts is not None:
-            shown[index] = live_in(texts, [], at_work[index], shown[index])
-        alive[index] = False
-        spent = spent_at_work[index]
-        if spent is not None:  # their next run does not carry what they spent there
-            run.ledger.merge(spent, role=usage_of)
-        log.warning(
-            f"Ray worker {index + 1} of {workers} died; its unfinished samples go to "
-            f"the other workers: {exc}"
-        )
-        with contextlib.suppress(Exception):  # if it is only unreachable
-            ray.kill(actors[index], no_restart=True)
-        hub.forget.remote(ids[index])
-        for record in reversed(batch):
-            deaths[record.key] = times = deaths.get(record.key, 0) + 1
+    # -- a worker lost ---------------------------------------------------------------------
+
+    async def _lost(self, index: int, exc: BaseException) -> None:
+        """Worker `index` died (its stream says so, after what it had handed back): its
+        records at work go to the others, or fail once they have lost `MAX_DEATHS` workers."""
+        left = self._let_go(index, exc)
+        for record in reversed(left):
+            self.deaths[record.key] = times = self.deaths.get(record.key, 0) + 1
             if times < MAX_DEATHS:
-                again.appendleft(record)
-        notify()
-        given_up = [record for record in batch if deaths[record.key] >= MAX_DEATHS]
+                self.again.appendleft(record)
+        self._notify()
+        given_up = [record for record in left if self.deaths[record.key] >= MAX_DEATHS]
         for record in given_up:
             record.error = SampleError(
-                stage="solve" if run.solver is not None else "score",
+                stage="solve" if self.run.solver is not None else "score",
                 type="WorkerLostError",
                 message=f"the worker running it died {MAX_DEATHS} times",
             )
         if given_up:
-            await finish(given_up, None)
-        if not any(alive):
-            left = (run.total - run.done) if run.total else len(again)
-            raise WorkerLostError(
-                f"Every Ray worker of the run died ({workers} in all); "
-                f"{plural(left, 'sample')} {'was' if left == 1 else 'were'} left unfinished. "
-                "The finished ones were journaled: run again with resume=True to run only "
-                "those left.",
-                left=left,
-            )
+            await self._finish(given_up, None)
+        if not any(self.alive):
+            self._all_lost()
 
-    async def feeder(index: int) -> None:
-        """Feed worker `index` a batch whenever a batch's worth of its share is free."""
-        worker, mine = actors[index], at_work[index]
-        while alive[index]:
-            if per_worker - len(mine) < size:
-                await changed.wait()
-                continue
-            batch = take()
-            if not batch:
-                if not any(at_work):  # nothing at work can come back to the queue: done
-                    break
-                await changed.wait()  # records at work may yet come back
-                continue
-            for record in batch:
-                mine[record.key] = record
-            try:
-                blob = batch_out(batch, fresh=run.solver is not None)
-            except Exception as exc:  # a record that cannot be serialised
-                raise ConfigError(f"A batch of samples cannot be sent to Ray: {exc}") from exc
-            try:
-                await _result(ray, worker.feed.remote(blob), threads)
-            except dead:  # its reader hears it too, and sends its records elsewhere
-                return
-        notify()
-        with contextlib.suppress(*dead):
-            await _result(ray, worker.stop.remote(), threads)
+    def _let_go(self, index: int, exc: BaseException) -> list[SampleRecord]:
+        """Worker `index` is gone: its slots back to the hub, what its samples at work spent
+        counted, its actor killed. Returns the records it had at work."""
+        mine = self.at_work[index]
+        left = list(mine.values())
+        mine.clear()
+        if self.texts is not None:
+            self.shown[index] = live_in(self.texts, [], mine, self.shown[index])
+        self.alive[index] = False
+        spent = self.spent_at_work[index]
+        if spent is not None:  # their next run does not carry what they spent there
+            self.run.ledger.merge(spent, role=self.usage_of)
+        log.warning(
+            f"Ray worker {index + 1} of {self.shape.workers} died; its unfinished samples go to "
+            f"the other workers: {exc}"
+        )
+        with contextlib.suppress(Exception):  # if it is only unreachable
+            self.ray.kill(self.actors[index], no_restart=True)
+        self.hub.forget.remote(self.ids[index])
+        return left
 
-    async def reader(index: int) -> None:
-        """Take what worker `index` finishes, as it finishes, until it is stopped."""
-        mine = at_work[index]
-        try:
-            async for blob in _results(ray, actors[index].serve.remote(), threads):
-                finished: list[Finished]
-                finished, live, spent = cloudpickle.loads(blob)
-                if spent is not None:
-                    spent_at_work[index] = spent
-                ours = [mine.pop((done[0], done[1])) for done in finished]
-                lines = [
-                    finished_in(record, done) for record, done in zip(ours, finished, strict=True)
-                ]
-                if ours:
-                    await finish(ours, lines)
-                    notify()
-                if live is not None and texts is not None:
-                    shown[index] = live_in(texts, live, mine, shown[index])
-        except dead as exc:
-            await lost(index, exc)
-
-    async def work(index: int) -> None:
-        await begin(index)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(reader, index)
-            tg.start_soon(feeder, index)
-
-    ended_well = False
-    try:
-        if hub is None or not await reused(hub, lambda h: h.begin.remote(concurrency, workers)):
-            hub = new_hub()
-        async with anyio.create_task_group() as tg:
-            for index in range(workers):
-                tg.start_soon(work, index)
-        _keep_history(run, await _result(ray, hub.reports.remote(), threads))
-        ended_well = True
-    finally:
-        if texts is not None:
-            texts.clear()
-        await _hand_back(ray, backend, key, hub, actors, placed, alive, ended_well, threads)
-    run.completed_at = time.time()
+    def _all_lost(self) -> None:
+        run = self.run
+        left = (run.total - run.done) if run.total else len(self.again)
+        raise WorkerLostError(
+            f"Every Ray worker of the run died ({self.shape.workers} in all); "
+            f"{plural(left, 'sample')} {'was' if left == 1 else 'were'} left unfinished. "
+            "The finished ones were journaled: run again with resume=True to run only "
+            "those left.",
+            left=left,
+        )
 
 
 async def _hand_back(

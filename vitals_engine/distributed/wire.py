@@ -1,6 +1,6 @@
 """What crosses between the driver and its Ray workers, in the fewest objects.
 
-A batch going out is one cloudpickled blob: the samples alone, as plain tuples,
+A parcel of samples going out is one cloudpickled blob: the samples alone, as plain tuples,
 when the workers solve (their records are new), or the records whole when they
 only score (the records hold the solutions). A finished record coming back is a
 tuple: its (id, epoch), its journal line, then its fields in `FIELDS` order,
@@ -12,7 +12,7 @@ The live text of a worker's in-flight samples goes as a snapshot of tuples
 Example:
     >>> from vitals_engine.samples import Sample, SampleRecord
     >>> records = [SampleRecord(Sample(1, 1, "What's 1+1?", "2"))]
-    >>> [r.sample for r in batch_in(batch_out(records, fresh=True))] == [records[0].sample]
+    >>> [r.sample for r in parcel_in(parcel_out(records, fresh=True))] == [records[0].sample]
     True
 """
 
@@ -30,12 +30,12 @@ __all__ = [
     "FIELDS",
     "Finished",
     "LiveSnapshot",
-    "batch_in",
-    "batch_out",
     "finished_in",
     "finished_out",
     "live_in",
     "live_out",
+    "parcel_in",
+    "parcel_out",
 ]
 
 #: The fields of a record that come back from a worker, in order.
@@ -52,16 +52,16 @@ def _cloudpickle() -> Any:
     return importlib.import_module("ray.cloudpickle")
 
 
-def batch_out(records: Sequence[SampleRecord], *, fresh: bool) -> bytes:
-    """A batch of records for a worker; `fresh`: records that hold nothing but a sample."""
+def parcel_out(records: Sequence[SampleRecord], *, fresh: bool) -> bytes:
+    """A parcel of records for a worker; `fresh`: records that hold nothing but a sample."""
     if fresh:
         rows = [(s.id, s.epoch, s.input, s.target, s.metadata) for s in (r.sample for r in records)]
         return _cloudpickle().dumps((True, rows))
     return _cloudpickle().dumps((False, list(records)))
 
 
-def batch_in(blob: bytes) -> list[SampleRecord]:
-    """The records of a batch made by `batch_out`."""
+def parcel_in(blob: bytes) -> list[SampleRecord]:
+    """The records of a parcel made by `parcel_out`."""
     fresh, rows = _cloudpickle().loads(blob)
     if fresh:
         return [SampleRecord(Sample(*row)) for row in rows]

@@ -3,14 +3,14 @@
 A worker serves one run at a time and may serve several in turn (the driver keeps
 it between runs: `pool.py`). A run begins with `begin(payload, hub, id)`: a payload
 of cloudpickled bytes (the solver's and scorer's specs, their keyword arguments,
-the run's limits and retry policy, its share of the concurrency), the run's limits
+the run's options whole, its share of the concurrency), the run's limits
 hub and the worker's id there. For the run it holds one `Run` and one pool of
-connections: every batch it works on shares them; `end()` closes them. Its
+connections: every parcel of samples it works on shares them; `end()` closes them. Its
 endpoint limiters lease their capacity from the run's coordinators (`leases.py`),
 which push grants, give-back requests and pauses to `adjust`.
 
-The driver makes two kinds of calls, so that Ray is called per batch, never per
-sample. `feed(batch)` hands over a batch of records (cloudpickled, one blob) and
+The driver makes two kinds of calls, so that Ray is called per parcel, never per
+sample. `feed(parcel)` hands over a parcel of records (cloudpickled, one blob) and
 returns at once; the worker runs it (per-sample stages; the supervisor, limits
 and retries as in a local run). `serve()` is one long call per run: a Ray
 streaming generator that yields what finished, gathered over at most `TICK`
@@ -24,7 +24,7 @@ viewer. With what finished, and at least every `SPENT_EVERY` seconds while it
 changes, it sends the usage of the samples still at work (what this worker's
 calls spent beyond the usage of the records it sent back): if the worker dies,
 the driver counts those tokens, which its samples' next run does not carry.
-A batch that raises (an error that stops the run) is raised by
+A parcel that raises (an error that stops the run) is raised by
 `serve()`. Ray is imported here only inside the actor.
 """
 
@@ -35,24 +35,22 @@ import contextlib
 import importlib
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._sync import carry
 from ..caching.lookup import CacheUse
-from ..caching.options import Cache
+from ..engine.options import RunOptions
 from ..engine.run import LiveTexts, Run
 from ..engine.user_functions import FunctionSpec
 from ..log.compose import compose_sample
 from ..log.journal_format import encode_sample
-from ..pacing.limits import Limits
-from ..pacing.retry import Retry
 from ..samples import SampleRecord
 from ..transport.pool import TransportPool, using_pool
 from ..vocab.usage import UsageLedger
 from .coordinator import Endpoint
 from .leases import SharedLimitsRegistry
-from .wire import Finished, LiveSnapshot, batch_in, finished_out, live_out
+from .wire import Finished, LiveSnapshot, finished_out, live_out, parcel_in
 
 __all__ = ["LIVE_EVERY", "SPENT_EVERY", "TICK", "SampleWorker", "WorkerPlan"]
 
@@ -74,26 +72,25 @@ class WorkerPlan:
     scorer: FunctionSpec | None
     solver_kwargs: dict[str, Any]
     scorer_kwargs: dict[str, Any]
+    #: The run's options, whole, as eval() checked them.
+    options: RunOptions
+    #: This worker's share of the run's concurrency: its `Run`'s `max_concurrency`.
     concurrency: int
     #: The concurrency of the whole cluster: an endpoint's total when its limits set none.
     cluster_concurrency: int
-    limits: Limits | None
-    retry: Retry | None
     #: The scorer's name in the log (`compose_sample`).
     scorer_label: str | None = None
     #: Send the records back whole (chats included): the driver streams them.
     keep_chats: bool = False
     #: Send the streamed text of in-flight samples (for the live viewer).
     live: bool = False
-    #: The run's cache of replies (None: only models with their own), and the task and
-    #: log its stored replies name as their origin.
-    cache: Cache | None = None
+    #: The task and log the replies it keeps in the run's cache name as their origin.
     cache_task: str | None = None
     cache_log: str | None = None
 
 
-class _BatchTexts(LiveTexts):
-    """A worker's live texts. Its one `Run` executes many batches at once: a batch that
+class _ParcelTexts(LiveTexts):
+    """A worker's live texts. Its one `Run` executes many parcels at once: a parcel that
     ends must not clear the texts of the others (each goes as its sample finishes)."""
 
     __slots__ = ()
@@ -116,14 +113,14 @@ class SampleWorker:
         self.plan = plan = self.cloudpickle.loads(payload)
         self.hub = hub
         self.index = index
-        self.run: Run | None = None  # made in the actor's event loop, on the first batch
+        self.run: Run | None = None  # made in the actor's event loop, on the first parcel
         self.pool = TransportPool(max(1, plan.concurrency))
         self.finished: list[Finished] = []
-        self.batches: set[asyncio.Task[None]] = set()
+        self.parcels: set[asyncio.Task[None]] = set()
         self.failure: BaseException | None = None
         self.stopping = False
         self.more = asyncio.Event()  # something finished, failed or streamed, or stop()
-        self.texts = _BatchTexts(on_change=self._text_changed) if plan.live else None
+        self.texts = _ParcelTexts(on_change=self._text_changed) if plan.live else None
         self.texts_changed = False
         self.texts_sent = 0.0  # time.monotonic() of the last snapshot sent
         #: The usage of the records sent back, in the roles that run here.
@@ -142,33 +139,32 @@ class SampleWorker:
         if self.run is None:
             plan = self.plan
             assert plan is not None, "begin() first"
+            options = plan.options
             run = Run(
                 solver=plan.solver,
                 scorer=plan.scorer,
+                options=replace(options, max_concurrency=plan.concurrency),
                 solver_kwargs=plan.solver_kwargs,
                 scorer_kwargs=plan.scorer_kwargs,
-                concurrency=plan.concurrency,
-                limits=plan.limits,
-                retry=plan.retry,
                 live=self.texts,
-                cache=CacheUse(plan.cache, task=plan.cache_task, log=plan.cache_log),
+                cache=CacheUse(options.cache, task=plan.cache_task, log=plan.cache_log),
             )
             if self.hub is not None:
                 me = importlib.import_module("ray").get_runtime_context().current_actor
                 run.limits = SharedLimitsRegistry(
-                    self.hub, self.index, me, plan.limits, plan.cluster_concurrency, run.clock
+                    self.hub, self.index, me, options.limits, plan.cluster_concurrency, run.clock
                 )
             self.run = run
         return self.run
 
-    async def feed(self, batch: bytes) -> None:
-        """Start running a batch of records (`wire.batch_out`); return at once."""
-        records = batch_in(batch)
+    async def feed(self, parcel: bytes) -> None:
+        """Start running a parcel of records (`wire.parcel_out`); return at once."""
+        records = parcel_in(parcel)
         # an interrupt (KeyboardInterrupt, SystemExit from a solver) would leave the actor's
         # event loop; as `Interrupted` it stops the run like any fatal error
         task = asyncio.ensure_future(carry(self._execute, records))
-        self.batches.add(task)
-        task.add_done_callback(self._batch_done)
+        self.parcels.add(task)
+        task.add_done_callback(self._parcel_done)
 
     async def _execute(self, records: list[SampleRecord]) -> None:
         async def keep(record: SampleRecord) -> None:
@@ -180,8 +176,8 @@ class SampleWorker:
         with using_pool(self.pool):
             await self._run().execute(records, keep)
 
-    def _batch_done(self, task: asyncio.Task[None]) -> None:
-        self.batches.discard(task)
+    def _parcel_done(self, task: asyncio.Task[None]) -> None:
+        self.parcels.discard(task)
         if not task.cancelled() and task.exception() is not None and self.failure is None:
             self.failure = task.exception()
         self.more.set()
@@ -211,13 +207,13 @@ class SampleWorker:
                 if self.texts_changed:  # changed since the last snapshot, sent just now
                     await asyncio.sleep(self.texts_sent + LIVE_EVERY - now)
                     continue
-                if self.stopping and not self.batches:
+                if self.stopping and not self.parcels:
                     return
                 self.more.clear()
                 with contextlib.suppress(TimeoutError):  # to report the usage at work
                     await asyncio.wait_for(self.more.wait(), SPENT_EVERY)
         finally:
-            for task in list(self.batches):
+            for task in list(self.parcels):
                 task.cancel()
 
     def _spent_at_work(self) -> tuple[UsageLedger, object] | None:
@@ -239,7 +235,7 @@ class SampleWorker:
         return live_out(self.texts)
 
     async def stop(self) -> None:
-        """No more batches will come: `serve()` ends once the ones at work are back."""
+        """No more parcels will come: `serve()` ends once the ones at work are back."""
         self.stopping = True
         self.more.set()
 

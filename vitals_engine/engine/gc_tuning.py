@@ -13,10 +13,11 @@ VITALS_GC_TUNING=0 to leave the collector alone.
 from __future__ import annotations
 
 import gc
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from ..config import gc_tuning_from_env
 
 __all__ = ["relaxed_gc"]
 
@@ -30,7 +31,7 @@ _saved: tuple[int, int, int] | None = None
 def relaxed_gc() -> Iterator[None]:
     """Raise the collector's thresholds for the duration (shared by overlapping runs)."""
     global _active, _saved
-    if os.environ.get("VITALS_GC_TUNING", "1") == "0":
+    if not gc_tuning_from_env():
         yield
         return
     with _lock:

@@ -3,7 +3,10 @@
 A `Run` owns what lives exactly as long as a run: the usage ledger, its use
 of the endpoint limits (shared by every call of the run, and with the other
 runs of its event loop until it ends: `pacing/limits.py`), the retry policy,
-the thread limiter for sync user code, progress counters and timestamps.
+the thread limiter for sync user code, progress counters and timestamps. It
+takes the run's options whole (`RunOptions`, `engine/options.py`), as checked once
+by `eval()`; a Ray worker's run takes the same, with the worker's share of the
+concurrency.
 
 Its stage functions open a call scope per sample stage, so model usage is
 attributed to the role (solver or scorer) and the sample; they record a
@@ -33,8 +36,8 @@ from .._errors import ConfigError, ProviderError, ScorerError, SolverError, Task
 from .._sync import asyncio_named
 from ..batching.queues import BatchQueues
 from ..caching.lookup import CacheUse
+from ..chats.layers.stacks import CallStacks
 from ..pacing.admission import Places
-from ..pacing.batch_mode import Batch
 from ..pacing.budget import Budget
 from ..pacing.clock import Clock, SystemClock
 from ..pacing.limits import Endpoint, Limits, LimitsRegistry, RunLimits
@@ -47,6 +50,7 @@ from ..vocab.batch_records import BatchRecord
 from ..vocab.model_calls import RetryNote
 from ..vocab.usage import UsageLedger
 from .gc_tuning import relaxed_gc
+from .options import RunOptions
 from .supervisor import Gate, Pass, Supervisor
 from .user_functions import (
     FunctionSpec,
@@ -169,7 +173,8 @@ class Run:
     """The stages and bookkeeping of one run.
 
     Example:
-        >>> run = Run(solver=describe(solver, "solver"), scorer=None, concurrency=10)
+        >>> options = RunOptions(max_concurrency=10)
+        >>> run = Run(solver=describe(solver, "solver"), scorer=None, options=options)
         >>> await run.execute(records, sink=store)
     """
 
@@ -178,18 +183,15 @@ class Run:
         *,
         solver: FunctionSpec | None,
         scorer: FunctionSpec | None,
+        options: RunOptions,
         solver_kwargs: dict[str, Any] | None = None,
         scorer_kwargs: dict[str, Any] | None = None,
-        concurrency: int,
         ledger: UsageLedger | None = None,
         samples_frame: Callable[[Sequence[SampleRecord]], pl.DataFrame] | None = None,
-        limits: Limits | None = None,
-        retry: Retry | None = None,
         clock: Clock | None = None,
         total: int | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         live: LiveTexts | None = None,
-        batch: Batch | None = None,
         batch_journal: Callable[[BatchRecord], None] | None = None,
         earlier_batches: Sequence[BatchRecord] = (),
         cache: CacheUse | None = None,
@@ -200,13 +202,15 @@ class Run:
         self.scorer = scorer
         self.solver_kwargs = solver_kwargs or {}
         self.scorer_kwargs = scorer_kwargs or {}
-        self.concurrency = concurrency
+        #: The run's options, as eval() checked them (`engine/options.py`).
+        self.options = options
+        self.concurrency = options.max_concurrency
         self.ledger = ledger if ledger is not None else UsageLedger()
         self.samples_frame = samples_frame
         self.clock = clock or SystemClock()
         #: The run's endpoint limits, shared with the other runs of its event loop.
-        self.limits: LimitsRegistry = RunLimits(limits, concurrency, self.clock)
-        self.retry = retry or Retry()
+        self.limits: LimitsRegistry = RunLimits(options.limits, self.concurrency, self.clock)
+        self.retry = options.retry or Retry()
         self.started_at: float | None = None
         self.completed_at: float | None = None
         self.total = total or 0
@@ -221,9 +225,11 @@ class Run:
         #: The streamed text of in-flight samples, for the live viewer (None: not kept).
         self.live = live
         #: Batch mode for every model call (None: only for models made with `batch=`).
-        self.batch = batch
+        self.batch = options.batch
         #: The run's batch queues (from when it starts; their counts stay for the record).
         self.batches: BatchQueues | None = None
+        #: The layers its model calls pass, built from its options when it starts.
+        self.stacks: CallStacks | None = None
         #: Takes what is known of each provider batch, before it goes (the run's journal).
         self.batch_journal = batch_journal
         #: The batches an earlier run of these samples sent (a resumed run reattaches).
@@ -240,7 +246,7 @@ class Run:
         self._finished: anyio.Event | None = None
         #: Samples in a per-sample stage now (for the batch queues: see `BatchQueues`).
         self.at_work = 0
-        self._threads = anyio.CapacityLimiter(concurrency)
+        self._threads = anyio.CapacityLimiter(self.concurrency)
         #: `execute()` calls going on (the run lets go of its endpoints when none is).
         self._executing = 0
 
@@ -263,6 +269,7 @@ class Run:
             self.cache,
             None,
             self.budget,
+            self.stacks,
         )
 
     def _count_retry(self, _: RetryNote) -> None:
@@ -491,6 +498,14 @@ class Run:
                 )
                 async with queues as batches:
                     self.batches = batches
+                    self.stacks = CallStacks(
+                        retry=self.retry,
+                        clock=self.clock,
+                        cache=self.cache,
+                        budget=budget,
+                        batches=batches,
+                        limits=self.limits,
+                    )
                     for endpoint, own in self.solver_endpoints:
                         self.limits.get(endpoint, own).solver_calls = True
                     if budget is not None:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from .._errors import LogFormatError
+from .._errors import LogFormatError, NotALogError
 from . import schema as s
 
 __all__ = ["HeaderIn", "NotALogError", "decode_json", "has_nans", "header_decoder", "null_nans"]
@@ -114,10 +114,6 @@ header_decoder = msgspec.json.Decoder(HeaderIn)
 
 
 # -- JSON decoding with positions ----------------------------------------------------------
-
-
-class NotALogError(LogFormatError):
-    """A JSON file that is valid JSON but not an eval log (a manifest, a schema ...)."""
 
 
 _NAN_OR_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')

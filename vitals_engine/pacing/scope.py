@@ -6,6 +6,9 @@ scope names the role (solver or scorer), the ledgers to charge (the run's
 and the sample's), the run's endpoint limits and retry policy, the list
 where the sample's model calls are recorded for its log, and where the text
 of a streamed reply goes as it arrives (`text_sink()`, for the live viewer).
+It carries the run's call stacks (`stacks`: the layers a call passes, built
+once per run in `chats/layers/stacks.py`); a scope made without them gets
+stacks built from its own options at its first call.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..caching.lookup import CacheUse
 from ..vocab.model_calls import ModelCall, RetryNote
@@ -28,11 +31,19 @@ from .seats import Seat
 if TYPE_CHECKING:
     from ..vocab.usage import UsageLedger
 
-__all__ = ["CallScope", "TextSink", "call_scope", "current_scope", "text_sink"]
+__all__ = ["CallScope", "Stacks", "TextSink", "call_scope", "current_scope", "text_sink"]
 
 #: Takes the text of a streamed reply as it arrives: (the attempt it belongs to, new text).
 #: Each attempt of a call has its own key (any object), so a retried stream starts afresh.
 TextSink = Callable[[object, str], None]
+
+
+class Stacks(Protocol):
+    """A run's call stacks as its scopes carry them (`chats/layers/stacks.py` builds them)."""
+
+    def stack(self, provider: Any) -> Any:
+        """The stack of layers the calls of `provider` pass."""
+        ...
 
 
 @dataclass(slots=True)
@@ -58,6 +69,8 @@ class CallScope:
     cache_seen: dict[str, int] | None = None
     #: The run's budget, told of each model before its first call (None: no budget).
     budget: Budget | None = None
+    #: The run's call stacks (None: built from this scope's options at its first call).
+    stacks: Stacks | None = None
 
     _token: Token[CallScope | None] | None = None
 

@@ -27,6 +27,7 @@ Gemini's shapes differ from OpenAI's in a few ways this module absorbs:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import msgspec
@@ -163,52 +164,105 @@ def gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return _clean(schema, defs, ())
 
 
+#: How one key of a schema is rewritten: (value, definitions, references being inlined)
+#: -> its entries in Gemini's schema, or None when it is not this key's case.
+_Rewrite = Callable[[Any, dict[str, Any], tuple[str, ...]], dict[str, Any] | None]
+
+
 def _clean(schema: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[str, Any]:
+    """One (sub)schema in Gemini's subset: a `$ref` inlined, then key by key."""
     if not isinstance(schema, dict):
         return {}
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        name = ref.rsplit("/", 1)[-1]
-        if name in seen or not isinstance(defs.get(name), dict):
-            return {"type": "object"}
-        merged = {**defs[name], **{k: v for k, v in schema.items() if k != "$ref"}}
-        return _clean(merged, defs, (*seen, name))
+    if isinstance(schema.get("$ref"), str):
+        return _inlined(schema, defs, seen)
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key == "properties" and isinstance(value, dict):
-            out[key] = {name: _clean(sub, defs, seen) for name, sub in value.items()}
-        elif key == "items" and isinstance(value, dict):
-            out[key] = _clean(value, defs, seen)
-        elif key in ("anyOf", "oneOf") and isinstance(value, list):
-            options = [_clean(option, defs, seen) for option in value]
-            rest = [o for o in options if o.get("type") != "null"]
-            if len(rest) < len(options):
-                out["nullable"] = True
-            if len(rest) == 1:
-                out.update(rest[0])
-            elif rest:
-                out["anyOf"] = rest
-        elif key == "allOf" and isinstance(value, list) and len(value) == 1:
-            out.update(_clean(value[0], defs, seen))
-        elif key == "const":
-            out["enum"] = [value]
-        elif key == "type" and isinstance(value, list):
-            kinds = [k for k in value if k != "null"]
-            if len(kinds) < len(value):
-                out["nullable"] = True
-            if len(kinds) == 1:
-                out["type"] = kinds[0]
-            elif kinds:
-                out["anyOf"] = [{"type": k} for k in kinds]
-        elif key == "format":
-            if value in _FORMATS:
-                out[key] = value
-        elif key in SCHEMA_KEYS:
-            out[key] = value
+        out.update(_clean_entry(key, value, defs, seen))
     enum = out.get("enum")
     if isinstance(enum, list) and "type" not in out and all(isinstance(v, str) for v in enum):
         out["type"] = "string"  # Gemini's enums are string enums
     return out
+
+
+def _inlined(schema: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...]) -> dict[str, Any]:
+    """A schema with a `$ref`: the definition it names, under the schema's other keys
+    (a reference to a definition being inlined, or to none, becomes a plain object)."""
+    name = schema["$ref"].rsplit("/", 1)[-1]
+    if name in seen or not isinstance(defs.get(name), dict):
+        return {"type": "object"}
+    merged = {**defs[name], **{k: v for k, v in schema.items() if k != "$ref"}}
+    return _clean(merged, defs, (*seen, name))
+
+
+def _clean_entry(
+    key: str, value: Any, defs: dict[str, Any], seen: tuple[str, ...]
+) -> dict[str, Any]:
+    """What one key of a schema becomes: rewritten when Gemini reads it another way, kept
+    when Gemini knows it, else dropped."""
+    rewrite = _REWRITES.get(key)
+    if rewrite is not None:
+        entries = rewrite(value, defs, seen)
+        if entries is not None:
+            return entries
+    return {key: value} if key in SCHEMA_KEYS else {}
+
+
+def _properties(value: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[str, Any] | None:
+    if not isinstance(value, dict):
+        return None
+    return {"properties": {name: _clean(sub, defs, seen) for name, sub in value.items()}}
+
+
+def _items(value: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[str, Any] | None:
+    return {"items": _clean(value, defs, seen)} if isinstance(value, dict) else None
+
+
+def _alternatives(value: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[str, Any] | None:
+    """`anyOf` / `oneOf`: a null alternative becomes `nullable`, a single one is inlined."""
+    if not isinstance(value, list):
+        return None
+    options = [_clean(option, defs, seen) for option in value]
+    rest = [o for o in options if o.get("type") != "null"]
+    entries: dict[str, Any] = {"nullable": True} if len(rest) < len(options) else {}
+    if len(rest) == 1:
+        entries.update(rest[0])
+    elif rest:
+        entries["anyOf"] = rest
+    return entries
+
+
+def _all_of(value: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[str, Any] | None:
+    """`allOf` of one schema is that schema (of several: kept only if Gemini knows it)."""
+    if not isinstance(value, list) or len(value) != 1:
+        return None
+    return _clean(value[0], defs, seen)
+
+
+def _types(value: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[str, Any] | None:
+    """A list of types: "null" becomes `nullable`, several others an `anyOf`."""
+    if not isinstance(value, list):
+        return None
+    kinds = [k for k in value if k != "null"]
+    entries: dict[str, Any] = {"nullable": True} if len(kinds) < len(value) else {}
+    if len(kinds) == 1:
+        entries["type"] = kinds[0]
+    elif kinds:
+        entries["anyOf"] = [{"type": k} for k in kinds]
+    return entries
+
+
+#: The keys Gemini reads another way, each rewritten by its function (None: not here, so
+#: the key is kept as it is if Gemini knows it).
+_REWRITES: dict[str, _Rewrite] = {
+    "properties": _properties,
+    "items": _items,
+    "anyOf": _alternatives,
+    "oneOf": _alternatives,
+    "allOf": _all_of,
+    "const": lambda value, defs, seen: {"enum": [value]},
+    "type": _types,
+    "format": lambda value, defs, seen: {"format": value} if value in _FORMATS else {},
+}
 
 
 # -- request ------------------------------------------------------------------------------

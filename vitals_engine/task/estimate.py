@@ -39,6 +39,7 @@ from .._words import plural
 from ..chats.calls import estimate_tokens
 from ..chats.chat import Chat
 from ..dataset import DatasetRow
+from ..engine.options import OPTION_NAMES, check_epochs
 from ..engine.user_functions import route_kwargs
 from ..samples import SampleRecord
 from ..vocab.model_calls import ChatRequest
@@ -46,7 +47,6 @@ from ..vocab.pricing import cost_of
 from ..vocab.turns import TokenUsage, Turn
 from ..vocab.usage import UsageLedger
 from .logfile import configured_solver_chat
-from .options import check_epochs
 from .state import TaskSetup
 from .streaming import SampleStream
 
@@ -59,18 +59,11 @@ __all__ = ["Estimate", "estimate_cost"]
 _Z = 1.96
 
 
-#: Run options of the sampled run (`Task.stream_async`'s); other keywords are routed.
-_RUN_OPTIONS = (
-    "max_concurrency",
-    "limits",
-    "retry",
-    "fail_on_error",
-    "progress",
-    "backend",
-    "batch",
-)
 #: eval() options that mean nothing for a sample run into a temporary log.
 _REFUSED = ("view", "log_format", "resume", "resume_anyway", "cache", "max_cost", "max_tokens")
+#: Run options of the sampled run (`Task.stream_async`'s: every other one but `epochs`,
+#: estimate_cost's own); other keywords are routed.
+_RUN_OPTIONS = tuple(name for name in OPTION_NAMES if name not in (*_REFUSED, "epochs"))
 
 #: (role, provider, model)
 _Key = tuple[str, str, str]

@@ -26,20 +26,20 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import anyio
 
-from .._errors import ConfigError, EvalFailedError, VitalsError
+from .._errors import ConfigError, EvalSetFailedError, VitalsError
 from .._sync import Interrupted, carry, raise_carried, run_sync
 from .._words import plural
 from ..chats.chat import Chat
 from ..chats.constructors import chat as make_chat
+from ..engine.options import EvalKeywords, RunOptions
 from ..log.journal_format import JOURNAL_SUFFIX
 from ..log.logged_eval import LoggedEval
 from ..log.reader import read_log
 from ..transport.pool import transport_scope
-from .options import DEFAULT_CONCURRENCY
 from .resume import UNFINISHED
 from .spill import sharing_whole_samples
 from .task import Task
@@ -73,17 +73,6 @@ def model_chat(model: str | Chat, task: Task) -> Chat:
     for tool in current.tools:
         swapped.register_tool(tool.fn, name=tool.name)
     return swapped
-
-
-class EvalSetFailedError(EvalFailedError):
-    """Some runs of an eval set failed; the others ran to the end and every log was
-    written. `errors` maps each failed run ("task on model") to its error, `eval_set`
-    is the whole set; `failed` and `total` count runs."""
-
-    def __init__(self, message: str, *, eval_set: EvalSet, errors: dict[str, Exception]):
-        super().__init__(message, failed=len(errors), total=len(eval_set.tasks))
-        self.eval_set = eval_set
-        self.errors = errors
 
 
 @dataclass(slots=True)
@@ -178,7 +167,8 @@ def eval_set(
     *,
     max_tasks: int | None = None,
     resume: bool = False,
-    **eval_options: Any,
+    view: bool = False,
+    **options: Unpack[EvalKeywords],
 ) -> EvalSet:
     """Run every task on every model, all at once in one event loop; return the set.
 
@@ -192,9 +182,11 @@ def eval_set(
         resume: continue an interrupted set: the newest log of each (task, model) in
             its task's directory is resumed when unfinished and kept when finished; a
             (task, model) without one runs afresh.
-        **eval_options: `Task.eval()`'s options for every run (`max_concurrency`,
-            `limits`, `epochs`, `fail_on_error`, `cache`, ...). Runs draw no progress bar
-            unless `progress=True`; `view=True` opens the viewer once, at the end.
+        view: open the viewer once, at the end.
+        **options: `Task.eval()`'s run options (`ve.EvalOptions`: `max_concurrency`,
+            `limits`, `epochs`, `fail_on_error`, `cache`, ...), checked once, for every
+            run; other keywords go to every run's solver and scorer. Runs draw no
+            progress bar unless `progress=True`.
 
     Runs that call one endpoint share its limits (concurrency, rpm, tpm, pauses). A run
     that fails does not stop the others; at the end `EvalSetFailedError` names every
@@ -209,7 +201,13 @@ def eval_set(
     """
     return run_sync(
         functools.partial(
-            eval_set_async, tasks, models, max_tasks=max_tasks, resume=resume, **eval_options
+            eval_set_async,
+            tasks,
+            models,
+            max_tasks=max_tasks,
+            resume=resume,
+            view=view,
+            **options,
         )
     )
 
@@ -220,7 +218,8 @@ async def eval_set_async(
     *,
     max_tasks: int | None = None,
     resume: bool = False,
-    **eval_options: Any,
+    view: bool = False,
+    **options: Unpack[EvalKeywords],
 ) -> EvalSet:
     """The async form of `eval_set()` (asyncio or trio).
 
@@ -231,32 +230,14 @@ async def eval_set_async(
         isinstance(max_tasks, bool) or not isinstance(max_tasks, int) or max_tasks < 1
     ):
         raise ConfigError(f"`max_tasks` must be a positive integer, not {max_tasks!r}.")
-    view = bool(eval_options.pop("view", False))
-    runs, model_ids = _plan(_task_list(tasks), _model_list(models), eval_options)
+    given: dict[str, Any] = dict(options)
+    runs, model_ids = _plan(_task_list(tasks), _model_list(models), given)
     if resume:
         _find_resumable(runs)
-    if len(runs) > 1 and eval_options.get("progress") is None:
-        eval_options["progress"] = False  # one bar per run would draw over each other
-    gate = anyio.Semaphore(max_tasks or len(runs))
-    each = eval_options.get("max_concurrency")
-    if isinstance(each, bool) or not isinstance(each, int) or each < 1:
-        each = DEFAULT_CONCURRENCY  # (a wrong one fails each run with a ConfigError)
-    connections = each * min(max_tasks or len(runs), len(runs))
-    try:
-        # one pool of connections for the set: runs on one endpoint reuse each other's
-        # ... and one allowance of finished samples kept whole in memory (see spill.py)
-        with sharing_whole_samples():
-            async with (
-                transport_scope(pool_size=connections, shared=True),
-                anyio.create_task_group() as tg,
-            ):
-                for run in runs:
-                    if run.kept is None:
-                        await gate.acquire()  # here, so runs start in order (trio shuffles)
-                        tg.start_soon(_run_one, run, gate, eval_options)
-    except BaseException as exc:
-        raise_carried(exc)
-        raise
+    if len(runs) > 1 and given.get("progress") is None:
+        given["progress"] = False  # one bar per run would draw over each other
+    checked, kwargs = RunOptions.parse(given)  # once, before any run starts
+    await _run_all(runs, checked, kwargs, max_tasks)
     result = EvalSet(runs, model_ids)
     if view:
         next(run.task for run in runs).view()
@@ -272,10 +253,37 @@ async def eval_set_async(
     return result
 
 
-async def _run_one(run: _Run, gate: anyio.Semaphore, options: dict[str, Any]) -> None:
+async def _run_all(
+    runs: list[_Run], options: RunOptions, kwargs: dict[str, Any], max_tasks: int | None
+) -> None:
+    """Every run not kept from a finished log, at most `max_tasks` at once, in order."""
+    gate = anyio.Semaphore(max_tasks or len(runs))
+    connections = options.max_concurrency * min(max_tasks or len(runs), len(runs))
+    try:
+        # one pool of connections for the set: runs on one endpoint reuse each other's
+        # ... and one allowance of finished samples kept whole in memory (see spill.py)
+        with sharing_whole_samples():
+            async with (
+                transport_scope(pool_size=connections, shared=True),
+                anyio.create_task_group() as tg,
+            ):
+                for run in runs:
+                    if run.kept is None:
+                        await gate.acquire()  # here, so runs start in order (trio shuffles)
+                        tg.start_soon(_run_one, run, gate, options, kwargs)
+    except BaseException as exc:
+        raise_carried(exc)
+        raise
+
+
+async def _run_one(
+    run: _Run, gate: anyio.Semaphore, options: RunOptions, kwargs: dict[str, Any]
+) -> None:
+    """One run of the set, with the set's options whole (and its own model, if any)."""
+    evaluate = run.task._evaluate  # what eval_async() runs once it has checked its options
     try:
         await carry(
-            functools.partial(run.task.eval_async, resume=run.resume, **options, **run.routed)
+            functools.partial(evaluate, options, {**kwargs, **run.routed}, resume=run.resume)
         )
     except Interrupted:
         raise  # an interrupt stops the set: the task group cancels every run

@@ -21,7 +21,7 @@ from __future__ import annotations
 import collections
 import copy
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +31,16 @@ from .._errors import ConfigError, EvalFailedError, LogWriteError, VitalsError
 from .._words import plural
 from ..caching.lookup import CacheUse
 from ..dataset import expand_epochs
+from ..distributed.backend import Ray
 from ..distributed.driver import check_sendable, execute_on_ray
+from ..engine.options import RunOptions, allowed_failures
 from ..engine.run import LiveTexts, Run
 from ..frames import records_frame
 from ..log import schema as log_schema
 from ..log.compose import compose_header, compose_sample
 from ..log.journal_format import encode_sample
 from ..log.live import LiveFile, LiveSample, input_excerpt, live_path
-from ..log.writer import log_file_name, new_id
+from ..log.writer import LogWriter, log_file_name, new_id
 from ..metrics import measure_records
 from ..pacing.budget import Budget
 from ..progress import ProgressBar
@@ -54,7 +56,6 @@ from .logfile import (
     rehydrate_records,
     run_header,
 )
-from .options import RunOptions, allowed_failures
 from .resume import UNFINISHED, Resumed, load_resume, newest_run, reconcile
 from .spill import SPILL_AFTER, WholeSamples, shared_whole_samples
 from .state import RunState, TaskSetup
@@ -77,21 +78,114 @@ async def run_task(
     budget: Budget | None = None,
 ) -> None:
     """Solve and/or score the task's samples; see the module docstring."""
-    epochs = options.epochs or (resume.epochs if resume else None) or setup.epochs or 1
-    if solve:
-        state.solver_model = configured_solver_model(setup, solver_kwargs)
-    if resume is not None:
-        resume = reconcile(
+    steps = _TaskRun(
+        setup,
+        state,
+        options,
+        solve=solve,
+        score=score,
+        solver_kwargs=solver_kwargs,
+        scorer_kwargs=scorer_kwargs,
+        sink=sink,
+        resume=resume,
+        budget=budget,
+    )
+    steps.reconcile_resume()
+    steps.gather_samples()
+    steps.make_run()
+    steps.open_log()
+    try:
+        await steps.execute()
+    except BaseException as exc:
+        error = await steps.stopped(exc)
+        if error is not exc:
+            raise error from None
+        raise
+    finally:
+        steps.close_bar()
+    await steps.finished()
+
+
+class _TaskRun:
+    """The steps of one `run_task`, in the order it takes them, and what they share: the
+    records, the engine's run, the journal's writer, the live sidecar."""
+
+    run: Run
+    writer: LogWriter
+    live: LiveFile
+
+    def __init__(
+        self,
+        setup: TaskSetup,
+        state: RunState,
+        options: RunOptions,
+        *,
+        solve: bool,
+        score: bool,
+        solver_kwargs: dict[str, Any] | None,
+        scorer_kwargs: dict[str, Any] | None,
+        sink: Sink | None,
+        resume: Resumed | None,
+        budget: Budget | None,
+    ) -> None:
+        self.setup, self.state, self.options = setup, state, options
+        self.solve, self.score = solve, score
+        self.solver_kwargs, self.scorer_kwargs = solver_kwargs, scorer_kwargs
+        self.sink, self.resume, self.budget = sink, resume, budget
+        self.epochs = options.epochs or (resume.epochs if resume else None) or setup.epochs or 1
+        self.scorer = setup.scorer_label
+        #: The samples the resumed run finished that this one keeps, by key: not run again.
+        self.done: dict[tuple[Any, int], SampleRecord] = {}
+        #: The run's records, in run order (made as the source is read, when solving).
+        self.records: list[SampleRecord] = []
+        self.source: Iterable[SampleRecord] = ()
+        self.total = 0
+        self.bar: ProgressBar | None = None
+        self.texts = LiveTexts()
+        self.logged_keys: set[tuple[Any, int]] = set()
+        self.whole = shared_whole_samples() or WholeSamples(SPILL_AFTER)
+        self.owns_journal = False  # the writer holds the journal's lock: its sidecar is this run's
+
+    def reconcile_resume(self) -> None:
+        """The model the solver will use, in the state; and what this run keeps of the run
+        it resumes (a `ConfigError` when that one ran another solver, scorer or model)."""
+        setup, resume = self.setup, self.resume
+        if self.solve:
+            self.state.solver_model = configured_solver_model(setup, self.solver_kwargs)
+        if resume is None:
+            return
+        self.resume = resume = reconcile(
             resume,
             setup.rows,
-            epochs,
+            self.epochs,
             solver=setup.solver_spec.label,
-            scorer=setup.scorer_label if score else None,
-            model=configured_solver_model(setup, solver_kwargs),
-            anyway=options.resume_anyway,
+            scorer=setup.scorer_label if self.score else None,
+            model=configured_solver_model(setup, self.solver_kwargs),
+            anyway=self.options.resume_anyway,
         )
-    done = resume.finished if resume is not None else {}
-    if solve:
+        self.done = resume.finished
+
+    def gather_samples(self) -> None:
+        """The records to run: to solve, made lazily from the dataset's rows (those the
+        resumed run finished kept, not run); to score alone, the ones solved before."""
+        setup, state = self.setup, self.state
+        if self.solve:
+            self._name_the_run()
+            self.records = []
+            rows = expand_epochs(setup.rows, self.epochs)
+            self.source = _collecting(rows, self.records, self.done)
+            self.total = len(setup.rows) * self.epochs - len(self.done)
+        else:
+            state.reset_scores()
+            self.records = list(state.records or [])
+            rehydrate_records(setup, state, self.records)
+            self.source = self.records
+            self.total = len(self.records)
+        state.concurrency = self.options.max_concurrency
+
+    def _name_the_run(self) -> None:
+        """A solving run's ids, log name and epochs: the resumed run's, or new ones."""
+        state, resume = self.state, self.resume
         state.reset_solutions()
         state.run_id = new_id()
         if resume is not None:
@@ -99,138 +193,169 @@ async def run_task(
             state.log_name = resume.log_name
         else:
             state.eval_id, state.created = new_id(), time.time()
-            ext = "eval" if options.log_format == "eval" else "json"
-            state.log_name = log_file_name(state.created, setup.name, state.eval_id, ext)
-        state.epochs = epochs
-        records: list[SampleRecord] = []
-        source: Any = _collecting(expand_epochs(setup.rows, epochs), records, done)
-        total = len(setup.rows) * epochs - len(done)
-    else:
-        state.reset_scores()
-        records = list(state.records or [])
-        rehydrate_records(setup, state, records)
-        source = records
-        total = len(records)
-    state.concurrency = options.max_concurrency
-    bar = ProgressBar(setup.name) if options.progress else None
-    texts = LiveTexts()
-    chat = configured_solver_chat(setup, solver_kwargs) if solve else None
-    run = Run(
-        solver=setup.solver_spec if solve else None,
-        scorer=setup.scorer_spec if score else None,
-        solver_kwargs=solver_kwargs,
-        scorer_kwargs=scorer_kwargs,
-        concurrency=options.max_concurrency,
-        samples_frame=lambda recs: records_frame(recs, None, scored=False),
-        limits=options.limits,
-        retry=options.retry,
-        total=total,
-        on_progress=bar.update if bar is not None else None,
-        live=texts,
-        batch=options.batch,
-        earlier_batches=resume.batches if resume is not None else (),
-        cache=CacheUse(options.cache, task=setup.name, log=state.log_name),
-        budget=budget,
-        solver_endpoints=[(chat.provider.endpoint, chat.provider.limits)] if chat else (),
-    )
-    if options.backend is not None:  # before the run starts: nothing to log if it cannot go
-        check_sendable(run, setup.rows[0] if setup.rows else None)
-    state.status = "started"
-    state.error = None
-    writer = open_writer(
-        setup, state, fresh=solve and resume is None, exclude=resume.stale if resume else ()
-    )
-    run.batch_journal = writer.add_batch
-    live = LiveFile(live_path(writer.journal), writer.path.name, lambda: _live_samples(texts))
-    texts.on_change = live.changed
-    if resume is not None:
-        state.solve_ledger.merge(resume.ledger, role="solver")
-        state.score_ledger.merge(resume.ledger, role="scorer")
-    scorer = setup.scorer_label
+            ext = "eval" if self.options.log_format == "eval" else "json"
+            state.log_name = log_file_name(state.created, self.setup.name, state.eval_id, ext)
+        state.epochs = self.epochs
 
-    logged_keys: set[tuple[Any, int]] = set()
-    whole = shared_whole_samples() or WholeSamples(SPILL_AFTER)
-    owns_journal = False  # the writer holds the journal's lock: its sidecar is this run's
+    def make_run(self) -> None:
+        """The engine's run of the records, with its options whole, and the progress bar;
+        on Ray, checked for sending before it starts (nothing to log if it cannot go)."""
+        setup, options, resume = self.setup, self.options, self.resume
+        self.bar = bar = ProgressBar(setup.name) if options.progress else None
+        chat = configured_solver_chat(setup, self.solver_kwargs) if self.solve else None
+        self.run = Run(
+            solver=setup.solver_spec if self.solve else None,
+            scorer=setup.scorer_spec if self.score else None,
+            options=options,
+            solver_kwargs=self.solver_kwargs,
+            scorer_kwargs=self.scorer_kwargs,
+            samples_frame=lambda recs: records_frame(recs, None, scored=False),
+            total=self.total,
+            on_progress=bar.update if bar is not None else None,
+            live=self.texts,
+            earlier_batches=resume.batches if resume is not None else (),
+            cache=CacheUse(options.cache, task=setup.name, log=self.state.log_name),
+            budget=self.budget,
+            solver_endpoints=[(chat.provider.endpoint, chat.provider.limits)] if chat else (),
+        )
+        if options.backend is not None:
+            check_sendable(self.run, setup.rows[0] if setup.rows else None)
 
-    async def logged(record: SampleRecord) -> None:
-        await logged_together((record,))
+    def open_log(self) -> None:
+        """The run started: its journal's writer, the sidecar of its live texts, and the
+        usage of the run it resumes counted from the start."""
+        setup, state, resume = self.setup, self.state, self.resume
+        state.status = "started"
+        state.error = None
+        self.writer = writer = open_writer(
+            setup,
+            state,
+            fresh=self.solve and resume is None,
+            exclude=resume.stale if resume else (),
+        )
+        self.run.batch_journal = writer.add_batch
+        texts = self.texts
+        self.live = LiveFile(
+            live_path(writer.journal), writer.path.name, lambda: _live_samples(texts)
+        )
+        texts.on_change = self.live.changed
+        if resume is not None:
+            state.solve_ledger.merge(resume.ledger, role="solver")
+            state.score_ledger.merge(resume.ledger, role="scorer")
+
+    async def execute(self) -> None:
+        """The samples run, here or on Ray, beside the writer in one task group; the live
+        sidecar is removed at the end, however it ends."""
+        writer, live = self.writer, self.live
+        try:
+            async with (
+                transport_scope(pool_size=self.options.max_concurrency, join=True),
+                anyio.create_task_group() as tg,
+            ):
+                live.task_group = tg
+                await tg.start(writer.run)
+                self.owns_journal = True
+                try:
+                    self._carry_over_resumed()
+                    await self._run_samples()
+                finally:
+                    writer.stop()
+                    live.stop()
+        finally:
+            if self.owns_journal:  # a run refused the journal leaves the running run's sidecar
+                live.remove()  # its actor has ended with the task group
+
+    def _carry_over_resumed(self) -> None:
+        """Into a new journal, what the resumed run's journal holds that this run keeps."""
+        resume, writer = self.resume, self.writer
+        if resume is None or resume.source == writer.journal:
+            return
+        for logged_sample in resume.logged.values():  # events and times kept
+            writer.add(logged_sample)
+        for batch in resume.batches:  # a later resume needs them as well
+            writer.add_batch(batch)
+
+    async def _run_samples(self) -> None:
+        backend = self.options.backend
+        if isinstance(backend, Ray):
+            await execute_on_ray(
+                backend,
+                self.run,
+                self.source,
+                self.logged_together,
+                scorer_label=self.scorer,
+                keep_chats=self.sink is not None,
+            )
+        else:
+            await self.run.execute(self.source, self.logged)
+
+    async def logged(self, record: SampleRecord) -> None:
+        await self.logged_together((record,))
 
     async def logged_together(
-        finished: Sequence[SampleRecord], lines: Sequence[bytes] | None = None
+        self, finished: Sequence[SampleRecord], lines: Sequence[bytes] | None = None
     ) -> None:
-        """Samples that finished together (a batch back from a Ray worker): one write.
+        """Samples that finished together (a parcel back from a Ray worker): one write.
         `lines`: their journal lines, when a worker composed them."""
         if lines is None:
-            lines = [encode_sample(compose_sample(record, scorer)) for record in finished]
+            lines = [encode_sample(compose_sample(record, self.scorer)) for record in finished]
         keys = [record.key for record in finished]  # one tuple each, for both: big runs
-        writer.add_lines(zip(lines, keys, strict=True))
-        logged_keys.update(keys)
-        spill = not whole.keep(len(keys))
+        self.writer.add_lines(zip(lines, keys, strict=True))
+        self.logged_keys.update(keys)
+        spill = not self.whole.keep(len(keys))
+        sink = self.sink
         for record in finished:
             if sink is not None:  # the caller's copy stays whole: it may read it later
                 await sink(copy.copy(record) if spill else record)
             if spill:
                 record.spill()
 
-    try:
-        try:
-            async with (
-                transport_scope(pool_size=options.max_concurrency, join=True),
-                anyio.create_task_group() as tg,
-            ):
-                live.task_group = tg
-                await tg.start(writer.run)
-                owns_journal = True
-                try:
-                    if resume is not None and resume.source != writer.journal:
-                        for logged_sample in resume.logged.values():  # events and times kept
-                            writer.add(logged_sample)
-                        for batch in resume.batches:  # a later resume needs them as well
-                            writer.add_batch(batch)
-                    if options.backend is None:
-                        await run.execute(source, logged)
-                    else:
-                        await execute_on_ray(
-                            options.backend,
-                            run,
-                            source,
-                            logged_together,
-                            scorer_label=scorer,
-                            keep_chats=sink is not None,
-                        )
-                finally:
-                    writer.stop()
-                    live.stop()
-        finally:
-            if owns_journal:  # a run refused the journal leaves the running run's sidecar
-                live.remove()  # its actor has ended with the task group
-    except BaseException as exc:
+    async def stopped(self, exc: BaseException) -> BaseException:
+        """The run stopped on `exc`: its state recorded and, once any sample had started,
+        its log written. Returns the error to raise (the first that is not a
+        cancellation, when `exc` is a group)."""
+        setup, writer = self.setup, self.writer
         error = first_error(exc)
-        started = bool(records)
-        if solve:  # samples in flight did not finish: not logged, not counted, run on resume
-            records = _in_the_log(setup, records, logged_keys, done)
-        _finish_run(setup, state, run, options, solve, score, records, failed=error)
-        if not solve:  # solved by an earlier run: each stays in the log, scored or not
-            for record in records:
-                if record.key not in logged_keys:
-                    writer.add(compose_sample(record, scorer))
+        started = bool(self.records)
+        if self.solve:  # samples in flight did not finish: not logged, not counted, run on resume
+            self.records = _in_the_log(setup, self.records, self.logged_keys, self.done)
+        self._finish(failed=error)
+        if not self.solve:  # solved by an earlier run: each stays in the log, scored or not
+            for record in self.records:
+                if record.key not in self.logged_keys:
+                    writer.add(compose_sample(record, self.scorer))
         try:
             await writer.close()
             if started:
-                finalize_log(setup, state, writer)
+                finalize_log(setup, self.state, writer)
         except LogWriteError:
             if not isinstance(error, LogWriteError):
                 raise
             # the log could not be written to begin with: that is the error to report
-        if error is not exc:
-            raise error from None
-        raise
-    finally:
+        return error
+
+    def close_bar(self) -> None:
+        bar = self.bar
         if bar is not None:
-            bar.update(run.progress(), force=True)
+            bar.update(self.run.progress(), force=True)
             bar.close()
-    _finish_run(setup, state, run, options, solve, score, records, failed=None)
-    await writer.close(compose_header(run_header(setup, state, records)))
+
+    async def finished(self) -> None:
+        """The run ended: its state recorded, its log composed."""
+        self._finish(failed=None)
+        await self.writer.close(compose_header(run_header(self.setup, self.state, self.records)))
+
+    def _finish(self, failed: BaseException | None) -> None:
+        _finish_run(
+            self.setup,
+            self.state,
+            self.run,
+            self.options,
+            self.solve,
+            self.score,
+            self.records,
+            failed=failed,
+        )
 
 
 def resumable(setup: TaskSetup, resume: bool | str | Path | None) -> Resumed | None:

@@ -15,10 +15,10 @@ from typing import Any
 
 from .._errors import BudgetExceeded
 from ..chats.chat import Chat
+from ..engine.options import RunOptions
 from ..pacing.budget import Budget
 from ..samples import Sample
 from ..vocab.pricing import find_price
-from .options import RunOptions
 from .state import RunState
 
 __all__ = ["budget_error", "known_chats", "make_budget"]

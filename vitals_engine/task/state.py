@@ -26,6 +26,7 @@ from typing import Any
 from ..caching.lookup import CacheUse
 from ..chats.chat import Chat
 from ..dataset import DatasetRow
+from ..engine.options import DEFAULT_CONCURRENCY
 from ..engine.user_functions import FunctionSpec
 from ..log import schema as log_schema
 from ..log.writer import LogWriter
@@ -34,7 +35,6 @@ from ..samples import Sample, SampleRecord
 from ..statistics.intervals import MetricStat
 from ..vocab.batch_records import BatchRecord
 from ..vocab.usage import UsageLedger
-from .options import DEFAULT_CONCURRENCY
 
 __all__ = ["RunState", "TaskSetup"]
 

@@ -13,21 +13,19 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from .. import config
 from .._errors import ConfigError, TaskStateError
 from .._sync import run_sync
 from .._words import plural
-from ..caching.options import Cache
 from ..chats.chat import Chat
 from ..dataset import DatasetRow, dataset_name, load_dataset
-from ..distributed.backend import Ray
+from ..engine.options import OPTION_NAMES, EvalKeywords, RunOptions, check_epochs
 from ..engine.user_functions import describe, route_kwargs
 from ..frames import dataset_frame, records_frame
 from ..log.writer import clean_task_name
 from ..metrics import Metric, check_metrics, measure_records
-from ..pacing.batch_mode import Batch
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
 from ..statistics.intervals import MetricStat
@@ -35,8 +33,6 @@ from ..statistics.reducers import check_reducer
 from ..vocab.usage import UsageLedger
 from .estimate import Estimate, estimate_cost
 from .logfile import rehydrate_records, write_log
-from .options import RunOptions, check_epochs
-from .resume import Resumed
 from .running import raise_if_failed, resumable, run_task
 from .spending import budget_error, known_chats, make_budget
 from .state import RunState, TaskSetup
@@ -50,11 +46,7 @@ __all__ = ["Task"]
 #: The run options of score(), solve() and eval(): a misspelt one gets a "did you mean".
 _SCORE_OPTIONS = ("max_concurrency", "limits", "retry", "progress")
 _SOLVE_OPTIONS = ("epochs", *_SCORE_OPTIONS)
-_EVAL_OPTIONS = (
-    *_SOLVE_OPTIONS,
-    *("view", "fail_on_error", "log_format", "resume", "resume_anyway", "backend"),
-    *("batch", "cache", "max_cost", "max_tokens"),
-)
+_EVAL_OPTIONS = (*OPTION_NAMES, "view", "resume")
 
 
 class Task:
@@ -248,184 +240,81 @@ class Task:
     def eval(
         self,
         *,
-        epochs: int | None = None,
         view: bool = False,
-        max_concurrency: int | None = None,
-        limits: Limits | None = None,
-        retry: Retry | None = None,
-        fail_on_error: bool | int | float | None = None,
-        progress: bool | None = None,
-        log_format: str | None = None,
         resume: bool | str | Path | None = None,
-        resume_anyway: bool = False,
-        backend: Ray | None = None,
-        batch: Batch | bool | None = None,
-        cache: Cache | bool | None = None,
-        max_cost: float | None = None,
-        max_tokens: int | None = None,
-        **kwargs: Any,
+        **options: Unpack[EvalKeywords],
     ) -> Task:
         """Solve, score, measure and log, then return the task.
 
         Args:
-            epochs: runs per sample (default: `Task(epochs=)`, else 1).
             view: open the viewer on the log directory afterwards.
-            max_concurrency: samples in flight at once (default 32).
-            limits: `Limits(max_concurrency=, rpm=, tpm=)` for every model of
-                the run (a model's own `limits=` wins).
-            retry: `Retry(max_attempts=, timeout=, sample_timeout=)` for every
-                model call of the run (a model's own `retry=` wins).
-            fail_on_error: failed samples tolerated before the run fails:
-                None/True none, False any, a count, or a fraction below 1.
-                When exceeded, the log is written and `EvalFailedError` raised.
-            progress: draw a progress bar on stderr (default: when stderr is
-                a terminal).
-            log_format: "json" or "eval" for this run (default: `Task(log_format=)`).
             resume: continue a run that did not finish: True finds the newest
                 journal of this task in `task.dir`; or the path of a journal or
                 unfinished log. A finished sample is kept, not run again, when its
                 input, target, solver model and scorer match this run's; ids gone
                 from the dataset are left out. A run of another solver, scorer or
                 model is refused (ConfigError), unless `resume_anyway=True`.
-            resume_anyway: resume even when the solver, scorer or model changed,
-                keeping the samples that still match.
-            backend: where the samples run: None (default) in this process;
-                `ve.Ray(...)` on Ray workers (needs `vitals-engine[ray]`).
-            batch: send every model call in the providers' batch APIs, at their
-                batch prices (answers may take hours): True, or `ve.Batch(size=,
-                wait=, poll=, max_pending=)`. A model made with `batch=True` goes in
-                batches whatever this says.
-            cache: answer each model call from a cache of replies on disk when an
-                identical call (same model, request and epoch) was made before, and
-                keep each new reply: True, or `ve.Cache(dir=, expiry=)`. A model made
-                with `cache=` uses its own; `cache=False` on a model never caches.
-            max_cost: the most this run may spend, in dollars: no sample starts that
-                could take the spending past it; the samples at work finish, the log
-                is written (status "cancelled") and `BudgetExceeded` is raised.
-                `resume=True` continues, with a budget of its own.
-            max_tokens: the same for tokens sent and received (input + output).
-            **kwargs: routed to the solver and/or scorer by their signatures,
-                so `task.eval(solver_chat=other_chat)` re-runs on another model.
+            **options: the run's options, documented in `ve.EvalOptions`
+                (`vitals_engine/engine/options.py`): `epochs`, `max_concurrency`,
+                `limits`, `retry`, `fail_on_error`, `cache`, `max_cost`, ... Any other
+                keyword is routed to the solver and/or scorer by their signatures, so
+                `task.eval(solver_chat=other_chat)` re-runs on another model.
+
+        Example:
+            >>> task.eval(epochs=3, max_concurrency=50, retry=ve.Retry(max_attempts=8))
         """
-        return run_sync(
-            functools.partial(
-                self.eval_async,
-                epochs=epochs,
-                view=view,
-                max_concurrency=max_concurrency,
-                limits=limits,
-                retry=retry,
-                fail_on_error=fail_on_error,
-                progress=progress,
-                log_format=log_format,
-                resume=resume,
-                resume_anyway=resume_anyway,
-                backend=backend,
-                batch=batch,
-                cache=cache,
-                max_cost=max_cost,
-                max_tokens=max_tokens,
-                **kwargs,
-            )
-        )
+        return run_sync(functools.partial(self.eval_async, view=view, resume=resume, **options))
 
     async def eval_async(
         self,
         *,
-        epochs: int | None = None,
         view: bool = False,
-        max_concurrency: int | None = None,
-        limits: Limits | None = None,
-        retry: Retry | None = None,
-        fail_on_error: bool | int | float | None = None,
-        progress: bool | None = None,
-        log_format: str | None = None,
         resume: bool | str | Path | None = None,
-        resume_anyway: bool = False,
-        backend: Ray | None = None,
-        batch: Batch | bool | None = None,
-        cache: Cache | bool | None = None,
-        max_cost: float | None = None,
-        max_tokens: int | None = None,
-        **kwargs: Any,
+        **options: Unpack[EvalKeywords],
     ) -> Task:
         """The async form of `eval()`."""
-        options = self._options(
-            epochs=epochs,
-            max_concurrency=max_concurrency,
-            limits=limits,
-            retry=retry,
-            fail_on_error=fail_on_error,
-            progress=progress,
-            log_format=log_format,
-            resume_anyway=resume_anyway,
-            backend=backend,
-            batch=batch,
-            cache=cache,
-            max_cost=max_cost,
-            max_tokens=max_tokens,
-        )
-        await self._evaluate(options, kwargs, None, resumable(self._setup, resume))
+        checked, kwargs = RunOptions.parse(options)
+        await self._evaluate(checked, kwargs, resume=resume)
         if view:
             self.view()
         return self
 
-    def stream_async(
-        self,
-        *,
-        epochs: int | None = None,
-        max_concurrency: int | None = None,
-        limits: Limits | None = None,
-        retry: Retry | None = None,
-        fail_on_error: bool | int | float | None = None,
-        progress: bool | None = False,
-        backend: Ray | None = None,
-        batch: Batch | bool | None = None,
-        cache: Cache | bool | None = None,
-        max_cost: float | None = None,
-        max_tokens: int | None = None,
-        **kwargs: Any,
-    ) -> SampleStream:
+    def stream_async(self, **options: Unpack[EvalKeywords]) -> SampleStream:
         """Evaluate, handing each sample to the caller as soon as it is solved and scored.
 
         A slow consumer slows the run (nothing piles up in memory); leaving
         the block early cancels the run and logs what finished. Takes `eval()`'s run
-        options, `cache`, `max_cost` and `max_tokens` included (a run its budget stops
-        ends the stream with `BudgetExceeded`).
+        options (`ve.EvalOptions`), `cache`, `max_cost` and `max_tokens` included (a run its
+        budget stops ends the stream with `BudgetExceeded`); it draws no progress bar
+        unless `progress=True`.
 
         Example:
             >>> async with task.stream_async(epochs=2) as samples:
             ...     async for record in samples:
             ...         print(record.sample.id, record.score.value if record.score else None)
         """
-        options = self._options(
-            epochs=epochs,
-            max_concurrency=max_concurrency,
-            limits=limits,
-            retry=retry,
-            fail_on_error=fail_on_error,
-            progress=progress,
-            backend=backend,
-            batch=batch,
-            cache=cache,
-            max_cost=max_cost,
-            max_tokens=max_tokens,
-        )
-        return SampleStream(functools.partial(self._evaluate, options, kwargs))
+        checked, kwargs = RunOptions.parse({"progress": False, **options})
+        return SampleStream(functools.partial(self._evaluate, checked, kwargs))
 
-    def _options(self, **given: Any) -> RunOptions:
-        """eval()'s own options, checked, with this task's defaults filled in."""
-        given["log_format"] = given.get("log_format") or self.log_format
-        return RunOptions.check(**given)
+    def _own(self, options: RunOptions) -> RunOptions:
+        """`options` with this task's defaults where they leave it to the task."""
+        if options.log_format is None:
+            return replace(options, log_format=self.log_format)
+        return options
 
     async def _evaluate(
         self,
         options: RunOptions,
         kwargs: dict[str, Any],
-        sink: Sink | None,
-        resume: Resumed | None = None,
+        sink: Sink | None = None,
+        *,
+        resume: bool | str | Path | None = None,
     ) -> None:
+        """One evaluation with its options checked: `eval()`'s, `stream_async()`'s (each
+        finished sample to `sink`) and each run of an eval set. `kwargs` go to the solver
+        and scorer."""
         setup = self._setup
+        resumed = resumable(setup, resume)
         if setup.scorer_spec is None:
             raise TaskStateError("This task has no scorer: pass scorer= or call set_scorer().")
         solver_kw, scorer_kw = route_kwargs(
@@ -434,6 +323,7 @@ class Task:
         chats = _check_keys(setup.solver, solver_kw, "solver_chat") + _check_keys(
             setup.scorer, scorer_kw, "scorer_chat"
         )
+        options = self._own(options)
         await run_task(
             setup,
             self._state,
@@ -443,7 +333,7 @@ class Task:
             solver_kwargs=solver_kw,
             scorer_kwargs=scorer_kw,
             sink=sink,
-            resume=resume,
+            resume=resumed,
             budget=make_budget(options, setup.rows, chats),
         )
         self.measure()
@@ -478,12 +368,14 @@ class Task:
         **kwargs: Any,
     ) -> Task:
         """The async form of `solve()`."""
-        options = self._options(
-            epochs=epochs,
-            max_concurrency=max_concurrency,
-            limits=limits,
-            retry=retry,
-            progress=progress,
+        options = self._own(
+            RunOptions.check(
+                epochs=epochs,
+                max_concurrency=max_concurrency,
+                limits=limits,
+                retry=retry,
+                progress=progress,
+            )
         )
         solver_kw, _ = route_kwargs(kwargs, self._setup.solver_spec, None, _SOLVE_OPTIONS)
         _check_keys(self._setup.solver, solver_kw, "solver_chat")
@@ -516,8 +408,10 @@ class Task:
             raise TaskStateError("Task has not been solved yet. Run task.solve() first.")
         if self._setup.scorer_spec is None:
             raise TaskStateError("This task has no scorer: pass scorer= or call set_scorer().")
-        options = self._options(
-            max_concurrency=max_concurrency, limits=limits, retry=retry, progress=progress
+        options = self._own(
+            RunOptions.check(
+                max_concurrency=max_concurrency, limits=limits, retry=retry, progress=progress
+            )
         )
         _, scorer_kw = route_kwargs(kwargs, None, self._setup.scorer_spec, _SCORE_OPTIONS)
         _check_keys(self._setup.scorer, scorer_kw, "scorer_chat")

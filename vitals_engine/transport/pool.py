@@ -15,7 +15,6 @@ of its own for that one call.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
@@ -24,11 +23,10 @@ from typing import Any
 import anyio
 
 from .._sync import on_asyncio
+from ..config import transport_from_env
 from .base import Transport
 
 __all__ = ["TransportPool", "current_pool", "transport_scope", "using_pool"]
-
-ENV_TRANSPORT = "VITALS_TRANSPORT"
 
 
 class TransportPool:
@@ -38,7 +36,7 @@ class TransportPool:
         self, pool_size: int = 100, prefer: str | None = None, *, shared: bool = False
     ) -> None:
         self.pool_size = pool_size
-        self.prefer = prefer or os.environ.get(ENV_TRANSPORT) or "auto"
+        self.prefer = prefer or transport_from_env() or "auto"
         #: Whether runs started inside its scope use it rather than their own (an eval set's).
         self.shared = shared
         self._transports: dict[tuple[str, int], Transport] = {}

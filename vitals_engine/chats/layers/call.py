@@ -1,0 +1,122 @@
+"""What passes the layers: one model call (`Call`), a layer (`Layer`), and their chain
+(`Stack`).
+
+A layer is an object awaited as `layer(call, send)`: it does its one job before and
+after `send(call)`, the rest of the stack below it, or answers without calling it (a
+cache hit). The bottom of a stack is a `Send` alone (the provider's send, or a batch
+queue). The layers talk to each other only through the `Call`: what it asks (provider,
+request), for whom (its scope: the role, the sample, its ledgers and list of calls),
+and what the layers learn of it on the way (when its attempts started, its retries,
+the endpoint limiter that paced it, the batch that answered it).
+
+Invariants: a `Stack` is built once (per run and kind of model), never per call; a
+call allocates its `Call` and nothing per layer (the chain is made of closures built
+with the stack).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from ...pacing.scope import CallScope
+from ...providers.base import Provider
+from ...vocab.model_calls import ChatRequest, RetryNote
+from ...vocab.turns import Turn
+
+if TYPE_CHECKING:
+    from ...pacing.limits import EndpointLimiter
+
+__all__ = ["Call", "Layer", "Send", "Stack"]
+
+
+class Call:
+    """One model call on its way through the stack.
+
+    Example:
+        >>> call = Call(provider, ChatRequest([Turn.user("Hi")]), current_scope())
+        >>> turn = await stack.send(call)
+        >>> call.notes      # the retries it took
+        []
+    """
+
+    __slots__ = (
+        "batch_id",
+        "cache",
+        "estimate",
+        "limiter",
+        "notes",
+        "provider",
+        "request",
+        "scope",
+        "started",
+        "timeout",
+    )
+
+    def __init__(self, provider: Provider, request: ChatRequest, scope: CallScope | None) -> None:
+        self.provider = provider
+        self.request = request
+        #: The sample stage it is made for (None: outside any run; nothing is recorded).
+        self.scope = scope
+        #: time.time() when its first attempt started (or a batch answered it).
+        self.started = 0.0
+        #: A note per retry, in order.
+        self.notes: list[RetryNote] = []
+        #: Seconds one attempt may take (None: no limit), from the retry policy.
+        self.timeout: float | None = None
+        #: The limiter of its endpoint, once an attempt took its turn there.
+        self.limiter: EndpointLimiter | None = None
+        #: Its tokens as guessed before it was sent, for the tokens-per-minute bucket.
+        self.estimate = 0
+        #: The id of the provider batch that answered it (None: a live call).
+        self.batch_id: str | None = None
+        #: "write" when the cache keeps its reply (what its record says of the cache).
+        self.cache: str | None = None
+
+
+#: The rest of the stack below a layer: sends the call on, returns the reply.
+Send = Callable[[Call], Awaitable[Turn]]
+
+
+class Layer(Protocol):
+    """One job a model call passes: before and after `send(call)`, or instead of it."""
+
+    async def __call__(self, call: Call, send: Send) -> Turn: ...
+
+
+def _then(layer: Layer, send: Send) -> Send:
+    """`layer` over `send`, as one `Send` (made once per stack)."""
+    meet = layer.__call__  # a bound method calls faster than the instance
+
+    def layered(call: Call) -> Awaitable[Turn]:
+        return meet(call, send)
+
+    return layered
+
+
+class Stack:
+    """Layers over a bottom `Send`, chained once: `await stack.send(call)` passes them
+    top to bottom.
+
+    Example:
+        >>> stack = Stack([Retries(Retry(), SystemClock(), gave_up)], ProviderSend())
+        >>> turn = await stack.send(Call(provider, request, None))
+    """
+
+    __slots__ = ("bottom", "layers", "send")
+
+    def __init__(self, layers: Sequence[Layer], bottom: Send) -> None:
+        self.layers = tuple(layers)
+        self.bottom = bottom
+        send = bottom
+        for layer in reversed(self.layers):
+            send = _then(layer, send)
+        #: The top of the stack: send a call through every layer.
+        self.send: Send = send
+
+    def names(self) -> list[str]:
+        """The layers' and the bottom's class names, top first."""
+        return [type(part).__name__ for part in (*self.layers, self.bottom)]
+
+    def __repr__(self) -> str:
+        return f"<Stack {' -> '.join(self.names())}>"

@@ -1,0 +1,78 @@
+"""The endpoint's limits, around each attempt (under the retries, so a retry takes its turn
+again and never holds a slot while it waits).
+
+At a call's first attempt the layer finds the run's limiter of the model's endpoint
+(`pacing/limits.py`: shared with the run's other calls there, and the other runs of its
+event loop), guesses the call's tokens for the tokens-per-minute bucket, and marks the
+endpoint as one the run's solver calls (its new samples then wait for its admission).
+Each attempt then waits out the endpoint's pause and takes its turn in the request and
+token buckets, holds one of its concurrency slots while it is sent (a slot got as a
+pause began is given back first), and tells the limiter how it went: a 429 may pause
+the endpoint and halve its concurrency, a success may raise it; the token bucket is
+corrected with what the attempt really used (nothing, when it failed).
+
+A run without limits, or a call outside any run, has no such layer; a batched call has
+none either (it is no live request).
+"""
+
+from __future__ import annotations
+
+from ..._errors import ProviderError, RateLimitError
+from ...pacing.limits import EndpointLimiter, LimitsRegistry
+from ...vocab.model_calls import ChatRequest
+from ...vocab.turns import Turn
+from .call import Call, Send
+
+__all__ = ["EndpointLimits", "estimate_tokens"]
+
+
+def estimate_tokens(request: ChatRequest) -> int:
+    """A cheap guess of a call's tokens before it is made (about 4 characters a token)."""
+    chars = len(request.system_prompt or "") + sum(len(t.text) for t in request.turns)
+    params = {**request.params}
+    output = params.get("max_tokens") or params.get("max_completion_tokens") or 256
+    return chars // 4 + int(output)
+
+
+class EndpointLimits:
+    """Pace each attempt by the run's limiter of the call's endpoint."""
+
+    __slots__ = ("registry",)
+
+    def __init__(self, registry: LimitsRegistry) -> None:
+        self.registry = registry
+
+    def _limiter(self, call: Call) -> EndpointLimiter:
+        """The call's limiter, found at its first attempt."""
+        provider, scope = call.provider, call.scope
+        limiter = call.limiter = self.registry.get(provider.endpoint, provider.limits)
+        if limiter.tokens:
+            call.estimate = estimate_tokens(call.request)
+        if scope is not None and scope.role == "solver":
+            limiter.solver_calls = True  # the run's new samples wait for this endpoint's admission
+        return limiter
+
+    async def __call__(self, call: Call, send: Send) -> Turn:
+        limiter = call.limiter
+        if limiter is None:
+            limiter = self._limiter(call)
+        estimate = call.estimate
+        await limiter.wait_turn(estimate)
+        try:
+            slots = limiter.slots
+            await slots.acquire()
+            if limiter.paused_until > limiter.clock.now():
+                slots.release()  # the endpoint paused while we queued: wait without the slot
+                await limiter.acquire_slot()
+            try:
+                turn = await send(call)
+            finally:
+                slots.release()
+        except ProviderError as exc:
+            limiter.reconcile(estimate, 0)  # a failed attempt is not charged
+            if isinstance(exc, RateLimitError):
+                limiter.on_rate_limited(exc.retry_after)
+            raise
+        limiter.on_success()
+        limiter.reconcile(estimate, estimate if turn.tokens is None else turn.tokens.total)
+        return turn

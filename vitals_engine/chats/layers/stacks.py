@@ -1,0 +1,154 @@
+"""Where a run's call stacks are built: from its options, once, in the order a call meets
+its layers.
+
+A run makes one `CallStacks` (`engine/run.py`, when its batch queues exist) and hands it
+to every call scope; `call_model` asks it for the stack of the call's model. Most models
+share the run's one stack; a model with its own `cache=`, `batch=` or cost cap
+(`Limits(max_cost=)`) gets a stack of its own, built at its first call and kept for the
+run.
+A feature the run (or model) does not use has no layer: no cache, no cache layer; no
+cap, no budget layer; no batch mode, no batch queue; a call pays nothing for it.
+
+A scope made without a run (`call_scope(...)`) gets stacks built from its own options at
+its first call; a call outside any scope gets the stacks of `outside` (the cache, if
+the model has one of its own, accounting without a scope, retries, the send).
+
+A new call-level capability (tracing, say) is one new module in this package and one
+line in `CallStacks.layers`, where it meets calls.
+"""
+
+from __future__ import annotations
+
+from ...caching.lookup import CacheUse
+from ...pacing.batch_mode import BatchCalls
+from ...pacing.budget import Budget
+from ...pacing.clock import Clock, SystemClock
+from ...pacing.limits import LimitsRegistry
+from ...pacing.retry import Retry
+from ...pacing.scope import CallScope
+from ...providers.base import Provider
+from .accounting import Accounting
+from .batches import BatchQueue, ResumedBatches
+from .budget import BudgetCheck, watches
+from .cache import ReplyCache, caches
+from .call import Layer, Send, Stack
+from .limits import EndpointLimits
+from .retries import Retries
+from .seats import SeatCount
+from .send import ProviderSend
+
+__all__ = ["CallStacks"]
+
+_SYSTEM_CLOCK = SystemClock()
+
+
+class CallStacks:
+    """The call stacks of one run (or scope), built from its options.
+
+    Args:
+        retry: the run's retry policy (a model's own wins, call by call).
+        clock: what the retries wait on.
+        scoped: whether calls are made in a call scope (False: outside any run; no seat
+            is counted and nothing is recorded).
+        cache: the run's use of the reply cache (None: only models with their own).
+        budget: the run's budget (None: none).
+        batches: the run's batch queues (None: every call is live).
+        limits: the run's endpoint limits (None: none).
+
+    Example:
+        >>> stacks = CallStacks(retry=Retry(), clock=SystemClock(), limits=registry)
+        >>> stacks.stack(provider).names()
+        ['Accounting', 'SeatCount', 'Retries', 'EndpointLimits', 'ProviderSend']
+    """
+
+    __slots__ = (
+        "_own",
+        "_plain",
+        "batches",
+        "budget",
+        "cache",
+        "clock",
+        "limits",
+        "retry",
+        "scoped",
+    )
+
+    def __init__(
+        self,
+        *,
+        retry: Retry,
+        clock: Clock,
+        scoped: bool = True,
+        cache: CacheUse | None = None,
+        budget: Budget | None = None,
+        batches: BatchCalls | None = None,
+        limits: LimitsRegistry | None = None,
+    ) -> None:
+        self.retry = retry
+        self.clock = clock
+        self.scoped = scoped
+        self.cache = cache
+        self.budget = budget
+        self.batches = batches
+        self.limits = limits
+        #: The stack of models that leave cache and batches to the run (made at first use).
+        self._plain: Stack | None = None
+        #: The stacks of models with their own `cache=`, `batch=` or cost cap, by those.
+        self._own: dict[tuple[object, object, bool], Stack] = {}
+
+    @classmethod
+    def of_scope(cls, scope: CallScope, retry: Retry) -> CallStacks:
+        """The stacks of a scope made without a run, from its own options (`retry`: when
+        it has no policy)."""
+        return cls(
+            retry=scope.retry or retry,
+            clock=scope.clock or _SYSTEM_CLOCK,
+            cache=scope.cache,
+            budget=scope.budget,
+            batches=scope.batches,
+            limits=scope.limits,
+        )
+
+    @classmethod
+    def outside(cls, retry: Retry) -> CallStacks:
+        """The stacks of calls made outside any run."""
+        return cls(retry=retry, clock=_SYSTEM_CLOCK, scoped=False)
+
+    def stack(self, provider: Provider) -> Stack:
+        """The stack `provider`'s calls pass (built at its first call)."""
+        own_cache, own_batch, own_limits = provider.cache, provider.batch, provider.limits
+        capped = own_limits is not None and own_limits.max_cost is not None
+        if own_cache is None and own_batch is None and not capped:
+            stack = self._plain
+            if stack is None:
+                stack = self._plain = Stack(*self.layers(provider))
+            return stack
+        key = (own_cache, own_batch, capped)
+        stack = self._own.get(key)
+        if stack is None:
+            stack = self._own[key] = Stack(*self.layers(provider))
+        return stack
+
+    def layers(self, provider: Provider) -> tuple[list[Layer], Send]:
+        """The layers `provider`'s calls pass, in the order they meet them, and the bottom
+        of the stack. What it reads of `provider`: its own `cache=`, `batch=` and cost cap
+        (`limits.max_cost`), what `stack()` keys stacks by."""
+        accounting = Accounting()
+        batches = self.batches
+        batched = batches is not None and batches.takes(provider)
+        layers: list[Layer] = []
+        if caches(self.cache, provider.cache):
+            layers.append(ReplyCache(self.cache, accounting.from_cache))
+        layers.append(accounting)
+        if self.budget is not None and watches(self.budget, provider.limits):
+            layers.append(BudgetCheck(self.budget))
+        if batches is not None and not batched and batches.resumed:
+            layers.append(ResumedBatches(batches))
+        if self.scoped:
+            layers.append(SeatCount())
+        layers.append(Retries(self.retry, self.clock, accounting.failed))
+        if batches is not None and batched:
+            return layers, BatchQueue(batches)
+        if self.limits is not None:
+            layers.append(EndpointLimits(self.limits))
+        return layers, ProviderSend()
