@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _this_tree  # noqa: F401  (first: this tree's vitals_engine)
+
 HERE = Path(__file__).resolve().parent
 DELAY = 5.0
 

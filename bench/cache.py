@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _this_tree  # noqa: F401  (first: this tree's vitals_engine)
 import throughput as _throughput  # bench/ is this script's folder
 
 mock_server, verdict, LATENCY = _throughput.mock_server, _throughput.verdict, _throughput.LATENCY

@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _this_tree  # noqa: F401  (first: this tree's vitals_engine)
+
 RUNS = 6
 
 import throughput as _throughput  # noqa: E402  (bench/ is this script's folder)

@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import _this_tree  # noqa: F401  (first: this tree's vitals_engine)
 import msgspec
 
 import vitals_engine as ve

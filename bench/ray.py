@@ -39,6 +39,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import _this_tree  # noqa: F401  (first: this tree's vitals_engine)
+
 HERE = Path(__file__).resolve().parent
 # This file is named ray.py: drop its folder from the path so `import ray` is Ray.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]

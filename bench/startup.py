@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import _this_tree  # noqa: F401  (first: this tree's vitals_engine)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

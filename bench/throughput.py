@@ -23,6 +23,8 @@ Scenarios and their targets:
           429 k times in a row needs k x (latency + 1 s) more, whatever the
           engine does; the scenario prints that floor beside the wall.
 - storm100: the same at C=100, a run long beside the Retry-After.
+- budget: N=5,000, C=1,000, with and without `max_cost` (one the run never reaches, so
+          every call holds room in the budget and none waits): the CPU a budget adds.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import _this_tree  # noqa: F401  (first: this tree's vitals_engine)
 
 ROOT = Path(__file__).resolve().parents[1]
 LATENCY = 0.1
@@ -92,10 +96,15 @@ def mock_server(*extra: str, record: Path | None = None) -> Iterator[int]:
 # -- what runs in a child process -------------------------------------------------------
 
 
-def child_engine(port: int, n: int, c: int) -> dict[str, Any]:
+def child_engine(port: int, n: int, c: int, budget: bool = False) -> dict[str, Any]:
     import resource
 
     import vitals_engine as ve
+
+    options: dict[str, Any] = {}
+    if budget:  # a budget the run never reaches: every call holds room, none waits
+        ve.set_price("OpenAI", "gpt-bench", input=1.0, output=1.0)
+        options["max_cost"] = 1e6
 
     data = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
     chat = ve.chat_openai("gpt-bench", base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-bench")
@@ -107,7 +116,11 @@ def child_engine(port: int, n: int, c: int) -> dict[str, Any]:
         task = ve.Task(data, solver=ve.generate(chat), scorer=ve.detect_includes(), dir=logs)
         wall0, cpu0 = time.perf_counter(), time.process_time()
         task.eval(
-            max_concurrency=c, progress=False, retry=ve.Retry(max_attempts=20), fail_on_error=False
+            max_concurrency=c,
+            progress=False,
+            retry=ve.Retry(max_attempts=20),
+            fail_on_error=False,
+            **options,
         )
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -293,15 +306,31 @@ def scenario_storm(n: int, c: int) -> list[str]:
     ]
 
 
+def scenario_budget(n: int, c: int) -> list[str]:
+    with mock_server() as port:
+        plain = in_child("engine", port, n, c)
+        budgeted = in_child("engine-budget", port, n, c)
+    extra = (budgeted["cpu"] - plain["cpu"]) / n * 1000
+    return [
+        f"budget: N={n:,}, C={c:,}, with and without max_cost (never reached)",
+        line("no budget", plain, n, c),
+        line("max_cost", budgeted, n, c),
+        f"  the budget adds {extra:+.3f} ms CPU per sample",
+    ]
+
+
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         kind, port, n, c = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-        result = child_engine(port, n, c) if kind == "engine" else child_bare(port, n, c)
+        if kind == "bare":
+            result = child_bare(port, n, c)
+        else:
+            result = child_engine(port, n, c, budget=kind == "engine-budget")
         print(json.dumps(result))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller N everywhere")
-    parser.add_argument("--only", default="big,medium,memory,storm,storm100")
+    parser.add_argument("--only", default="big,medium,memory,storm,storm100,budget")
     args = parser.parse_args()
     scale = 5 if args.quick else 1
     print(f"vitals-engine throughput  (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
@@ -311,6 +340,7 @@ def main() -> None:
         "memory": lambda: scenario_memory(5000 // scale, 50_000 // scale, 1000),
         "storm": lambda: scenario_storm(5000 // scale, 1000),
         "storm100": lambda: scenario_storm(5000 // scale, 100),
+        "budget": lambda: scenario_budget(5000 // scale, 1000),
     }
     for name in args.only.split(","):
         print()

@@ -51,6 +51,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import _this_tree  # noqa: F401  (first: this tree's vitals_engine)
+
 ROOT = Path(__file__).resolve().parents[1]
 BODY = json.dumps(
     {

@@ -25,7 +25,8 @@ def reply(text):
 
 class StandIn(BatchApi):
     """A batch API in this process: each batch ends at its first poll; `script` says
-    each request's outcome (by its prompt), by default a reply echoing the prompt."""
+    each request's outcome (by its prompt), by default a reply echoing the prompt
+    ("lost": left out of the results; `counting`: its state counts every request ended)."""
 
     def __init__(self, provider, clock, script=None):
         super().__init__(provider)
@@ -35,6 +36,9 @@ class StandIn(BatchApi):
         self.submitted = []  # (virtual time, prompts)
         self.unsupported = False
         self.failing_polls = 0
+        self.failing_reads = 0
+        self.counting = False
+        self.reads = []  # virtual times the results were read
 
     async def submit(self, entries, key=""):
         if self.unsupported:
@@ -49,14 +53,21 @@ class StandIn(BatchApi):
         if self.failing_polls:
             self.failing_polls -= 1
             raise ve.ProviderUnavailable("the status endpoint blinked", status=503)
-        return BatchState(batch_id, "ended", True, results=batch_id)
+        answered = len(self.batches[batch_id]) if self.counting else None
+        return BatchState(batch_id, "ended", True, results=batch_id, answered=answered)
 
     async def outcomes(self, state):
+        self.reads.append(self.clock.now())
+        if self.failing_reads:
+            self.failing_reads -= 1
+            raise ve.ProviderUnavailable("the results file blinked", status=503)
         found = []
         for custom_id, prompt in self.batches[state.results]:
             plan = self.script.get(prompt)
             if isinstance(plan, list):
                 plan = plan.pop(0) if plan else None
+            if plan == "lost":
+                continue
             if plan in ("expired", "cancelled"):
                 found.append(BatchOutcome(custom_id, plan))
             elif isinstance(plan, int):
@@ -159,3 +170,63 @@ async def test_a_poll_that_fails_is_tried_again_and_loses_nothing():
     api, replies = await run_calls(ve.Batch(size=2, poll=10), ["q0", "q1"], setup=blinking)
     assert replies == ["re: q0", "re: q1"]
     assert len(api.submitted) == 1
+
+
+async def test_a_request_that_keeps_expiring_goes_in_four_batches_then_fails_for_good():
+    """Sent again three times (the README's limit), under one custom id; then a
+    `ProviderError` the retry policy does not retry."""
+    script = {"q0": ["expired"] * 10}
+    api, replies = await run_calls(ve.Batch(size=3, wait=1, poll=1), ["q0"], script)
+    assert isinstance(replies[0], ve.ProviderError)
+    assert not replies[0].retryable
+    assert "expired in 4 batches" in str(replies[0])
+    assert [p for _, p in api.submitted] == [["q0"]] * 4
+    assert len({cid for batch in api.batches.values() for cid, _ in batch}) == 1
+
+
+async def test_results_that_cannot_be_fetched_for_a_while_are_fetched_again_not_sent_again():
+    def blinking(api):
+        api.failing_reads = 2
+
+    api, replies = await run_calls(ve.Batch(size=2, poll=8), ["q0", "q1"], setup=blinking)
+    assert replies == ["re: q0", "re: q1"]
+    assert len(api.submitted) == 1
+    assert [t - api.reads[0] for t in api.reads] == [0, 8, 24]  # after poll, then twice that
+
+
+async def test_a_result_the_provider_counts_but_left_out_is_asked_for_again():
+    def counting(api):
+        api.counting = True
+
+    script = {"q1": ["lost", None]}  # missing at the first read only
+    api, replies = await run_calls(ve.Batch(size=2, poll=8), ["q0", "q1"], script, setup=counting)
+    assert replies == ["re: q0", "re: q1"]
+    assert len(api.submitted) == 1
+    assert len(api.reads) == 2
+
+
+async def test_a_result_the_provider_lost_fails_after_four_reads_and_is_not_sent_again():
+    """Asked for again after `poll`, twice and four times that; then the call fails with
+    an error that is not retried (the request ran and was paid for)."""
+
+    def counting(api):
+        api.counting = True
+
+    script = {"q1": "lost"}
+    api, replies = await run_calls(ve.Batch(size=2, poll=8), ["q0", "q1"], script, setup=counting)
+    assert replies[0] == "re: q0"
+    assert isinstance(replies[1], ve.ProviderError)
+    assert not replies[1].retryable
+    assert "lost its result" in str(replies[1])
+    assert len(api.submitted) == 1
+    assert [t - api.reads[0] for t in api.reads] == [0, 8, 24, 56]
+
+
+async def test_a_request_the_provider_does_not_count_as_ended_counts_as_expired():
+    """Missing from the results and not in the provider's counts (or no counts): it never
+    ran, so it goes in the next batch."""
+    script = {"q1": ["lost"]}
+    api, replies = await run_calls(ve.Batch(size=2, wait=1, poll=8), ["q0", "q1"], script)
+    assert replies == ["re: q0", "re: q1"]
+    assert [sorted(p) for _, p in api.submitted] == [["q0", "q1"], ["q1"]]
+    assert len(api.reads) == 2  # one per batch: no counts, nothing asked again

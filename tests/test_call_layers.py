@@ -16,6 +16,7 @@ from vitals_engine.chats.layers.accounting import Accounting
 from vitals_engine.chats.layers.cache import ReplyCache
 from vitals_engine.chats.layers.call import Call, Layer, Send, Stack
 from vitals_engine.chats.layers.limits import EndpointLimits
+from vitals_engine.chats.layers.replies import Replies
 from vitals_engine.chats.layers.retries import Retries
 from vitals_engine.chats.layers.stacks import CallStacks
 from vitals_engine.pacing.budget import Budget
@@ -32,6 +33,9 @@ pytestmark = pytest.mark.anyio
 SUMS = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(1, 4)]
 REQUEST = ChatRequest([Turn.user("What's 2+2?")])
 LIVE = ["Accounting", "SeatCount", "Retries", "EndpointLimits", "ProviderSend"]
+#: A run's: its journal takes each reply as it arrives (and answers a resumed run's calls).
+RUN = ["Accounting", "ReplyJournal", *LIVE[1:]]
+BATCHED = ["Accounting", "ReplyJournal", "SeatCount", "Retries", "BatchQueue"]
 
 
 def reply(text: str = "4", tokens: TokenUsage | None = None) -> Turn:
@@ -68,14 +72,10 @@ async def stacks_in_a_run(tmp_path, *others: Provider, **options: Any) -> list[l
 @pytest.mark.parametrize(
     ("options", "layers"),
     [
-        pytest.param({}, LIVE, id="nothing-on"),
-        pytest.param(
-            {"max_tokens": 1_000_000}, ["Accounting", "BudgetCheck", *LIVE[1:]], id="budget"
-        ),
-        pytest.param({"cache": "on"}, ["ReplyCache", *LIVE], id="cache"),
-        pytest.param(
-            {"batch": True}, ["Accounting", "SeatCount", "Retries", "BatchQueue"], id="batch-mode"
-        ),
+        pytest.param({}, RUN, id="nothing-on"),
+        pytest.param({"max_tokens": 1_000_000}, [*RUN[:2], "BudgetCheck", *RUN[2:]], id="budget"),
+        pytest.param({"cache": "on"}, ["ReplyCache", *RUN], id="cache"),
+        pytest.param({"batch": True}, BATCHED, id="batch-mode"),
     ],
 )
 async def test_a_run_stacks_the_layers_its_options_ask_for_in_order(tmp_path, options, layers):
@@ -98,11 +98,11 @@ async def test_a_model_s_own_options_change_its_stack_only(tmp_path):
     capped = offline("gpt-4.1-nano", limits=ve.Limits(max_cost=1.0))
     paced = offline("gpt-4.1-nano", limits=ve.Limits(rpm=60))
     plain, *own = (await stacks_in_a_run(tmp_path, cached, batched, capped, paced))[0]
-    assert plain.names() == LIVE
+    assert plain.names() == RUN
     assert [stack.names() for stack in own[:3]] == [
-        ["ReplyCache", *LIVE],
-        ["Accounting", "SeatCount", "Retries", "BatchQueue"],
-        ["Accounting", "BudgetCheck", *LIVE[1:]],
+        ["ReplyCache", *RUN],
+        BATCHED,
+        [*RUN[:2], "BudgetCheck", *RUN[2:]],
     ]
     assert own[3] is plain
 
@@ -112,8 +112,8 @@ async def test_a_model_that_refuses_the_run_s_cache_and_batches_passes_neither(t
     alone = offline(cache=False, batch=False)
     cache = ve.Cache(dir=tmp_path / "cache")
     run_model, own = (await stacks_in_a_run(tmp_path, alone, cache=cache, batch=True))[0]
-    assert run_model.names() == ["ReplyCache", "Accounting", "SeatCount", "Retries", "BatchQueue"]
-    assert own.names() == LIVE
+    assert run_model.names() == ["ReplyCache", *BATCHED]
+    assert own.names() == RUN
 
 
 class Resumed:
@@ -127,7 +127,8 @@ class Resumed:
 
 
 def test_every_layer_on_meets_a_call_in_the_order_drawn(tmp_path):
-    """Cache, accounting, budget, a resumed run's batches, seats, retries, limits, send."""
+    """Cache, accounting, the reply journal, budget, a resumed run's batches, seats,
+    retries, limits, send."""
     stacks = CallStacks(
         retry=ve.Retry(),
         clock=SystemClock(),
@@ -135,10 +136,12 @@ def test_every_layer_on_meets_a_call_in_the_order_drawn(tmp_path):
         budget=Budget(max_tokens=1_000),
         batches=Resumed(),  # type: ignore[arg-type]
         limits=LimitsRegistry(),
+        replies=Replies(),
     )
     assert stacks.stack(offline()).names() == [
         "ReplyCache",
         "Accounting",
+        "ReplyJournal",
         "BudgetCheck",
         "ResumedBatches",
         "SeatCount",

@@ -35,7 +35,7 @@ from tests.netservers import (
     server_names,
     wait_for_eof,
 )
-from vitals_engine import ProviderTimeout, ProviderUnavailable
+from vitals_engine import ProviderError, ProviderTimeout, ProviderUnavailable
 from vitals_engine.testing import MockServer
 from vitals_engine.transport import response as reading
 from vitals_engine.transport.base import Timeouts
@@ -362,7 +362,7 @@ async def test_oversized_content_length_is_refused():
     """A Content-Length over 256 MiB is refused before its body is read."""
     data = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n{" % (300 << 20)
     async with raw_server(answer_each(data)) as raw, transport() as client:
-        with pytest.raises(ProviderUnavailable, match="larger than the 256 MiB limit"):
+        with pytest.raises(ProviderError, match="larger than the 256 MiB limit"):
             await post(client, raw.url())
 
 
@@ -371,7 +371,7 @@ async def test_oversized_bodies_are_refused(monkeypatch, framing):
     """Chunked, read-to-EOF and decompressed bodies over the body limit are refused."""
     monkeypatch.setattr(reading, "MAX_BODY_BYTES", 1000)
     async with raw_server(answer_once(framed(b"z" * 5000, framing))) as raw, transport() as client:
-        with pytest.raises(ProviderUnavailable, match="larger than the 0 MiB limit"):
+        with pytest.raises(ProviderError, match="larger than the 0 MiB limit"):
             await post(client, raw.url())
 
 

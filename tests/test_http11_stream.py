@@ -29,7 +29,7 @@ from tests.test_http11 import (
     post,
     transport,
 )
-from vitals_engine import ProviderTimeout, ProviderUnavailable
+from vitals_engine import ProviderError, ProviderTimeout, ProviderUnavailable
 from vitals_engine.transport import response as reading
 from vitals_engine.transport.base import Timeouts
 from vitals_engine.transport.http11 import Http11Transport
@@ -330,7 +330,7 @@ async def test_oversized_streamed_bodies_are_refused(monkeypatch, framing):
     monkeypatch.setattr(reading, "MAX_BODY_BYTES", 1000)
     async with raw_server(answer_each(framed(b"z" * 5000, framing))) as raw, transport() as client:
         async with client.stream(raw.url(), HEADERS, b"{}", QUICK) as reply:
-            with pytest.raises(ProviderUnavailable, match="larger than the 0 MiB limit"):
+            with pytest.raises(ProviderError, match="larger than the 0 MiB limit"):
                 await rest(reply.chunks())
         assert client.open_connections == 0
 

@@ -147,6 +147,7 @@ def test_vitals_usage_keys_and_bare_model_in_cost(tmp_path):
             "batch": False,
             "cached": False,
             "requests": 2,
+            "timed_out": 0,
             "input_tokens": 28,
             "cached_input_tokens": 7,
             "cache_write_tokens": 0,

@@ -687,3 +687,121 @@ async def test_a_batch_progresses_over_its_delay(client, server):
     assert set(seen) - {0, 4}, seen  # some poll saw the batch part done
     assert seen[-1] == 4
     assert server.batch_submissions == {f"r{i}": 1 for i in range(4)}
+
+
+# -- spoiled results ------------------------------------------------------------------------------
+
+
+async def raw_results(client, server, fmt: str, count: int) -> tuple[dict, bytes | list]:
+    """A batch of `count` requests in `fmt`, run to its end: (its description, the raw
+    results: the bytes of OpenAI's output file and Anthropic's results, Gemini's list)."""
+    if fmt == "openai":
+        lines = [openai_line(f"r{i}", chat(f"q{i}")) for i in range(count)]
+        created = (await openai_submit(client, server, lines)).json()
+        url = f"{server.base_url('openai')}/batches/{created['id']}"
+        batch = await poll(client, url, lambda b: b["status"] == "completed")
+        file_url = f"{server.base_url('openai')}/files/{batch['output_file_id']}/content"
+        return batch, (await client.get(file_url)).content
+    if fmt == "anthropic":
+        requests = [(f"r{i}", params(f"q{i}")) for i in range(count)]
+        created = (await anthropic_submit(client, server, requests)).json()
+        url = f"{server.base_url('anthropic')}/messages/batches/{created['id']}"
+        batch = await poll(client, url, lambda b: b["processing_status"] == "ended")
+        return batch, (await client.get(batch["results_url"])).content
+    created = (
+        await gemini_submit(client, server, [(f"r{i}", content(f"q{i}")) for i in range(count)])
+    ).json()
+    url = f"{server.base_url('google')}/{created['name']}"
+    operation = await poll(client, url, lambda op: op.get("done", False))
+    inlined = operation["response"]["inlinedResponses"]["inlinedResponses"]
+    assert operation["metadata"]["output"]["inlinedResponses"]["inlinedResponses"] == inlined
+    return operation, inlined
+
+
+def ids_of(fmt: str, results: bytes | list) -> list[Any]:
+    """The id each line of `results` names (or why it has none)."""
+    if fmt == "google":
+        assert isinstance(results, list)
+        return [
+            (item.get("metadata") or {}).get("key", "no key") if isinstance(item, dict) else "junk"
+            for item in results
+        ]
+    assert isinstance(results, bytes)
+    found: list[Any] = []
+    for line in results.split(b"\n"):
+        if not line:
+            continue
+        try:
+            found.append(msgspec.json.decode(line).get("custom_id", "no key"))
+        except msgspec.DecodeError:
+            found.append("truncated" if line.startswith(b"{") else "junk")
+    return found
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "google"])
+async def test_results_can_be_served_with_bad_lines(client, server, fmt):
+    """Each flaw spoils its own line: ids taken out, null, a number; a second line for r3
+    with r4's answer; a line that is no result; the last line cut short. The batch's
+    counts are untouched."""
+    server.batch_delay = 0
+    flaws = ("no-id", "null-id", "numeric-id", "duplicate", "junk", "truncated")
+    server.spoil_batch_results(*flaws)
+    batch, results = await raw_results(client, server, fmt, 6)
+    ids = ids_of(fmt, results)
+    cut = "truncated" if fmt != "google" else "r5"  # Gemini's cut line keeps its metadata
+    assert ids == ["no key", None, 12345, "r3", "r4", "r3", "junk", cut]
+    if fmt == "google":
+        assert results[-1] == {"metadata": {"key": "r5"}}  # its response cut off
+        assert results[3]["response"] != results[5]["response"]  # the duplicate's is r4's
+    else:
+        assert isinstance(results, bytes)
+        assert not results.endswith(b"\n")
+    counts = {
+        "openai": lambda: batch["request_counts"]["completed"],
+        "anthropic": lambda: batch["request_counts"]["succeeded"],
+        "google": lambda: int(batch["metadata"]["batchStats"]["successfulRequestCount"]),
+    }[fmt]()
+    assert counts == 6
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "google"])
+async def test_results_can_lack_requests_the_counts_say_completed(client, server, fmt):
+    """`lost=2` leaves two requests that succeeded out of the results, which the batch
+    still counts completed; with `reads=1` only the first read lacks them."""
+    server.batch_delay = 0
+    server.spoil_batch_results(lost=2, reads=1)
+    batch, first = await raw_results(client, server, fmt, 4)
+    assert ids_of(fmt, first) == ["r2", "r3"]
+    if fmt == "openai":
+        assert batch["request_counts"] == {"total": 4, "completed": 4, "failed": 0}
+        again = await client.get(
+            f"{server.base_url('openai')}/files/{batch['output_file_id']}/content"
+        )
+        assert ids_of(fmt, again.content) == ["r0", "r1", "r2", "r3"]
+    elif fmt == "anthropic":
+        assert batch["request_counts"]["succeeded"] == 4
+        again = await client.get(batch["results_url"])
+        assert ids_of(fmt, again.content) == ["r0", "r1", "r2", "r3"]
+    else:
+        assert batch["metadata"]["batchStats"]["successfulRequestCount"] == "4"
+        again = (await client.get(f"{server.base_url('google')}/{batch['name']}")).json()
+        inlined = again["response"]["inlinedResponses"]["inlinedResponses"]
+        assert ids_of(fmt, inlined) == ["r0", "r1", "r2", "r3"]
+
+
+async def test_spoiled_results_are_planned_per_batch_and_reset(client, server):
+    """The plan spoils the next batch only (times=1); an unknown flaw is refused; reset()
+    forgets plans not yet used."""
+    server.batch_delay = 0
+    with pytest.raises(ValueError, match="unknown result flaws"):
+        server.spoil_batch_results("garbled")
+    server.spoil_batch_results("junk")
+    _, spoiled = await raw_results(client, server, "anthropic", 2)
+    _, whole = await raw_results(client, server, "anthropic", 2)
+    assert ids_of("anthropic", spoiled) == ["r0", "r1", "junk"]
+    assert ids_of("anthropic", whole) == ["r0", "r1"]
+    server.spoil_batch_results("junk")
+    server.reset()
+    server.batch_delay = 0
+    _, after = await raw_results(client, server, "anthropic", 2)
+    assert ids_of("anthropic", after) == ["r0", "r1"]

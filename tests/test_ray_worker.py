@@ -61,12 +61,12 @@ async def test_a_worker_reports_what_its_samples_at_work_have_spent():
     records = [SampleRecord(Sample(i, 1, f"What's {i}+{i}?", str(2 * i))) for i in (1, 2)]
     await worker.feed(parcel_out(records, fresh=True))
     reports = worker.serve()
-    finished, _, spent = cloudpickle.loads(await anext(reports))
+    finished, _, spent, _ = cloudpickle.loads(await anext(reports))
     assert [done[0] for done in finished] == [2]
     assert spent.to_frame().select("role", "requests").rows() == [("solver", 1)]
     GATES["open"].set()
     await worker.stop()
     rest = [cloudpickle.loads(blob) async for blob in reports]
-    assert [done[0] for finished, _, _ in rest for done in finished] == [1]
+    assert [done[0] for finished, _, _, _ in rest for done in finished] == [1]
     assert rest[-1][2] is not None
     assert rest[-1][2].rows == {}

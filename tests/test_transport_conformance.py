@@ -358,12 +358,14 @@ OVERSIZED = {
 
 @pytest.mark.parametrize("framing", list(OVERSIZED))
 async def test_oversized_bodies_and_bombs_are_refused(kind, servers, small_cap, framing):
-    """A body over the limit, however framed, or one that decompresses past it, is
-    ProviderUnavailable naming the limit."""
+    """A body over the limit, however framed, or one that decompresses past it, is a
+    ProviderError naming the limit, not retried: the same request would get it again."""
     route = servers.route(answer(OVERSIZED[framing], keep=False))
     async with opened(kind) as transport:
-        with pytest.raises(ProviderUnavailable, match=r"larger than the \d+ MiB limit"):
+        with pytest.raises(ProviderError, match=r"larger than the \d+ MiB limit") as caught:
             await post(transport, route.url())
+    assert not caught.value.retryable
+    assert "not retried" in str(caught.value).lower()
 
 
 # -- keep-alive --------------------------------------------------------------------------------
@@ -973,8 +975,8 @@ FAILURES = {
     "wrong-certificate": Failure(ProviderUnavailable, answer(response()), on="wrong_name"),
     "cut-content-length": Failure(ProviderUnavailable, answer(CUT_LENGTH, keep=False)),
     "cut-chunked": Failure(ProviderUnavailable, answer(CUT_CHUNKED, keep=False)),
-    "oversized": Failure(ProviderUnavailable, answer(OVERSIZED["chunked"], keep=False)),
-    "gzip-bomb": Failure(ProviderUnavailable, answer(OVERSIZED["gzip-bomb"], keep=False)),
+    "oversized": Failure(ProviderError, answer(OVERSIZED["chunked"], keep=False)),
+    "gzip-bomb": Failure(ProviderError, answer(OVERSIZED["gzip-bomb"], keep=False)),
     "garbage-status": Failure(ProviderUnavailable, answer(b"SMTP ready\r\n\r\n", keep=False)),
     "hung-up": Failure(ProviderUnavailable, _hang_up),
     "read-timeout": Failure(ProviderTimeout, _never_answer, timeouts=Timeouts(read=0.5)),

@@ -8,7 +8,8 @@ VitalsError
  ├── TaskStateError         a step run out of order (score() before solve() ...)
  ├── SolverError            a solver broke its contract (wrong return shape ...)
  ├── ScorerError            a scorer broke its contract
- ├── MetricError            a metric function returned something other than a number
+ ├── InvalidScore           one sample's score is no number (NaN, infinite): that sample fails
+ ├── MetricError            a metric function returned something other than a finite number
  ├── ProviderError          a model provider failed a request (`stops_run`: every sample would)
  │    ├── RateLimitError        429: carries `retry_after` seconds
  │    ├── QuotaExhausted        the account's quota or credit is spent: not retried, stops the run
@@ -49,6 +50,7 @@ __all__ = [
     "EvalFailedError",
     "EvalSetFailedError",
     "ExtractionError",
+    "InvalidScore",
     "JournalInUseError",
     "LogFormatError",
     "LogWriteError",
@@ -92,8 +94,14 @@ class ScorerError(VitalsError):
     """A scorer broke its contract, e.g. returned a value of the wrong shape."""
 
 
+class InvalidScore(VitalsError):
+    """A scorer gave one sample a score that is no number (NaN, or infinite): that sample
+    is recorded with this error, as a scorer that raised would be, and the run goes on;
+    a metric never sees it, and a log never holds it."""
+
+
 class MetricError(VitalsError):
-    """A metric function returned something other than a single number."""
+    """A metric function returned something other than a single finite number."""
 
 
 class ProviderError(VitalsError):
@@ -230,8 +238,10 @@ class EvalSetFailedError(EvalFailedError):
 
 class BudgetExceeded(VitalsError):
     """The run reached its budget (`max_cost`, `max_tokens`, or a model's
-    `Limits(max_cost=)`): it started no more samples, finished those at work, and wrote
-    its log with status "cancelled"; `resume=True` continues it.
+    `Limits(max_cost=)`): it started no more samples, finished those at work as far as
+    their calls fit, and wrote its log with status "cancelled"; `resume=True` continues
+    it. Inside the run, a model call that does not fit (and is not sent) raises it too:
+    its sample stops unfinished, and a resumed run runs it again.
 
     `reason` says which budget ("budget reached: $4.98 of $5.00"), `spent` the dollars
     (or tokens) spent against it, `log_path` where the log lies.

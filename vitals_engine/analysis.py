@@ -18,6 +18,7 @@ import msgspec
 
 from ._errors import ConfigError, LogFormatError
 from ._logging import log
+from .frames import id_series
 from .log import schema as s
 from .log.decoding import NotALogError, decode_json
 from .log.eval_reader import eval_summaries
@@ -144,9 +145,7 @@ class _Rows:
             [
                 *series,
                 pl.Series("status", cols["status"], dtype=pl.String),
-                pl.Series("id", ids, dtype=pl.Int64)
-                if all(isinstance(i, int | None) for i in ids)
-                else pl.Series("id", [None if i is None else str(i) for i in ids], dtype=pl.String),
+                id_series(ids),
                 pl.Series("epoch", cols["epoch"], dtype=pl.Int64),
                 score_series(cols["score"]),
                 pl.Series("scorer", cols["scorer"], dtype=pl.String),

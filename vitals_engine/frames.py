@@ -28,12 +28,23 @@ def _series(name: str, values: list[Any], **options: Any) -> pl.Series:
         return pl.Series(name, writable(values), **options)
 
 
-def _id_series(ids: list[int | str]) -> pl.Series:
+_INT64 = range(-(2**63), 2**63)
+
+
+def id_series(ids: Sequence[int | str | None]) -> pl.Series:
+    """The `id` column: integers while every id is one that fits in 64 bits, else every
+    id as text (an id beyond 64 bits, which polars cannot hold as a number, is kept, not
+    refused).
+
+    Example:
+        >>> id_series([1, 2**70]).to_list()
+        ['1', '1180591620717411303424']
+    """
     import polars as pl
 
-    if all(isinstance(i, int) for i in ids):
+    if all(i is None or (isinstance(i, int) and i in _INT64) for i in ids):
         return pl.Series("id", ids, dtype=pl.Int64)
-    return _series("id", [str(i) for i in ids], dtype=pl.String)
+    return _series("id", [None if i is None else str(i) for i in ids], dtype=pl.String)
 
 
 def _column(name: str, values: list[Any]) -> pl.Series:
@@ -87,7 +98,7 @@ def dataset_frame(rows: Sequence[DatasetRow]) -> pl.DataFrame:
     import polars as pl
 
     columns = [
-        _id_series([r.id for r in rows]),
+        id_series([r.id for r in rows]),
         _column("input", [r.input for r in rows]),
         _target_series([r.target for r in rows]),
     ]
@@ -133,7 +144,7 @@ def _sample_columns(records: Sequence[SampleRecord]) -> list[pl.Series]:
 
     samples = [r.sample for r in records]
     return [
-        _id_series([s.id for s in samples]),
+        id_series([s.id for s in samples]),
         pl.Series("epoch", [s.epoch for s in samples], dtype=pl.Int64),
         _column("input", [s.input for s in samples]),
         _target_series([s.target for s in samples]),

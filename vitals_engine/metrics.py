@@ -136,6 +136,11 @@ def _as_number(name: str, value: Any) -> float:
             f"Each metric function must return a single number; metric '{name}' "
             f"returned a {type(value).__name__} ({shown[:60]})."
         )
+    if not math.isfinite(value):
+        raise MetricError(
+            f"Metric '{name}' returned {value}: a metric's value is a finite number (a log "
+            "cannot hold another). Check the metric for an empty or zero division."
+        )
     return float(value)
 
 

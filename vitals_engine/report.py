@@ -42,7 +42,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 def format_cost(task: Task) -> str:
     """The cost table of a task: one line per role and model, "(batch)" after the model
     of the calls sent in provider batches, "(cached)" after that of the calls the cache
-    answered."""
+    answered, and a line under it counting the attempts that timed out, if any did."""
     frame = task.get_cost()
     writes = frame.height > 0 and bool(frame["cache_write_tokens"].sum())
     rows = []
@@ -65,7 +65,14 @@ def format_cost(task: Task) -> str:
     if not rows:
         return "No model calls."
     heads = ["role", "model", "requests", "input", "cached input"]
-    return _table([*heads, *(["cache write"] if writes else []), "output", "cost"], rows)
+    table = _table([*heads, *(["cache write"] if writes else []), "output", "cost"], rows)
+    lost = int(frame["timed_out"].sum())
+    if lost:
+        table += (
+            f"\n{plural(lost, 'attempt')} timed out after the request was sent: a provider may "
+            "bill them, so their input (estimated from the request) is counted above."
+        )
+    return table
 
 
 def _ungraded(frame: pl.DataFrame) -> int:

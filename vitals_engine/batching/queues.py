@@ -7,7 +7,12 @@ asked about every `Batch.poll` seconds at first, less often (up to ten times tha
 the longer it runs; once it has ended, each call gets its own outcome: a reply, a
 `ProviderError` as a live call would raise (the run's retry policy then sends a
 retryable one again, in a later batch), or, for a request that expired or was
-cancelled before it ran, a place in the next batch.
+cancelled before it ran, a place in the next batch (under the same custom id), at most
+`MAX_REQUEUES` times: then it fails, and the retry policy does not send it again.
+
+The results are read as `batching/results.py` says: a bad line loses only its own
+request (a retryable failure), a duplicate is dropped, and a request the provider
+counts as ended but left out of its results is asked for again, never sent again.
 
 At most `Batch.pending` calls wait in batches at once: the next ones wait for room
 before they join a queue, so memory stays bounded whatever the dataset's size.
@@ -53,7 +58,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import msgspec
 
-from .._errors import ConfigError, ProviderError, ProviderUnavailable
+from .._errors import ConfigError, ProviderError
 from .._logging import log
 from ..pacing.batch_mode import Batch, Caller
 from ..pacing.clock import Clock, SystemClock
@@ -62,10 +67,12 @@ from ..vocab.batch_records import BatchRecord, BatchRequest, body_digest
 from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import Turn
 from .apis import batch_api
+from .results import REFETCHES, BatchResults
 
 __all__ = ["BatchCounts", "BatchQueues", "ask_in_terminal"]
 
-#: A request that expired or was cancelled this many times fails (retryable).
+#: Times a request that expired or was cancelled goes in the next batch; expired once
+#: more, it fails, and is not retried (four batches in all).
 MAX_REQUEUES = 3
 #: Seconds an ended run gives its providers to take the cancellation of its batches.
 CANCEL_WITHIN = 30.0
@@ -124,9 +131,11 @@ class _Earlier:
     """A batch an earlier run of these samples submitted: followed once a call needs it."""
 
     record: BatchRecord
+    #: The custom ids of its requests the records name.
+    ids: list[str] = field(default_factory=list)
     followed: bool = False
     done: anyio.Event = field(default_factory=anyio.Event)
-    outcomes: dict[str, BatchOutcome] = field(default_factory=dict)
+    results: BatchResults | None = None
     error: BaseException | None = None
 
 
@@ -239,7 +248,7 @@ class BatchQueues:
             if record.id is None and record.status is not None:
                 continue  # not submitted: the provider refused it
             # (without an id and a status: the run died while it was being submitted)
-            batch = _Earlier(self.records[record.key])
+            batch = _Earlier(self.records[record.key], [r.custom_id for r in record.entries or ()])
             for request in record.entries or ():
                 if request.sample is None:
                     continue
@@ -375,8 +384,9 @@ class _EndpointQueue:
             if found is not None:
                 return found
         gone = "expired"
-        for _ in range(MAX_REQUEUES):
-            call = self._enqueue(body, caller, digest)
+        custom_id = self.owner._custom_id()  # the request's, in each batch it goes in
+        for _ in range(1 + MAX_REQUEUES):
+            call = self._enqueue(body, caller, digest, custom_id)
             await call.done.wait()
             if call.error is not None:
                 raise call.error
@@ -390,8 +400,9 @@ class _EndpointQueue:
                 model=self.provider.model_id,
                 outcome=outcome.kind,
             )
-        raise ProviderUnavailable(
-            f"the request {gone} in {MAX_REQUEUES} batches in a row",
+        raise ProviderError(  # not retried: the retry policy would send it as often again
+            f"the request {gone} in {1 + MAX_REQUEUES} batches in a row (sent again "
+            f"{MAX_REQUEUES} times at most); it is not sent again",
             provider=self.provider.name,
             model=self.provider.model,
         )
@@ -425,8 +436,10 @@ class _EndpointQueue:
         if batch.error is not None:
             raise batch.error
         batch_id = batch.record.id or ""
-        found = batch.outcomes.get(custom_id)
-        return found or BatchOutcome(custom_id, "expired", 0, None), batch_id
+        found = batch.results.of(custom_id) if batch.results is not None else None
+        if not isinstance(found, BatchOutcome):  # not taken (lost, or its line unreadable)
+            found = BatchOutcome(custom_id, "expired", 0, None)  # ... so sent again
+        return found, batch_id
 
     async def _follow(self, batch: _Earlier) -> None:
         """Poll a batch an earlier run submitted until it has ended; take its outcomes. One
@@ -443,7 +456,7 @@ class _EndpointQueue:
                 batch.record = msgspec.structs.replace(batch.record, id=batch_id)
             self.out[batch_id] = batch.record.requests or 0
             self.owner._changed()
-            state, outcomes = await self._outcomes(batch_id, at_once=True)
+            state, results = await self._outcomes(batch_id, batch.ids, at_once=True)
         except ProviderError as exc:
             log.warning(
                 "could not take the outcomes of a batch of the earlier run: its requests are "
@@ -452,9 +465,9 @@ class _EndpointQueue:
                 error=str(exc),
             )
         else:
-            batch.outcomes = {outcome.custom_id: outcome for outcome in outcomes}
+            batch.results = results
             if batch.record.ended is None:
-                self._ended(batch.record.key, state)
+                self._ended(batch.record.key, state, results)
         finally:
             if batch_id is not None:
                 self.out.pop(batch_id, None)
@@ -483,15 +496,23 @@ class _EndpointQueue:
         self.owner._record(BatchRecord(key=record.key, id=found))
         return found
 
-    def _ended(self, key: str, state: BatchState) -> None:
+    def _ended(self, key: str, state: BatchState, results: BatchResults) -> None:
         self.owner._record(
-            BatchRecord(key=key, ended=time.time(), status=state.status, counts=dict(state.counts))
+            BatchRecord(
+                key=key,
+                ended=time.time(),
+                status=state.status,
+                counts=dict(state.counts),
+                notes=results.notes or None,
+            )
         )
 
-    def _enqueue(self, body: dict[str, Any], caller: Caller | None, digest: str) -> _Call:
+    def _enqueue(
+        self, body: dict[str, Any], caller: Caller | None, digest: str, custom_id: str
+    ) -> _Call:
         if self.unsupported is not None:
             raise self.unsupported
-        entry = BatchEntry(self.owner._custom_id(), body)
+        entry = BatchEntry(custom_id, body)
         size = self.api.entry_size(entry)
         if self.waiting and self.bytes + size > self.api.max_bytes:
             self._flush()
@@ -559,9 +580,11 @@ class _EndpointQueue:
         finally:
             owner._changed()
         try:
-            state, outcomes = await self._outcomes(batch_id)
+            state, results = await self._outcomes(
+                batch_id, [call.entry.custom_id for call in calls]
+            )
             self.out.pop(batch_id, None)
-            self._ended(key, state)
+            self._ended(key, state, results)
         except ProviderError as exc:
             self.out.pop(batch_id, None)
             owner._record(BatchRecord(key=key, ended=time.time(), status=f"failed: {exc}"))
@@ -572,20 +595,61 @@ class _EndpointQueue:
             counts.done += 1
             counts.waiting -= len(calls)
             self.owner._changed()
-        by_id = {outcome.custom_id: outcome for outcome in outcomes}
         for call in calls:
             call.batch_id = batch_id
-            call.outcome = by_id.get(call.entry.custom_id) or BatchOutcome(
-                call.entry.custom_id, "expired", 0, None
-            )
+            found = results.of(call.entry.custom_id)
+            if isinstance(found, BatchOutcome):
+                call.outcome = found
+            else:
+                call.error = found
             call.done.set()
 
     async def _outcomes(
-        self, batch_id: str, *, at_once: bool = False
-    ) -> tuple[BatchState, list[BatchOutcome]]:
+        self, batch_id: str, ids: Sequence[str], *, at_once: bool = False
+    ) -> tuple[BatchState, BatchResults]:
         """Poll batch `batch_id` until it has ended (asking at once, for a batch submitted
-        long ago); its last state and outcomes. A poll that fails is tried again at the
-        next turn (a batch runs for hours: a blip must not lose it)."""
+        long ago); its last state and the verdict of its results on requests `ids`
+        (reported). A poll that fails is tried again at the next turn (a batch runs for
+        hours: a blip must not lose it)."""
+        state = await self._end_of(batch_id, at_once=at_once)
+        state, results = await self._results(state, ids)
+        results.report()
+        return state, results
+
+    async def _results(
+        self, state: BatchState, ids: Sequence[str]
+    ) -> tuple[BatchState, BatchResults]:
+        """The results of ended batch `state`, asked for again (`REFETCHES` more times,
+        after `poll`, twice and four times that) while they lack requests the provider
+        counts as ended, or while fetching them fails for a retryable reason."""
+        clock, poll = self.owner.clock, self.options.poll
+        reads = 0
+        while True:
+            if reads:
+                await clock.sleep(poll * 2 ** (reads - 1))
+            reads += 1
+            try:
+                if reads > 1:  # its files (their ids, its inlined responses) as they are now
+                    fresh = await self.api.state(state.id)
+                    state = fresh if fresh.ended else state
+                outcomes = await self.api.outcomes(state)
+            except ProviderError as exc:
+                if not exc.retryable or reads > REFETCHES:
+                    raise
+                log.info("batch results could not be fetched", batch=state.id, error=str(exc))
+                continue
+            answered = state.answered
+            results = BatchResults.read(self.provider, state.id, ids, outcomes, answered, reads)
+            if not results.short or reads > REFETCHES:
+                return state, results
+            log.info(
+                "batch results lack requests the provider counts as ended: asked again",
+                batch=state.id,
+                missing=len(results.missing),
+            )
+
+    async def _end_of(self, batch_id: str, *, at_once: bool) -> BatchState:
+        """Poll batch `batch_id` until it has ended; its last state."""
         asked = 0
         while True:
             if asked or not at_once:
@@ -607,7 +671,7 @@ class _EndpointQueue:
                     model=self.provider.model,
                 )
             if state.ended:
-                return state, await self.api.outcomes(state)
+                return state
 
     def _settle(self, calls: list[_Call], *, error: BaseException) -> None:
         for call in calls:

@@ -6,7 +6,8 @@ parameters), with the sample's epoch and the call's place among the identical ca
 of its sample stage, so epochs and repeated calls stay independent draws. What a
 turn records about its own call (tokens, cost, timing) is left out: a conversation
 replayed from the cache has the same key as the one first sent. Headers and API keys
-are never part of it.
+are never part of it. A lone surrogate in the request (`vocab/text.py`) counts as its
+escape, the form a log or journal holds it in.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import msgspec
 
 from ..vocab.model_calls import ChatRequest
+from ..vocab.text import writable
 
 __all__ = ["KEY_VERSION", "repeated", "reply_key"]
 
@@ -54,7 +56,11 @@ def reply_key(
         request.params,
         epoch,
     )
-    return hashlib.blake2b(_encode(parts), digest_size=20).hexdigest()
+    try:
+        data = _encode(parts)
+    except UnicodeEncodeError:  # a lone surrogate: keyed as its escape
+        data = _encode(writable(parts))
+    return hashlib.blake2b(data, digest_size=20).hexdigest()
 
 
 def repeated(key: str, nth: int) -> str:

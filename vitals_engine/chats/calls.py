@@ -4,8 +4,9 @@
 module (`chats/layers/`), in the order a call meets them:
 
 ```
-cache ─> accounting ─> budget ─> batches (a resumed run's answers) ─> seats ─> retries
-      ─> limits ─> the provider's send    (a model in batch mode: ─> the batch queue)
+cache ─> accounting ─> reply journal ─> budget ─> batches (a resumed run's answers)
+      ─> seats ─> retries ─> limits ─> the provider's send
+                                        (a model in batch mode: ─> the batch queue)
 ```
 
 The stacks are built once per run from its options (`chats/layers/stacks.py`) and found

@@ -11,6 +11,13 @@ own records (those the run keeps), their usage is added to the run's ledger, and
 they go with their lines to the same sink as in a local run (journal, log,
 `stream_async()`, progress). Ray is called per parcel, never per sample.
 
+Replies: each model reply a worker receives comes back with its next report (at most
+`worker.TICK` seconds later), before the record of its sample, and the driver
+appends it to the run's journal (`replies`), so a resumed run does not buy it again.
+A parcel carries the replies an earlier run journaled for its samples. While a
+sample is at work, the driver keeps the lines of its replies: if its worker dies, the
+worker that runs it next gets them, and those calls are not sent again.
+
 Before any worker starts, the solver, the scorer, their keyword arguments and
 one sample are cloudpickled: what cannot be sent is a ConfigError naming it. Each
 worker gets the run's options whole (`WorkerPlan`), with its share of the
@@ -65,12 +72,13 @@ from .._logging import log
 from .._sync import Interrupted, on_asyncio
 from .._words import plural
 from ..engine.run import Run
+from ..log.journal_format import decode_reply
 from ..samples import SampleError, SampleRecord
 from ..vocab.usage import UsageLedger
 from .backend import Ray, import_ray
 from .coordinator import LimitsHub
 from .pool import POOL
-from .wire import Finished, finished_in, live_in, parcel_out
+from .wire import Finished, Replied, finished_in, live_in, parcel_out
 from .worker import SampleWorker, WorkerPlan
 
 __all__ = ["LAST_REPORT", "MAX_DEATHS", "PARCEL_SIZE", "check_sendable", "execute_on_ray"]
@@ -132,6 +140,7 @@ async def _with_batch_stage(
     sink: Callable[[list[SampleRecord], list[bytes] | None], Awaitable[None]],
     scorer_label: str | None,
     keep_chats: bool,
+    replies: Callable[[list[bytes]], None] | None,
 ) -> None:
     """A run with a batch solver or scorer: the batch stage takes every sample at once,
     on the driver; the other stage, per sample, runs on the workers."""
@@ -152,6 +161,7 @@ async def _with_batch_stage(
                 scorer_label=scorer_label,
                 keep_chats=keep_chats,
                 usage_of="scorer",
+                replies=replies,
             )
         return
     solved: list[SampleRecord] = []
@@ -160,7 +170,7 @@ async def _with_batch_stage(
         solved.extend(finished)
 
     with _without(run, "scorer"):
-        await execute_on_ray(backend, run, records, keep, keep_chats=True)
+        await execute_on_ray(backend, run, records, keep, keep_chats=True, replies=replies)
     await run.score_batch(solved)
     run.failed += sum(1 for r in solved if r.error is not None and r.error.stage == "score")
     await sink(solved, None)
@@ -248,6 +258,7 @@ async def execute_on_ray(
     scorer_label: str | None = None,
     keep_chats: bool = False,
     usage_of: str | None = None,
+    replies: Callable[[list[bytes]], None] | None = None,
 ) -> None:
     """Solve and/or score `records` on Ray workers, handing the finished ones to `sink`
     (in the driver's event loop) as they come back, a parcel at a time: what `Run.execute`
@@ -258,10 +269,11 @@ async def execute_on_ray(
     are to be composed by the sink). The records come back spilled (`SampleRecord.spill`,
     their usage kept) unless `keep_chats`. A batch solver or scorer runs here, on every
     sample at once. `usage_of`: the one role whose usage the records bring (the run's
-    ledger has the other's already); None: both."""
+    ledger has the other's already); None: both. `replies` takes the journal lines of
+    the model replies the workers received, as they come back (the run's journal)."""
     solver, scorer = run.solver, run.scorer
     if (solver is not None and solver.is_batch) or (scorer is not None and scorer.is_batch):
-        await _with_batch_stage(backend, run, records, sink, scorer_label, keep_chats)
+        await _with_batch_stage(backend, run, records, sink, scorer_label, keep_chats, replies)
         return
     ray = import_ray()
     check_sendable(run)
@@ -271,7 +283,7 @@ async def execute_on_ray(
     await anyio.to_thread.run_sync(_start, ray, backend)
     shape = _Shape.of(ray, backend, run)
     payload = _plan(run, shape.per_worker, shape.concurrency, scorer_label, keep_chats)
-    await _OnRay(ray, backend, run, shape, source, sink, usage_of).execute(payload)
+    await _OnRay(ray, backend, run, shape, source, sink, usage_of, replies).execute(payload)
     run.completed_at = time.time()
 
 
@@ -326,9 +338,13 @@ class _OnRay:
         source: Iterator[SampleRecord],
         sink: Callable[[list[SampleRecord], list[bytes] | None], Awaitable[None]],
         usage_of: str | None,
+        replies: Callable[[list[bytes]], None] | None = None,
     ) -> None:
         self.ray, self.backend, self.run, self.shape = ray, backend, run, shape
         self.source, self.sink, self.usage_of = source, sink, usage_of
+        self.journal_replies = replies
+        #: The journal lines of the replies of each sample at work, by key.
+        self.replied: dict[tuple[int | str, int], list[bytes]] = {}
         self.cloudpickle = importlib.import_module("ray.cloudpickle")
         self.here, nodes = _nodes(ray)
         self.key = (ray.get_runtime_context().get_job_id(), SampleWorker)
@@ -468,8 +484,13 @@ class _OnRay:
                 continue
             for record in parcel:
                 mine[record.key] = record
+            earlier = self.run.replies
             try:
-                blob = parcel_out(parcel, fresh=self.run.solver is not None)
+                blob = parcel_out(
+                    parcel,
+                    fresh=self.run.solver is not None,
+                    replies=earlier.of(r.key for r in parcel) if earlier else (),
+                )
             except Exception as exc:  # a record that cannot be serialised
                 raise ConfigError(f"A parcel of samples cannot be sent to Ray: {exc}") from exc
             try:
@@ -488,9 +509,12 @@ class _OnRay:
         try:
             async for blob in _results(self.ray, self.actors[index].serve.remote(), self.threads):
                 finished: list[Finished]
-                finished, live, spent = self.cloudpickle.loads(blob)
+                replied: list[Replied]
+                finished, live, spent, replied = self.cloudpickle.loads(blob)
                 if spent is not None:
                     self.spent_at_work[index] = spent
+                if replied:  # before the records of their samples
+                    self._replied(replied)
                 ours = [mine.pop((done[0], done[1])) for done in finished]
                 lines = [
                     finished_in(record, done) for record, done in zip(ours, finished, strict=True)
@@ -503,11 +527,22 @@ class _OnRay:
         except self.dead as exc:
             await self._lost(index, exc)
 
+    def _replied(self, replied: list[Replied]) -> None:
+        """Replies a worker received: to the run's journal, and kept by sample while it
+        is at work (for another worker, should this one die)."""
+        kept = self.replied
+        for sample_id, epoch, line in replied:
+            kept.setdefault((sample_id, epoch), []).append(line)
+        if self.journal_replies is not None:
+            self.journal_replies([line for _, _, line in replied])
+
     async def _finish(self, finished: list[SampleRecord], lines: list[bytes] | None) -> None:
         """Count finished records into the run (usage, retries, failures) and hand them
         to the sink."""
         run, texts = self.run, self.texts
+        replied = self.replied
         for record in finished:
+            replied.pop(record.key, None)
             if texts is not None:
                 texts.drop(record.key)
             run.ledger.merge(record.usage, role=self.usage_of)
@@ -527,6 +562,7 @@ class _OnRay:
         """Worker `index` died (its stream says so, after what it had handed back): its
         records at work go to the others, or fail once they have lost `MAX_DEATHS` workers."""
         left = self._let_go(index, exc)
+        self._pass_on_replies(left)
         for record in reversed(left):
             self.deaths[record.key] = times = self.deaths.get(record.key, 0) + 1
             if times < MAX_DEATHS:
@@ -543,6 +579,15 @@ class _OnRay:
             await self._finish(given_up, None)
         if not any(self.alive):
             self._all_lost()
+
+    def _pass_on_replies(self, left: list[SampleRecord]) -> None:
+        """The replies a dead worker's samples received, for the worker that runs them
+        next: those calls are not sent again."""
+        earlier, replied = self.run.replies, self.replied
+        for record in left:
+            lines = replied.pop(record.key, None)
+            if lines and earlier is not None:
+                earlier.add(decode_reply(line) for line in lines)
 
     def _let_go(self, index: int, exc: BaseException) -> list[SampleRecord]:
         """Worker `index` is gone: its slots back to the hub, what its samples at work spent

@@ -2,9 +2,11 @@
 
 A parcel of samples going out is one cloudpickled blob: the samples alone, as plain tuples,
 when the workers solve (their records are new), or the records whole when they
-only score (the records hold the solutions). A finished record coming back is a
-tuple: its (id, epoch), its journal line, then its fields in `FIELDS` order,
-never its sample (the driver has it). Plain tuples of builtins pickle in C;
+only score (the records hold the solutions), with the replies an earlier run journaled
+for them (a resumed run: they answer the same calls). A reply coming back, as it
+arrives, is its sample's id and epoch and its journal line (`Replied`). A finished
+record coming back is a tuple: its (id, epoch), its journal line, then its fields in
+`FIELDS` order, never its sample (the driver has it). Plain tuples of builtins pickle in C;
 dataclasses would go through Python code object by object, in both processes.
 The live text of a worker's in-flight samples goes as a snapshot of tuples
 (`live_out`), which the driver puts into its own `LiveTexts` (`live_in`).
@@ -25,17 +27,20 @@ from typing import Any
 
 from ..engine.run import LiveText, LiveTexts
 from ..samples import Sample, SampleRecord
+from ..vocab.model_calls import JournaledReply
 
 __all__ = [
     "FIELDS",
     "Finished",
     "LiveSnapshot",
+    "Replied",
     "finished_in",
     "finished_out",
     "live_in",
     "live_out",
     "parcel_in",
     "parcel_out",
+    "parcel_parts",
 ]
 
 #: The fields of a record that come back from a worker, in order.
@@ -43,6 +48,9 @@ FIELDS = tuple(f.name for f in dataclasses.fields(SampleRecord) if f.name != "sa
 
 #: A finished record as it comes back: id, epoch, journal line, then `FIELDS`.
 Finished = tuple[Any, ...]
+
+#: A reply as it comes back from a worker: its sample's id and epoch, its journal line.
+Replied = tuple[Any, int, bytes]
 
 #: A worker's live texts: (id, epoch, role, text, chars, updated) per in-flight sample.
 LiveSnapshot = list[tuple[Any, int, str, str, int, float]]
@@ -52,20 +60,32 @@ def _cloudpickle() -> Any:
     return importlib.import_module("ray.cloudpickle")
 
 
-def parcel_out(records: Sequence[SampleRecord], *, fresh: bool) -> bytes:
-    """A parcel of records for a worker; `fresh`: records that hold nothing but a sample."""
+def parcel_out(
+    records: Sequence[SampleRecord],
+    *,
+    fresh: bool,
+    replies: Sequence[JournaledReply] = (),
+) -> bytes:
+    """A parcel of records for a worker; `fresh`: records that hold nothing but a sample.
+    `replies`: those an earlier run journaled for them."""
+    earlier = list(replies)
     if fresh:
         rows = [(s.id, s.epoch, s.input, s.target, s.metadata) for s in (r.sample for r in records)]
-        return _cloudpickle().dumps((True, rows))
-    return _cloudpickle().dumps((False, list(records)))
+        return _cloudpickle().dumps((True, rows, earlier))
+    return _cloudpickle().dumps((False, list(records), earlier))
+
+
+def parcel_parts(blob: bytes) -> tuple[list[SampleRecord], list[JournaledReply]]:
+    """The records of a parcel made by `parcel_out`, and the earlier replies it carries."""
+    fresh, rows, earlier = _cloudpickle().loads(blob)
+    if fresh:
+        return [SampleRecord(Sample(*row)) for row in rows], earlier
+    return rows, earlier
 
 
 def parcel_in(blob: bytes) -> list[SampleRecord]:
     """The records of a parcel made by `parcel_out`."""
-    fresh, rows = _cloudpickle().loads(blob)
-    if fresh:
-        return [SampleRecord(Sample(*row)) for row in rows]
-    return rows
+    return parcel_parts(blob)[0]
 
 
 def finished_out(record: SampleRecord, line: bytes) -> Finished:

@@ -24,8 +24,13 @@ viewer. With what finished, and at least every `SPENT_EVERY` seconds while it
 changes, it sends the usage of the samples still at work (what this worker's
 calls spent beyond the usage of the records it sent back): if the worker dies,
 the driver counts those tokens, which its samples' next run does not carry.
-A parcel that raises (an error that stops the run) is raised by
-`serve()`. Ray is imported here only inside the actor.
+Each model reply goes to the driver as it arrives, with what finished: `serve()`
+sends it (its journal line, composed here, with its sample's id and epoch) at most
+`TICK` seconds later, and before the record of its sample, for the driver to
+append to the run's journal (a resumed run answers that call from it). The replies
+an earlier run journaled for the samples of a parcel come with the parcel and
+answer the same calls here. A parcel that raises (an error that stops the run) is
+raised by `serve()`. Ray is imported here only inside the actor.
 """
 
 from __future__ import annotations
@@ -40,17 +45,19 @@ from typing import Any
 
 from .._sync import carry
 from ..caching.lookup import CacheUse
+from ..chats.layers.replies import Replies
 from ..engine.options import RunOptions
 from ..engine.run import LiveTexts, Run
 from ..engine.user_functions import FunctionSpec
 from ..log.compose import compose_sample
-from ..log.journal_format import encode_sample
+from ..log.journal_format import encode_reply, encode_sample
 from ..samples import SampleRecord
 from ..transport.pool import TransportPool, using_pool
+from ..vocab.model_calls import JournaledReply
 from ..vocab.usage import UsageLedger
 from .coordinator import Endpoint
 from .leases import SharedLimitsRegistry
-from .wire import Finished, LiveSnapshot, finished_out, live_out, parcel_in
+from .wire import Finished, LiveSnapshot, Replied, finished_out, live_out, parcel_parts
 
 __all__ = ["LIVE_EVERY", "SPENT_EVERY", "TICK", "SampleWorker", "WorkerPlan"]
 
@@ -116,6 +123,10 @@ class SampleWorker:
         self.run: Run | None = None  # made in the actor's event loop, on the first parcel
         self.pool = TransportPool(max(1, plan.concurrency))
         self.finished: list[Finished] = []
+        #: The replies that arrived since the last report, for the driver's journal; the
+        #: run's `Replies` takes each as it arrives, and those of earlier runs.
+        self.replied: list[Replied] = []
+        self.replies = Replies(self._replied)
         self.parcels: set[asyncio.Task[None]] = set()
         self.failure: BaseException | None = None
         self.stopping = False
@@ -149,6 +160,7 @@ class SampleWorker:
                 live=self.texts,
                 cache=CacheUse(options.cache, task=plan.cache_task, log=plan.cache_log),
             )
+            run.replies = self.replies
             if self.hub is not None:
                 me = importlib.import_module("ray").get_runtime_context().current_actor
                 run.limits = SharedLimitsRegistry(
@@ -158,8 +170,11 @@ class SampleWorker:
         return self.run
 
     async def feed(self, parcel: bytes) -> None:
-        """Start running a parcel of records (`wire.parcel_out`); return at once."""
-        records = parcel_in(parcel)
+        """Start running a parcel of records (`wire.parcel_out`), with the replies an
+        earlier run journaled for them; return at once."""
+        records, earlier = parcel_parts(parcel)
+        if earlier:
+            self.replies.add(earlier)
         # an interrupt (KeyboardInterrupt, SystemExit from a solver) would leave the actor's
         # event loop; as `Interrupted` it stops the run like any fatal error
         task = asyncio.ensure_future(carry(self._execute, records))
@@ -176,6 +191,11 @@ class SampleWorker:
         with using_pool(self.pool):
             await self._run().execute(records, keep)
 
+    def _replied(self, reply: JournaledReply) -> None:
+        """A model reply arrived: its journal line goes to the driver with the next report."""
+        self.replied.append((reply.sample, reply.epoch, encode_reply(reply)))
+        self.more.set()
+
     def _parcel_done(self, task: asyncio.Task[None]) -> None:
         self.parcels.discard(task)
         if not task.cancelled() and task.exception() is not None and self.failure is None:
@@ -184,10 +204,12 @@ class SampleWorker:
 
     async def serve(self) -> AsyncIterator[bytes]:
         """What finished (a list of `wire.Finished`), a snapshot of the live text when it
-        changed (`wire.live_out`, else None) and the usage of the samples at work when it
-        changed (a `UsageLedger`, else None), cloudpickled as a triple: at most every
-        `TICK` seconds (the text at most every `LIVE_EVERY`, the usage alone at most every
-        `SPENT_EVERY`), until `stop()` and nothing at work (a Ray streaming generator)."""
+        changed (`wire.live_out`, else None), the usage of the samples at work when it
+        changed (a `UsageLedger`, else None) and the replies that arrived (a list of
+        `wire.Replied`, the driver writes them before the records), cloudpickled as a
+        4-tuple: at most every `TICK` seconds (the text at most every `LIVE_EVERY`, the
+        usage alone at most every `SPENT_EVERY`), until `stop()` and nothing at work (a
+        Ray streaming generator)."""
         try:
             while True:
                 if self.failure is not None:
@@ -195,13 +217,15 @@ class SampleWorker:
                 now = time.monotonic()
                 texts_due = self.texts_changed and now - self.texts_sent >= LIVE_EVERY
                 spent = self._spent_at_work()
-                if self.finished or texts_due or (spent and now - self.spent_sent >= SPENT_EVERY):
+                due = spent and now - self.spent_sent >= SPENT_EVERY
+                if self.finished or self.replied or texts_due or due:
                     out, self.finished = self.finished, []
+                    replied, self.replied = self.replied, []
                     texts = self._texts() if texts_due else None
                     if spent is not None:
                         self.spent_sent, self.spent_shown = now, spent[1]
                     at_work = spent[0] if spent is not None else None
-                    yield self.cloudpickle.dumps((out, texts, at_work))
+                    yield self.cloudpickle.dumps((out, texts, at_work, replied))
                     await asyncio.sleep(TICK)
                     continue
                 if self.texts_changed:  # changed since the last snapshot, sent just now

@@ -12,7 +12,9 @@ Its stage functions open a call scope per sample stage, so model usage is
 attributed to the role (solver or scorer) and the sample; they record a
 sample's own failure (including running past its `sample_timeout`) on its
 record, and let contract violations (`ConfigError`, `SolverError`,
-`ScorerError`) end the run, since they would fail every sample alike.
+`ScorerError`) end the run, since they would fail every sample alike. A sample
+whose model call the budget refused (`BudgetExceeded`: it did not fit, and was not
+sent) did not finish: it is neither counted nor logged, and a resumed run runs it again.
 
 Given a `LiveTexts`, each sample stage's scope gets a text sink (`on_text`)
 that keeps the text a streaming provider sends for that sample, so the live
@@ -32,10 +34,19 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .._errors import ConfigError, ProviderError, ScorerError, SolverError, TaskStateError
+from .._errors import (
+    BudgetExceeded,
+    ConfigError,
+    InvalidScore,
+    ProviderError,
+    ScorerError,
+    SolverError,
+    TaskStateError,
+)
 from .._sync import asyncio_named
 from ..batching.queues import BatchQueues
 from ..caching.lookup import CacheUse
+from ..chats.layers.replies import Replies
 from ..chats.layers.stacks import CallStacks
 from ..pacing.admission import Places
 from ..pacing.budget import Budget
@@ -84,7 +95,14 @@ def _deadline(seconds: float | None) -> AbstractContextManager[Any]:
     return anyio.fail_after(seconds) if seconds is not None else contextlib.nullcontext()
 
 
+#: The error of a sample the budget stopped (a call of it did not fit, and was not sent):
+#: it did not finish, so it is neither counted nor logged, and a resumed run runs it again.
+_STOPPED = SampleError(stage="budget", type="BudgetExceeded", message="stopped by the budget")
+
+
 def _sample_error(stage: str, exc: BaseException, sample_timeout: float | None) -> SampleError:
+    if isinstance(exc, BudgetExceeded):
+        return _STOPPED
     if type(exc) is TimeoutError and sample_timeout is not None:
         return SampleError(
             stage=stage,
@@ -234,10 +252,16 @@ class Run:
         self.batch_journal = batch_journal
         #: The batches an earlier run of these samples sent (a resumed run reattaches).
         self.earlier_batches = earlier_batches
+        #: Where each model reply goes as it arrives (the run's journal; on a Ray worker,
+        #: the driver's), and the replies an earlier run of these samples journaled, which
+        #: answer the same calls (None: nothing journaled, nothing answered).
+        self.replies: Replies | None = None
         #: The run's use of the cache of replies (None: only models with their own).
         self.cache = cache
         #: The run's budget (None: none); it stops handing out samples when reached.
         self.budget = budget
+        if budget is not None:
+            budget.ledger = self.ledger  # what its caps measure
         #: The endpoints the solver is known to call before it runs, with the model's own
         #: limits: new samples wait for their admission from the first.
         self.solver_endpoints = solver_endpoints
@@ -451,7 +475,10 @@ class Run:
         else:
             values = batch_column({"score": out}, "score", len(todo), who, ScorerError)
         for record, value in zip(todo, values, strict=True):
-            record.score = normalise_score(value, self.scorer)
+            try:
+                record.score = normalise_score(value, self.scorer)
+            except InvalidScore as exc:  # this sample's own failure, as in `_score`
+                record.error = _sample_error("score", exc, None)
             record.score_started, record.score_completed = started, time.time()
 
     # -- the whole run -----------------------------------------------------------
@@ -474,11 +501,14 @@ class Run:
                 live.drop(record.key)
             if budget is not None:
                 self._started.pop(record.key, None)
-                if any(not cached for *_, cached in record.usage.rows):
-                    self.paid += 1
                 if self._finished is not None:
                     self._finished.set()
                     self._finished = None
+                if record.error is _STOPPED:  # not finished: the budget stopped it
+                    record.error = None  # (a record scored alone stays as it was solved)
+                    return
+                if any(not cached for *_, cached in record.usage.rows):
+                    self.paid += 1
             self.done += 1
             if record.error is not None:
                 self.failed += 1
@@ -498,6 +528,8 @@ class Run:
                 )
                 async with queues as batches:
                     self.batches = batches
+                    if budget is not None:
+                        budget.on_wait = batches.nudge  # a call waiting for room will not join
                     self.stacks = CallStacks(
                         retry=self.retry,
                         clock=self.clock,
@@ -505,6 +537,7 @@ class Run:
                         budget=budget,
                         batches=batches,
                         limits=self.limits,
+                        replies=self.replies,
                     )
                     for endpoint, own in self.solver_endpoints:
                         self.limits.get(endpoint, own).solver_calls = True
@@ -576,7 +609,10 @@ class Run:
         return await Places.enter(self, admissions)
 
     def _at_work(self) -> int:
-        return self.at_work
+        """Samples at work that may still send a call to a batch (not counting calls that
+        wait for room in the budget)."""
+        budget = self.budget
+        return self.at_work - budget.waiting if budget is not None else self.at_work
 
     def _within(self, budget: Budget, records: Iterable[SampleRecord]) -> Iterator[SampleRecord]:
         """The records, handed out while the budget admits one more (checked before a

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -18,7 +19,7 @@ from typing import Any, Literal
 import anyio
 import anyio.to_thread
 
-from .._errors import ConfigError, ScorerError, SolverError, keyword_hint
+from .._errors import ConfigError, InvalidScore, ScorerError, SolverError, keyword_hint
 from .._words import plural
 from ..chats.chat import Chat
 from ..samples import Sample, Score, Solution, SolvedSample
@@ -265,12 +266,22 @@ def normalise_solution(value: Any, spec: FunctionSpec) -> Solution:
 _SCORE_TYPES = (str, int, float, bool)
 
 
+def _check_finite(value: float, who: str) -> None:
+    if not math.isfinite(value):
+        raise InvalidScore(
+            f"The {who} scored this sample {value}: a score is a grade, a finite number, a "
+            "bool or None (no grade). The sample is recorded with this error."
+        )
+
+
 def normalise_score(value: Any, spec: FunctionSpec) -> Score:
     """Turn whatever a scorer returned into a `Score`, or say what is wrong."""
     who = f"scorer {spec.name}"
     if isinstance(value, Score):
         score = value
     elif isinstance(value, _SCORE_TYPES):
+        if isinstance(value, float):
+            _check_finite(value, who)
         return Score(writable_text(value) if isinstance(value, str) else value)
     elif isinstance(value, Mapping) and "score" in value:
         score = Score(
@@ -297,6 +308,8 @@ def normalise_score(value: Any, spec: FunctionSpec) -> Score:
             "it must be a string, a number, a bool, or None (no grade)."
         )
     _expect_chat(score.chat, who, "scorer_chat", ScorerError)
+    if isinstance(score.value, float):
+        _check_finite(score.value, who)
     if isinstance(score.value, str):
         score.value = writable_text(score.value)
     if isinstance(score.answer, str):

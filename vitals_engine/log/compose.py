@@ -62,6 +62,21 @@ def _usage(ledger: UsageLedger) -> tuple[dict[str, s.ModelUsage], dict[str, s.Mo
     return _by_model(ledger), _by_role(ledger)
 
 
+def _with_timed_out(metadata: dict[str, Any] | None, ledger: UsageLedger) -> dict[str, Any] | None:
+    """The eval's metadata with the attempts that timed out after their request went out
+    under `timed_out`, by role and model (`{"solver": {"openai/gpt-4.1": 3}}`; their
+    estimated input is in the usage beside them), or as it was when none did."""
+    counts: dict[str, dict[str, int]] = {}
+    for (role, provider, model, _, _), row in ledger.rows.items():
+        if row.timed_out:
+            by_model = counts.setdefault(role, {})
+            key = f"{provider.lower()}/{model}"
+            by_model[key] = by_model.get(key, 0) + row.timed_out
+    if not counts:
+        return metadata
+    return {**(metadata or {}), "timed_out": counts}
+
+
 def _by_model(ledger: UsageLedger) -> dict[str, s.ModelUsage]:
     return {
         f"{provider.lower()}/{model}": model_usage(row.tokens, row.cost)
@@ -287,7 +302,7 @@ def compose_header(run: RunHeader) -> s.EvalLog:
             solver=run.solver,
             packages=run.packages,
             scorers=scorers,
-            metadata=with_batches(None, run.batches),
+            metadata=_with_timed_out(with_batches(None, run.batches), run.ledger),
         ),
         plan=s.EvalPlan(steps=[s.EvalPlanStep(run.solver)]),
         results=results,

@@ -8,6 +8,7 @@ A journal is a JSON Lines file next to the final log, named
 {"journal": 1, "kind": "start", "log": "<final log file name>", "header": <EvalLog>}
 {"kind": "sample", "sample": <EvalSample>}
 {"kind": "sample", "sample": <EvalSample>}
+{"kind": "reply", "reply": <JournaledReply>}
 {"kind": "batch", "batch": <BatchRecord>}
 {"kind": "header", "header": <EvalLog>}
 ```
@@ -21,6 +22,15 @@ A journal is a JSON Lines file next to the final log, named
 - A `header` record replaces the header; the latest one wins. The writer
   appends one when the run ends, just before it composes the final log, so a
   journal whose last header says "success" holds a whole run.
+- A `reply` record is appended per model reply, the moment it arrives, before its
+  sample can finish (`chats/layers/replies.py`): `{"sample", "epoch", "role", "call",
+  "nth", "turn", "batch"}` (`vocab/model_calls.py`), the call keyed as the reply cache
+  keys it (`call`: the digest of its provider, model and whole request; `nth`: its
+  place among the identical calls of its sample stage) and `turn` the reply as it came
+  back. A resumed run answers the same calls with them instead of sending them again.
+  They count only for a (sample, epoch) with no `sample` record after them: a sample
+  record (the sample finished) sets aside the replies before it, so a sample logged
+  with an error runs again afresh, and a finished one is not run at all.
 - A `batch` record says what is known of one provider batch (`vocab/batch_records.py`):
   before it is submitted, its endpoint and requests; after, its provider id; once
   it ended, its status and counts. Records of one batch (same `key`) are merged in
@@ -45,14 +55,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import msgspec
 
 from .._errors import LogFormatError
 from .._logging import log
 from ..vocab.batch_records import BatchRecord
-from ..vocab.text import WritableEncoder
+from ..vocab.model_calls import JournaledReply
+from ..vocab.text import WritableEncoder, writable_text
 from . import schema as s
 
 __all__ = [
@@ -61,10 +72,13 @@ __all__ = [
     "JournalContents",
     "JournalDamage",
     "JournalHeader",
+    "JournalReply",
     "JournalSample",
     "JournalStart",
+    "decode_reply",
     "encode_batch",
     "encode_header",
+    "encode_reply",
     "encode_sample",
     "encode_start",
     "encoder",
@@ -73,6 +87,8 @@ __all__ = [
     "read_journal",
     "read_journal_batches",
     "read_journal_header",
+    "read_journal_replies",
+    "written_key",
 ]
 
 JOURNAL_VERSION = 1
@@ -109,6 +125,13 @@ class JournalBatch(msgspec.Struct, kw_only=True):
     batch: BatchRecord
 
 
+class JournalReply(msgspec.Struct, kw_only=True):
+    """One model reply, journaled as it arrived; keyed like the reply cache."""
+
+    kind: Literal["reply"] = "reply"
+    reply: JournaledReply
+
+
 class _Line(msgspec.Struct):
     """Any record, as read: which fields are set depends on `kind`."""
 
@@ -118,7 +141,20 @@ class _Line(msgspec.Struct):
     header: s.EvalLog | None = None
     sample: s.EvalSample | None = None
     batch: BatchRecord | None = None
+    reply: msgspec.Raw = msgspec.Raw()  # empty when absent; decoded only if its sample
+    # did not finish
 
+
+class _ReplySample(msgspec.Struct):
+    """The (sample, epoch) of a reply record, read without its reply."""
+
+    sample: int | str
+    epoch: int
+
+
+_reply_sample_decoder = msgspec.json.Decoder(_ReplySample)
+_reply_decoder = msgspec.json.Decoder(JournaledReply)
+_journal_reply_decoder = msgspec.json.Decoder(JournalReply)
 
 encoder = WritableEncoder(enc_hook=s.enc_hook)  # lone surrogates as escapes (vocab/text.py)
 
@@ -173,6 +209,29 @@ def encode_header(header: s.EvalLog) -> bytes:
     return encoder.encode(JournalHeader(header=_no_samples(header))) + b"\n"
 
 
+def encode_reply(reply: JournaledReply) -> bytes:
+    """The line of one model reply, as it arrived."""
+    return encoder.encode(JournalReply(reply=reply)) + b"\n"
+
+
+def decode_reply(line: bytes) -> JournaledReply:
+    """The reply of a line made by `encode_reply`."""
+    return _journal_reply_decoder.decode(line).reply
+
+
+def written_key(key: tuple[Any, int]) -> tuple[Any, int]:
+    """A sample's (id, epoch) as its journal (and its log) holds it: a lone surrogate in
+    a string id written as its escape (`vocab/text.py`). What a journal reads back has
+    this form; a key made live is brought to it before the two are compared. Any other
+    key is returned as it is."""
+    sample_id = key[0]
+    if isinstance(sample_id, str) and not sample_id.isascii():
+        written = writable_text(sample_id)
+        if written is not sample_id:
+            return (written, key[1])
+    return key
+
+
 def encode_batch(record: BatchRecord) -> bytes:
     """The line of what is known of a provider batch."""
     return encoder.encode(JournalBatch(batch=record)) + b"\n"
@@ -198,14 +257,16 @@ class JournalDamage:
 
 class JournalContents(NamedTuple):
     """What a journal holds: the latest header, the samples, a damaged last line (`damage`,
-    what a crash mid-write leaves), the damaged lines before it that were skipped, and
-    the provider batches the run sent (each key's records merged)."""
+    what a crash mid-write leaves), the damaged lines before it that were skipped, the
+    provider batches the run sent (each key's records merged), and the model replies of
+    samples that did not finish (those after their sample's last record, if any)."""
 
     header: s.EvalLog
     samples: list[s.EvalSample]
     damage: JournalDamage | None
     skipped: tuple[JournalDamage, ...] = ()
     batches: tuple[BatchRecord, ...] = ()
+    replies: tuple[JournaledReply, ...] = ()
 
 
 def _reason(exc: Exception, complete: bool) -> str:
@@ -248,63 +309,90 @@ def read_journal(path: str | Path) -> JournalContents:
         )
 
     with bulk_objects():
-        header, samples, damage, skipped, batches = _read_records(
-            data, len(first) + 1, start.header
-        )
-    for bad in skipped:
+        records = _Records(start.header)
+        damage = records.read(data, len(first) + 1)
+    for bad in records.skipped:
         log.warning(f"{path}: skipped a damaged journal line, {bad}; the records after it are read")
-    return JournalContents(_no_samples(header), samples, damage, tuple(skipped), batches)
+    return JournalContents(
+        _no_samples(records.header),
+        list(records.samples.values()),
+        damage,
+        tuple(records.skipped),
+        tuple(records.batches.values()),
+        records.unfinished_replies(),
+    )
 
 
-def _read_records(
-    data: bytes, offset: int, header: s.EvalLog
-) -> tuple[
-    s.EvalLog,
-    list[s.EvalSample],
-    JournalDamage | None,
-    list[JournalDamage],
-    tuple[BatchRecord, ...],
-]:
-    """The records after the start line: the latest header, the samples, a damaged last
-    line, the damaged lines skipped before it, and the batches."""
-    samples: dict[tuple[int | str, int], s.EvalSample] = {}
-    batches: dict[str, BatchRecord] = {}
-    damage: JournalDamage | None = None
-    skipped: list[JournalDamage] = []
-    view = memoryview(data)
-    line_no = 1
-    size = len(data)
-    while offset < size:
-        line_no += 1
-        end = data.find(b"\n", offset)
-        complete = end >= 0
-        line = view[offset:] if end < 0 else view[offset:end]
-        if len(line) > 1 or (len(line) == 1 and not bytes(line).isspace()):
-            bad: str | None = None
+class _Records:
+    """The records after the start line, as they are read: the latest header, one sample
+    per (id, epoch), the batches, the damaged lines skipped, and the replies of each
+    (id, epoch) since its last sample record (kept undecoded until the end)."""
+
+    def __init__(self, header: s.EvalLog) -> None:
+        self.header = header
+        self.samples: dict[tuple[int | str, int], s.EvalSample] = {}
+        self.batches: dict[str, BatchRecord] = {}
+        self.skipped: list[JournalDamage] = []
+        self.replies: dict[tuple[int | str, int], list[msgspec.Raw]] = {}
+
+    def read(self, data: bytes, offset: int) -> JournalDamage | None:
+        """Read the records of `data` from `offset`; return a damaged last line, if any."""
+        view = memoryview(data)
+        line_no = 1
+        size = len(data)
+        while offset < size:
+            line_no += 1
+            end = data.find(b"\n", offset)
+            complete = end >= 0
+            line = view[offset:] if end < 0 else view[offset:end]
+            if len(line) > 1 or (len(line) == 1 and not bytes(line).isspace()):
+                bad = self._take(line, complete)
+                if bad is not None:
+                    problem = JournalDamage(line_no, offset, bad)
+                    if end < 0 or not data[end + 1 :].strip():  # the last line: a cut write
+                        return problem
+                    self.skipped.append(problem)
+            offset = size if end < 0 else end + 1
+        return None
+
+    def _take(self, line: memoryview, complete: bool) -> str | None:
+        """Take one record; return why it is damaged, if it is."""
+        try:
+            record = _line_decoder.decode(line)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            return _reason(exc, complete)
+        kind = record.kind
+        if kind == "sample" and record.sample is not None:
+            sample = record.sample
+            key = (sample.id, sample.epoch)
+            self.samples[key] = sample
+            self.replies.pop(key, None)  # it finished: its replies are spent
+        elif kind == "reply" and len(record.reply):
             try:
-                record = _line_decoder.decode(line)
+                of = _reply_sample_decoder.decode(record.reply)
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                bad = _reason(exc, complete)
-            else:
-                if record.kind == "sample" and record.sample is not None:
-                    sample = record.sample
-                    samples[(sample.id, sample.epoch)] = sample
-                elif record.kind == "header" and record.header is not None:
-                    header = record.header
-                elif record.kind == "batch" and record.batch is not None:
-                    _merge(batches, record.batch)
-                elif record.kind == "start":
-                    bad = "a second start record"
-                elif record.kind in ("sample", "header", "batch"):
-                    bad = f"a {record.kind!r} record lacks its body"
-            if bad is not None:
-                problem = JournalDamage(line_no, offset, bad)
-                if end < 0 or not data[end + 1 :].strip():  # the last line: a cut write
-                    damage = problem
-                    break
-                skipped.append(problem)
-        offset = size if end < 0 else end + 1
-    return header, list(samples.values()), damage, skipped, tuple(batches.values())
+                return f"a 'reply' record without its call ({exc})"
+            self.replies.setdefault((of.sample, of.epoch), []).append(record.reply)
+        elif kind == "header" and record.header is not None:
+            self.header = record.header
+        elif kind == "batch" and record.batch is not None:
+            _merge(self.batches, record.batch)
+        elif kind == "start":
+            return "a second start record"
+        elif kind in ("sample", "header", "batch", "reply"):
+            return f"a {kind!r} record lacks its body"
+        return None
+
+    def unfinished_replies(self) -> tuple[JournaledReply, ...]:
+        """The replies of samples that did not finish after them, decoded."""
+        found: list[JournaledReply] = []
+        for raws in self.replies.values():
+            for raw in raws:
+                try:
+                    found.append(_reply_decoder.decode(raw))
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue  # its call goes out again
+        return tuple(found)
 
 
 def _merge(batches: dict[str, BatchRecord], record: BatchRecord) -> None:
@@ -333,6 +421,49 @@ def read_journal_batches(path: str | Path) -> tuple[BatchRecord, ...]:
     except OSError as exc:
         raise LogFormatError(f"{path}: cannot read the journal: {exc}") from None
     return tuple(batches.values())
+
+
+class _SampleOf(msgspec.Struct):
+    """The (id, epoch) of a sample record's sample, read without the rest of it."""
+
+    id: int | str
+    epoch: int
+
+
+class _SampleLine(msgspec.Struct):
+    sample: _SampleOf
+
+
+_SAMPLE_PREFIX = b'{"kind":"sample",'
+_REPLY_PREFIX = b'{"kind":"reply",'
+_sample_line_decoder = msgspec.json.Decoder(_SampleLine)
+_reply_line_decoder = msgspec.json.Decoder(JournalReply)
+
+
+def read_journal_replies(path: str | Path) -> tuple[JournaledReply, ...]:
+    """The replies a journal holds of the samples that did not finish after them (see the
+    module docstring), without decoding its samples; lines that do not decode are passed
+    over. What a stopped run's log keeps, for a resume of it."""
+    replies: dict[tuple[int | str, int], list[JournaledReply]] = {}
+    try:
+        with Path(path).open("rb") as fh:
+            for line in fh:
+                if not line.endswith(b"\n"):
+                    break  # a last line cut short
+                try:
+                    if line.startswith(_REPLY_PREFIX):
+                        reply = _reply_line_decoder.decode(line).reply
+                        replies.setdefault((reply.sample, reply.epoch), []).append(reply)
+                    elif line.startswith(_SAMPLE_PREFIX):
+                        of = _sample_line_decoder.decode(line).sample
+                        replies.pop((of.id, of.epoch), None)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue
+    except FileNotFoundError:
+        return ()
+    except OSError as exc:
+        raise LogFormatError(f"{path}: cannot read the journal: {exc}") from None
+    return tuple(reply for kept in replies.values() for reply in kept)
 
 
 _HEADER_LINE = b'\n{"kind":"header"'

@@ -223,6 +223,22 @@ class LoggedEval:
                 count += sum(1 for t in chat.turns if t.role == "assistant")
         return count
 
+    def _timed_out(self, role: str | None = None, model: str | None = None) -> int:
+        """The attempts of `role` (or of `model`, a key of `model_usage`) that timed out
+        after their request went out, as the eval's metadata records them (`timed_out`,
+        by role and model; a log written elsewhere says none)."""
+        found = (self.header.eval.metadata or {}).get("timed_out")
+        if not isinstance(found, dict):
+            return 0
+        count = 0
+        for logged_role, by_model in found.items():
+            if not isinstance(by_model, dict) or role not in (None, logged_role):
+                continue
+            for key, n in by_model.items():
+                if isinstance(n, int) and model in (None, key):
+                    count += n
+        return count
+
     def _role_rows(self, role: str, usage: s.ModelUsage) -> list[_CostRow]:
         """`role`'s cost rows: its live calls, those the cache answered and those sent in
         provider batches (as the samples' model events say: `"cache": "read"`,
@@ -231,7 +247,7 @@ class LoggedEval:
         batched) counts as such, any other as live, which is the rest of the header's
         total. Batch and cached are None after a header-only read (the samples say it)."""
         model = self._role_model(role)
-        total = UsageRow(0, usage_tokens(usage), usage.total_cost)
+        total = UsageRow(0, usage_tokens(usage), usage.total_cost, self._timed_out(role=role))
         if self.header_only:
             return [_CostRow(role, model, None, None, total, None)]
         parts: dict[_Kind, UsageRow] = {}
@@ -285,7 +301,8 @@ class LoggedEval:
 
     def get_cost(self) -> pl.DataFrame:
         """Requests, tokens and cost by role, model, batch and cached, with
-        `Task.get_cost()`'s columns.
+        `Task.get_cost()`'s columns (`timed_out` from the eval's metadata: 0 in a log
+        written elsewhere).
 
         From the log's per-role usage when it has solver/scorer rows, else its
         per-model usage (as role "solver"). `requests` counts the rebuilt
@@ -315,7 +332,8 @@ class LoggedEval:
                 cached = self._all_of(self._cache_flags())
             for key, usage in stats.model_usage.items():
                 requests = self._requests("solver") if single else None
-                total = UsageRow(0, usage_tokens(usage), usage.total_cost)
+                timed_out = self._timed_out(model=key)
+                total = UsageRow(0, usage_tokens(usage), usage.total_cost, timed_out)
                 row = _CostRow("solver", normalize_model(key), batch, cached, total, requests)
                 rows.append(row)
         providers, models = [], []
@@ -331,6 +349,7 @@ class LoggedEval:
                 "batch": [r.batch for r in rows],
                 "cached": [r.cached for r in rows],
                 "requests": [r.requests for r in rows],
+                "timed_out": [r.usage.timed_out for r in rows],
                 "input_tokens": [r.usage.tokens.input for r in rows],
                 "cached_input_tokens": [r.usage.tokens.cached_input for r in rows],
                 "cache_write_tokens": [r.usage.tokens.cache_write for r in rows],

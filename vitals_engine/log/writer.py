@@ -8,8 +8,11 @@ The writer is the only actor that touches a run's files:
 2. Each finished sample arrives already composed (`add()`, called by the
    run's sink) and is handed to the operating system at once, in the same
    event-loop turn: a killed process loses no finished sample, since the page
-   cache outlives it. The actor fsyncs the journal at most once a second, in a
-   worker thread, so a power cut costs at most about a second of samples.
+   cache outlives it. So does each model reply, the moment it arrives
+   (`add_reply()`, from the reply journal layer: `chats/layers/replies.py`), so
+   a resumed run does not buy it again. The actor fsyncs the journal at most
+   once a second, in a worker thread, so a power cut costs at most about a
+   second of samples.
 3. A write or fsync that fails cuts the journal back to its last whole (or,
    after a failed fsync, last synced) record, keeps the lines it could not
    write, and stops the run with a `LogWriteError`; closing tries them again.
@@ -50,15 +53,18 @@ import msgspec
 from .._errors import LogWriteError, MetricError
 from ..statistics.reducers import reduce_epochs
 from ..vocab.batch_records import BatchRecord
+from ..vocab.model_calls import JournaledReply
 from . import schema as s
 from .atomic import replace_atomically
 from .journal_format import (
     encode_batch,
     encode_header,
+    encode_reply,
     encode_sample,
     encode_start,
     journal_path,
     read_journal,
+    written_key,
 )
 from .journal_lock import JournalLock
 from .listing import update_listing
@@ -453,8 +459,8 @@ class LogWriter:
         self.order = order
         self.lock = JournalLock(self.journal)
         #: Samples of the journal the final log leaves out (stale ones of a resumed run),
-        #: until this writer writes them anew.
-        self.exclude = set(exclude)
+        #: until this writer writes them anew (keyed as the journal writes them).
+        self.exclude = {written_key(key) for key in exclude}
         self._fd: int | None = None
         self._pending: list[Line] = []  # not yet written: before the journal opened, or failed
         self._unsynced: list[Line] = []  # written since the last fsync
@@ -536,6 +542,18 @@ class LogWriter:
         if self.failure is not None:
             raise self.failure
 
+    def add_reply(self, reply: JournaledReply) -> None:
+        """Write one model reply to the journal, now, as it arrives (never blocks on the
+        disk's sync, never raises: a failed write stops the run, as for `add`)."""
+        self.add_reply_lines((encode_reply(reply),))
+
+    def add_reply_lines(self, lines: Iterable[bytes]) -> None:
+        """Write replies already encoded as journal lines (`encode_reply`, as a Ray worker
+        does), in one write (see `add_reply`)."""
+        self._pending.extend((line, None) for line in lines)
+        if self._fd is not None and self.failure is None:
+            self._write_pending()
+
     def add_lines(self, lines: Iterable[tuple[bytes, tuple[Any, int]]]) -> None:
         """Write samples already encoded as journal lines (`encode_sample`, as a Ray
         worker does), each with its (id, epoch), in one write (see `add`)."""
@@ -570,6 +588,7 @@ class LogWriter:
         index, offset, skip = self._index, self._size, len(_SAMPLE_PREFIX)
         for line, key in lines:
             if key is not None:
+                key = written_key(key)  # as read back, a lone surrogate escaped
                 self.exclude.discard(key)
                 if index is not None:
                     index[key] = _span(offset + skip, len(line) - skip - 2)
@@ -673,12 +692,23 @@ class LogWriter:
         `header`, read it back through `check(path)`, update the listing, then remove the
         journal. Call after `close()`.
 
-        Raises `LogWriteError` (the journal kept, whole) when anything fails."""
+        Raises `LogWriteError` (the journal kept, whole, and let go of: a resume, or
+        another call, finishes it) when anything fails."""
         target = path or self.path
         if target.suffix != self.path.suffix:
             target = target.with_suffix(self.path.suffix)
         if self._fd is None:
             self._reopen()
+        try:
+            self._compose(header, target, check)
+        finally:
+            self.release()
+        self.finalized = True
+        return target
+
+    def _compose(self, header: s.EvalLog, target: Path, check: Check | None) -> None:
+        """`finalize`'s work, with the journal taken: its last header, synced; the final
+        log composed, read back and put in place; the listing; the journal removed."""
         fd = self._fd
         assert fd is not None
         self._pending.append((encode_header(header), None))
@@ -701,6 +731,3 @@ class LogWriter:
             )
             update_listing(target.parent, target.name, header)
             self.journal.unlink(missing_ok=True)
-        self.release()
-        self.finalized = True
-        return target

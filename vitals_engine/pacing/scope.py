@@ -71,6 +71,9 @@ class CallScope:
     budget: Budget | None = None
     #: The run's call stacks (None: built from this scope's options at its first call).
     stacks: Stacks | None = None
+    #: Per call digest, how many identical calls this stage made, as the reply journal
+    #: counts them (made on first use; `chats/layers/replies.py`).
+    replies_seen: dict[str, int] | None = None
 
     _token: Token[CallScope | None] | None = None
 

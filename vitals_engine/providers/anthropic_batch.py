@@ -17,11 +17,13 @@ from typing import Any, ClassVar
 import msgspec
 
 from .anthropic import ERROR_STATUS
-from .batch_api import BatchApi, BatchEntry, BatchOutcome, BatchState, jsonl
+from .batch_api import BatchApi, BatchEntry, BatchOutcome, BatchState, read_lines
 
 __all__ = ["AnthropicBatchApi"]
 
 _encoder = msgspec.json.Encoder()
+#: The request counts of requests that ended (the rest are "processing").
+_ENDED = frozenset({"succeeded", "errored", "canceled", "expired"})
 
 
 class AnthropicBatchApi(BatchApi):
@@ -49,19 +51,22 @@ class AnthropicBatchApi(BatchApi):
         results = (
             self.resolve(str(given)) if given else self.url(f"/messages/batches/{batch_id}/results")
         )
-        return BatchState(batch_id, status, status == "ended", counts, None, results)
+        answered = sum(counts.get(k, 0) for k in _ENDED) if counts.keys() & _ENDED else None
+        return BatchState(batch_id, status, status == "ended", counts, None, results, answered)
 
     async def outcomes(self, state: BatchState) -> list[BatchOutcome]:
-        return [_outcome(line) for line in jsonl((await self.get(str(state.results))).body)]
+        data = (await self.get(str(state.results))).body
+        return read_lines(data, f"results of {state.id}", _outcome)
 
     async def cancel(self, batch_id: str) -> None:
         await self.post(f"/messages/batches/{batch_id}/cancel", b"")
 
 
-def _outcome(line: dict[str, Any]) -> BatchOutcome:
-    custom_id = str(line["custom_id"])
-    result = line.get("result") or {}
-    kind = result.get("type")
+def _outcome(custom_id: str, line: dict[str, Any]) -> BatchOutcome:
+    """A line's outcome (a KeyError, TypeError ... for a line without a result:
+    `read_lines` reports it)."""
+    result = line["result"]
+    kind = result["type"]
     if kind == "succeeded":
         return BatchOutcome(custom_id, "succeeded", 200, result.get("message"))
     if kind == "expired":

@@ -9,6 +9,13 @@ under it: a reply body (parsed by the provider as a live reply is), an error bod
 (classified as a live error is), or the news that it expired or was cancelled before
 it ran.
 
+Results are read line by line (`read_lines`): a line that cannot be read (not JSON, cut
+short, without a string `custom_id`, not the shape the format promises) is an
+"unreadable" outcome saying where and why, under the custom id it names when one can be
+told, and never loses the lines around it. What to do with such a line, a duplicate, or
+a request missing from the results (the provider's `BatchState.answered` says how many
+it ended) is the batch queue's business (`batching/results.py`).
+
 A server that answers the batch API's endpoint with 404 has none (most local
 OpenAI-compatible servers): `BatchUnsupported`, which says to run without batch mode.
 
@@ -22,8 +29,9 @@ Example:
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 from urllib.parse import urljoin
@@ -47,7 +55,9 @@ __all__ = [
 
 _encoder = msgspec.json.Encoder()
 
-Kind = Literal["succeeded", "errored", "expired", "cancelled"]
+Kind = Literal["succeeded", "errored", "expired", "cancelled", "unreadable"]
+#: A custom id named in a line that is not JSON (cut short, say): `"custom_id": "..."`.
+_NAMED_ID = re.compile(rb'"custom_id"\s*:\s*"([A-Za-z0-9_.:-]{1,128})"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +74,9 @@ class BatchState:
 
     `ended`: its outcomes can be taken (it completed, expired or was cancelled);
     `failed`: the whole batch was refused (say, it did not validate), with the reason;
-    `counts`: requests by state, in the provider's words.
+    `counts`: requests by state, in the provider's words;
+    `answered`: how many requests the provider counts as ended with an outcome in its
+    results (succeeded, errored, expired or cancelled), None when it does not say.
     """
 
     id: str
@@ -74,12 +86,15 @@ class BatchState:
     failed: str | None = None
     #: What the provider needs to fetch the outcomes (an output file's id, a URL...).
     results: Any = None
+    answered: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class BatchOutcome:
     """One request's outcome: a reply or an error body (with the HTTP status it stands
-    for), or that it expired or was cancelled before it ran."""
+    for), or that it expired or was cancelled before it ran; or ("unreadable") a line of
+    the results that could not be read, `body` saying where and why, under the custom id
+    it names ("" when it names none that can be told)."""
 
     custom_id: str
     kind: Kind
@@ -240,7 +255,50 @@ class BatchApi(ABC):
         return await transport.post(url, headers, body, provider.timeouts)
 
 
-def jsonl(data: bytes) -> list[Any]:
-    """The JSON values of a JSON Lines body (blank lines skipped)."""
-    decoder = msgspec.json.Decoder()
-    return [decoder.decode(line) for line in data.splitlines() if line.strip()]
+_decoder = msgspec.json.Decoder()
+
+
+def read_lines(
+    data: bytes, where: str, outcome: Callable[[str, dict[str, Any]], BatchOutcome]
+) -> list[BatchOutcome]:
+    """The outcome of each line of a JSON Lines results file (`where`: which file, for the
+    reports), read by `outcome(custom_id, line)`; blank lines skipped. A line that cannot
+    be read is an "unreadable" outcome, never an error: not JSON (under the custom id it
+    names, if a cut line still shows one), not an object, without a string `custom_id`,
+    or one `outcome` cannot make sense of (a KeyError, TypeError, ValueError ...).
+
+    Example:
+        >>> [o.kind for o in read_lines(data, "output file file-1", _outcome)]
+        ['succeeded', 'unreadable', 'errored']   # line 2: "not JSON (cut short?)"
+    """
+    found: list[BatchOutcome] = []
+    for number, raw in enumerate(data.splitlines(), 1):
+        if not raw.strip():
+            continue
+        at = f"line {number} of the {where}"
+        try:
+            line = _decoder.decode(raw)
+        except msgspec.DecodeError:
+            named = _NAMED_ID.search(raw)
+            custom_id = named.group(1).decode() if named is not None else ""
+            found.append(unreadable(custom_id, f"{at}: not JSON (cut short?)"))
+            continue
+        if not isinstance(line, dict):
+            found.append(unreadable("", f"{at}: not a JSON object"))
+            continue
+        custom_id = line.get("custom_id")
+        if not isinstance(custom_id, str) or not custom_id:
+            said = _encoder.encode(custom_id).decode()
+            why = f"custom_id {said}" if "custom_id" in line else "no custom_id"
+            found.append(unreadable("", f"{at}: {why}"))
+            continue
+        try:
+            found.append(outcome(custom_id, line))
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            found.append(unreadable(custom_id, f"{at}: not a result ({type(exc).__name__})"))
+    return found
+
+
+def unreadable(custom_id: str, why: str) -> BatchOutcome:
+    """The outcome of a line of results that could not be read: `why` says where and why."""
+    return BatchOutcome(custom_id, "unreadable", 0, why)

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from .batch_api import BatchApi, BatchEntry, BatchOutcome, BatchState
+from .batch_api import BatchApi, BatchEntry, BatchOutcome, BatchState, unreadable
 
 __all__ = ["GeminiBatchApi"]
 
@@ -111,33 +111,78 @@ class GeminiBatchApi(BatchApi):
         if status == "BATCH_STATE_FAILED" or operation.get("error"):
             error = operation.get("error") or {}
             failed = str(error.get("message") or "the batch failed")
-        stats = metadata.get("batchStats") or {}
-        counts = {k: int(v) for k, v in stats.items() if str(v).isdigit()}
-        return BatchState(batch_id, status, ended, counts, failed, operation)
+        stats = metadata.get("batchStats")
+        counts = {k: int(v) for k, v in (stats or {}).items() if str(v).isdigit()}
+        answered = None  # proto3 JSON leaves zero counts out: present stats, zero unless said
+        if isinstance(stats, dict):
+            answered = counts.get("successfulRequestCount", 0) + counts.get("failedRequestCount", 0)
+        return BatchState(batch_id, status, ended, counts, failed, operation, answered)
 
     async def outcomes(self, state: BatchState) -> list[BatchOutcome]:
-        operation: dict[str, Any] = state.results or {}
-        output = operation.get("response") or (operation.get("metadata") or {}).get("output") or {}
-        items = (output.get("inlinedResponses") or {}).get("inlinedResponses") or []
-        order = self._orders.pop(state.id, [])
+        """Each inlined response's outcome, a response that cannot be read "unreadable". A
+        response without its key takes the key sent in its place, when every response is
+        there (the order this process sent; a resumed run has none)."""
+        items = _inlined(state.results)
+        if not isinstance(items, list):
+            return [unreadable("", f"the inlined responses of {state.id}: not a list")]
+        order = self._orders.get(state.id, [])
+        if len(items) == len(order):  # whole: a later read cannot do better
+            self._orders.pop(state.id, None)
+        else:
+            order = []  # a response short or extra: places no longer say which request
         found: list[BatchOutcome] = []
         for index, item in enumerate(items):
-            key = (item.get("metadata") or {}).get("key")
-            if key is None and index < len(order):
-                key = order[index]
-            if key is None:
-                continue
-            if "response" in item:
-                found.append(BatchOutcome(str(key), "succeeded", 200, item["response"]))
-                continue
-            error = item.get("error") or {}
-            code = int(error.get("code") or 13)
-            if code in _GONE:  # ran out of time, or the batch was cancelled, before it ran
-                found.append(BatchOutcome(str(key), _GONE[code], 0, error))
-                continue
-            status = _HTTP.get(code, 500)
-            found.append(BatchOutcome(str(key), "errored", status, {"error": error}))
+            where = f"response {index + 1} of the inlined responses of {state.id}"
+            try:
+                found.append(_outcome(item, order[index] if order else None, where))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                key = _key(item) or (order[index] if order else "")
+                found.append(unreadable(key, f"{where}: not a result ({type(exc).__name__})"))
         return found
 
     async def cancel(self, batch_id: str) -> None:
         await self.post(f"/{batch_id}:cancel", b"")
+
+
+def _outcome(item: Any, sent: str | None, where: str) -> BatchOutcome:
+    """An inlined response's outcome (`sent`: the key sent in its place, if known): its
+    reply, its error (a gRPC code), or "unreadable" for one without a key or cut short."""
+    if not isinstance(item, dict):
+        return unreadable("", f"{where}: not an object")
+    metadata = item.get("metadata")
+    key = metadata.get("key") if isinstance(metadata, dict) else None
+    if key is None:
+        key = sent
+    if not isinstance(key, str) or not key:
+        why = "no metadata.key" if key is None else f"metadata.key {_encoder.encode(key).decode()}"
+        return unreadable("", f"{where}: {why}")
+    if "response" in item:
+        return BatchOutcome(key, "succeeded", 200, item["response"])
+    if "error" not in item:
+        return unreadable(key, f"{where}: neither a response nor an error (cut short?)")
+    error = item["error"]
+    code = int(error.get("code") or 13)
+    if code in _GONE:  # ran out of time, or the batch was cancelled, before it ran
+        return BatchOutcome(key, _GONE[code], 0, error)
+    return BatchOutcome(key, "errored", _HTTP.get(code, 500), {"error": error})
+
+
+def _key(item: Any) -> str:
+    """The key an inlined response names in its `metadata` ("" for none that is a string)."""
+    metadata = item.get("metadata") if isinstance(item, dict) else None
+    key = metadata.get("key") if isinstance(metadata, dict) else None
+    return key if isinstance(key, str) else ""
+
+
+def _inlined(operation: Any) -> Any:
+    """The inlined responses of a batch's operation: under `response`, else under
+    `metadata.output` ([] when neither holds any)."""
+
+    def field(obj: Any, name: str) -> Any:
+        return obj.get(name) if isinstance(obj, dict) else None
+
+    for output in (field(operation, "response"), field(field(operation, "metadata"), "output")):
+        found = field(field(output, "inlinedResponses"), "inlinedResponses")
+        if found:
+            return found
+    return []

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from .batch_api import BatchApi, BatchEntry, BatchOutcome, BatchState, jsonl
+from .batch_api import BatchApi, BatchEntry, BatchOutcome, BatchState, read_lines
 
 __all__ = ["OpenAIBatchApi"]
 
@@ -102,29 +102,41 @@ class OpenAIBatchApi(BatchApi):
             failed = "; ".join(str(e.get("message")) for e in errors) or "the batch failed"
         counts = {k: int(v) for k, v in (batch.get("request_counts") or {}).items()}
         files = (batch.get("output_file_id"), batch.get("error_file_id"))
-        return BatchState(batch_id, status, status in _ENDED, counts, failed, files)
+        answered = _answered(counts)
+        return BatchState(batch_id, status, status in _ENDED, counts, failed, files, answered)
 
     async def outcomes(self, state: BatchState) -> list[BatchOutcome]:
         found: list[BatchOutcome] = []
-        for file_id in state.results or ():
+        names = ("output file", "error file")
+        for file_id, name in zip(state.results or (), names, strict=False):
             if not file_id:
                 continue
-            for line in jsonl((await self.get(f"/files/{file_id}/content")).body):
-                found.append(_outcome(line))
+            data = (await self.get(f"/files/{file_id}/content")).body
+            found.extend(read_lines(data, f"{name} {file_id}", _outcome))
         return found
 
     async def cancel(self, batch_id: str) -> None:
         await self.post(f"/batches/{batch_id}/cancel", b"")
 
 
-def _outcome(line: dict[str, Any]) -> BatchOutcome:
-    custom_id = str(line["custom_id"])
+def _answered(counts: dict[str, int]) -> int | None:
+    """Requests the batch's counts say ended (expired and cancelled ones count as failed)."""
+    if "completed" not in counts and "failed" not in counts:
+        return None
+    return counts.get("completed", 0) + counts.get("failed", 0)
+
+
+def _outcome(custom_id: str, line: dict[str, Any]) -> BatchOutcome:
+    """A line's outcome (a KeyError, TypeError ... for a line that is neither a response
+    nor an error: `read_lines` reports it)."""
     response = line.get("response")
     if response:
         status = int(response.get("status_code") or 200)
         kind = "succeeded" if status < 400 else "errored"
         return BatchOutcome(custom_id, kind, status, response.get("body"))
-    error = line.get("error") or {}
+    error = line["error"]
+    if not isinstance(error, dict):
+        raise TypeError(f"error is {type(error).__name__}")
     gone = _GONE.get(str(error.get("code")))
     if gone == "expired":
         return BatchOutcome(custom_id, "expired", 0, error)

@@ -7,8 +7,9 @@ endpoint's limits as every run of one event loop does (`pacing/limits.py`).
 
 A run's log names its task and its model (`eval.task`, `eval.model`), so `resume=True`
 finds the newest log of each (task, model): an unfinished one is resumed (only its
-unfinished samples run), a finished one is kept as it is (its `LoggedEval` stands in
-the set), and a pair with no log runs afresh.
+unfinished samples run; a journal is unfinished whatever it says, and resuming one whose
+run ended finishes its log, sending nothing), a finished one is kept as it is (its
+`LoggedEval` stands in the set), and a pair with no log runs afresh.
 
 A run that fails does not stop the others. When all have ended, the set raises one
 `EvalSetFailedError` (an `EvalFailedError`) naming every failed run, with the set
@@ -36,7 +37,7 @@ from .._words import plural
 from ..chats.chat import Chat
 from ..chats.constructors import chat as make_chat
 from ..engine.options import EvalKeywords, RunOptions
-from ..log.journal_format import JOURNAL_SUFFIX
+from ..log.journal_format import JOURNAL_SUFFIX, journal_path
 from ..log.logged_eval import LoggedEval
 from ..log.reader import read_log
 from ..transport.pool import transport_scope
@@ -374,7 +375,9 @@ def _find_resumable(runs: list[_Run]) -> None:
             if run is None:
                 continue
             status = "started" if path.suffix == JOURNAL_SUFFIX else logged.status
-            if status in UNFINISHED:
+            if status not in UNFINISHED and journal_path(path).exists():
+                run.resume = journal_path(path)  # killed before removing it: finish the run
+            elif status in UNFINISHED:
                 run.resume = path
             elif status == "success":
                 run.kept = logged

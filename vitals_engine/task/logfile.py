@@ -18,8 +18,9 @@ from ..chats.chat import Chat
 from ..engine.user_functions import FunctionSpec
 from ..log import schema as log_schema
 from ..log.compose import RunHeader, compose_header, compose_sample
-from ..log.journal_format import read_journal_batches
+from ..log.journal_format import read_journal_batches, read_journal_replies
 from ..log.logged_batches import with_batches
+from ..log.logged_replies import with_replies
 from ..log.reader import read_log
 from ..log.writer import LogWriter, log_file_name, new_id, write_json_log
 from ..samples import SampleRecord
@@ -68,6 +69,9 @@ def finalize_log(
     if state.batches and state.status != "success":
         batches = batches_to_resume(writer.journal, state.records or [])
         header.eval.metadata = with_batches(header.eval.metadata, batches)
+    if state.status != "success":  # the replies its unfinished samples had, for a resume
+        replies = read_journal_replies(writer.journal)
+        header.eval.metadata = with_replies(header.eval.metadata, replies)
     state.log_path = writer.finalize(header, path, check=_reads_back(header, writer.journal))
     return state.log_path
 

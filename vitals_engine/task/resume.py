@@ -8,6 +8,17 @@ with failed samples), `.json` or `.eval`. When the newest run finished,
 there is nothing to resume. With a path it takes that journal or unfinished
 log. The resumed run appends to the same journal and finishes the same log.
 
+A journal is a run whose final log was never put in place (or whose journal
+was not yet removed after it was), whatever its last header says: a run killed
+while it wrote its final log, or one whose disk was full then, says "success"
+there. Resuming it finishes it: every sample it logged is kept as it was, failed
+ones too, nothing is sent, and the final log is composed from the journal.
+
+What a journal holds of the samples that did not finish, the model replies that
+had arrived (`reply` records), answers the same calls when those samples run
+again (`chats/layers/replies.py`): a resumed run sends only the requests that were
+unanswered when its predecessor stopped.
+
 What is reused (`reconcile`): a run solved by another solver, scored by
 another scorer or run on another model is refused (`ConfigError`) unless the
 caller resumes anyway. A logged sample is kept, never sent to a model again,
@@ -34,13 +45,22 @@ from ..chats.chat import Chat
 from ..dataset import DatasetRow
 from ..log import schema as s
 from ..log.compose import logged_input
-from ..log.journal_format import JOURNAL_SUFFIX, JournalStart, read_journal
+from ..log.journal_format import (
+    JOURNAL_SUFFIX,
+    JournalStart,
+    encoder,
+    journal_path,
+    read_journal,
+    written_key,
+)
 from ..log.listing import LISTING
 from ..log.logged_batches import logged_batches
+from ..log.logged_replies import logged_replies
 from ..log.logged_sample import add_chat_usage, normalize_model, sample_record
 from ..log.reader import read_log
 from ..samples import SampleRecord
 from ..vocab.batch_records import BatchRecord
+from ..vocab.model_calls import JournaledReply
 from ..vocab.usage import UsageLedger
 
 __all__ = ["UNFINISHED", "Resumed", "find_resumable", "load_resume", "newest_run", "reconcile"]
@@ -70,6 +90,9 @@ class Resumed:
     #: The provider batches the source sent (with the requests of unfinished samples):
     #: the resumed run takes their outcomes instead of sending those requests again.
     batches: tuple[BatchRecord, ...] = ()
+    #: The model replies the source journaled for the samples that did not finish: they
+    #: answer the same calls of the resumed run instead of sending them again.
+    replies: tuple[JournaledReply, ...] = ()
 
 
 def _start_record(journal: Path) -> JournalStart | None:
@@ -101,7 +124,9 @@ def newest_run(directory: Path, task: str) -> tuple[Path, str] | None:
     Files are tried newest first (by modification time) and only their headers are
     read, until one of the task is found: cheap however many and however big the logs
     are. Files that cannot be read as logs are passed over. A journal is a run that
-    wrote no final log, so it counts as unfinished whatever its last header says."""
+    wrote no final log, so it counts as unfinished whatever its last header says; so
+    does a finished log whose journal is still beside it (its run was stopped between
+    putting the log in place and removing the journal): the journal is returned."""
     if not directory.is_dir():
         return None
     files = [
@@ -119,6 +144,8 @@ def newest_run(directory: Path, task: str) -> tuple[Path, str] | None:
         if header.eval.task != task:
             continue
         status = header.status if path.suffix != JOURNAL_SUFFIX else "started"
+        if status not in UNFINISHED and journal_path(path).exists():
+            return journal_path(path), "started"  # to finish what its run left
         return path, status
     return None
 
@@ -151,17 +178,20 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
             raise LogFormatError(f"{path}: not a journal: its first line is not a start record.")
         contents = read_journal(path)
         header, samples, log_name = contents.header, contents.samples, start.log
-        batches = contents.batches
+        batches, replies = contents.batches, contents.replies
     else:
         logged = read_log(path)
         header, samples, log_name = logged.header, logged.samples, path.name
         batches = tuple(logged_batches(logged.header))
+        replies = tuple(logged_replies(logged.header))  # a stopped run's, of unfinished samples
     if header.eval.task != task_name:
         raise ConfigError(
             f"Cannot resume task '{task_name}' from '{path}': it is a log of task "
             f"'{header.eval.task}'."
         )
-    if header.status == "success":
+    # a journal that says success lacks its final log: finish it (see the module docstring)
+    finishing = header.status == "success" and path.suffix == JOURNAL_SUFFIX
+    if header.status == "success" and not finishing:
         raise ConfigError(
             f"Cannot resume from '{path}': that run finished successfully. "
             "Run task.eval() for a new run."
@@ -174,8 +204,10 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
     keys: set[tuple[Any, int]] = set()
     for sample in samples:
         keys.add((sample.id, sample.epoch))
-        if sample.error is not None or not sample.scores:
-            continue  # failed, or stopped before it was scored: run it again
+        if sample.error is None and not sample.scores:
+            continue  # stopped before it was scored: run it again
+        if sample.error is not None and not finishing:
+            continue  # failed: run it again, unless the run ended well with it
         record = sample_record(sample, default_model, ours=True)
         for chat in (record.solver_chat, record.score.chat if record.score else None):
             if chat is not None and chat.provider.model_id in by_model:
@@ -196,6 +228,7 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
         model=default_model,
         keys=keys,
         batches=batches,
+        replies=replies,
     )
 
 
@@ -229,7 +262,7 @@ def _setup_changes(
 
 
 def _same_json(a: Any, b: Any) -> bool:
-    return a == b or s.encoder.encode(a) == s.encoder.encode(b)
+    return a == b or encoder.encode(a) == encoder.encode(b)  # lone surrogates as logged
 
 
 def _still_valid(
@@ -243,8 +276,8 @@ def _still_valid(
         return False
     if not _same_json(sample.target, row.target):
         return False
-    if scorer and list(sample.scores or {}) != [scorer]:
-        return False
+    if scorer and sample.scores and list(sample.scores) != [scorer]:
+        return False  # (a sample without scores failed: kept only when finishing)
     now = _known(model)
     chat = record.solver_chat
     return not (now and chat is not None and chat.provider.model_id.lower() != now)
@@ -272,7 +305,8 @@ def reconcile(
             "--resume --resume-anyway`): samples whose input, target, solver model and "
             "scorer still match are kept, the rest run again."
         )
-    by_id = {row.id: row for row in rows}
+    # the source's ids as logged: a lone surrogate in an id is read back escaped
+    by_id = {written_key((row.id, 1))[0]: row for row in rows}
     finished: dict[tuple[Any, int], SampleRecord] = {}
     logged: dict[tuple[Any, int], s.EvalSample] = {}
     changed = 0
@@ -282,13 +316,16 @@ def reconcile(
             continue
         record = resumed.finished[key]
         if _still_valid(sample, record, row, scorer, model):
-            finished[key], logged[key] = record, sample
+            if row.id != key[0]:  # the record under the dataset's own id
+                record.sample = dataclasses.replace(record.sample, id=row.id)
+            live = (row.id, key[1])
+            finished[live], logged[live] = record, sample
         else:
             changed += 1
     gone = sum(1 for key in resumed.keys if key[0] not in by_id or key[1] > epochs)
     # Every sample of the source not reused: the final log holds it only once this run
     # logs it anew, so a resumed run that stops again logs (and counts) what it holds.
-    stale = resumed.keys - finished.keys()
+    stale = resumed.keys - {written_key(key) for key in finished}
     ledger = UsageLedger()
     for record in finished.values():
         ledger.merge(record.usage)

@@ -4,12 +4,15 @@ as they finish, with the task's state updated when the run ends, however it ends
 A run reads the task's `TaskSetup` and writes its `RunState`. Each finished sample
 goes to the run's journal before the caller's sink sees it; past `SPILL_AFTER`
 logged samples (of the run, or of its eval set), the run keeps only its score in
-memory (the caller gets a whole copy). A run that stops on an error or a SystemExit
-(status "error"), a cancellation or a KeyboardInterrupt (status "cancelled") still
+memory (the caller gets a whole copy). A run that stops on an error (status "error"),
+a cancellation, a KeyboardInterrupt or a SystemExit (status "cancelled") still
 records its state and, once any sample had started, writes the log, then re-raises.
 Its log, its header's counts and the task's records hold the samples that finished
 (and those reused from a resumed run); samples in flight when it stopped have no
-result yet, so they are neither logged nor counted, and a resume runs them again.
+result yet, so they are neither logged nor counted, and a resume runs them again. Each
+model reply goes to the journal the moment it arrives (`chats/layers/replies.py`; from
+Ray workers, through the driver), so that resume answers those calls from it instead of
+buying them again.
 
 While samples stream their replies, the run keeps their text so far in a sidecar
 beside the journal (`log/live.py`), for the live viewer; it is removed when the
@@ -28,8 +31,10 @@ from typing import Any
 import anyio
 
 from .._errors import ConfigError, EvalFailedError, LogWriteError, VitalsError
+from .._sync import INTERRUPTS
 from .._words import plural
 from ..caching.lookup import CacheUse
+from ..chats.layers.replies import Replies
 from ..dataset import expand_epochs
 from ..distributed.backend import Ray
 from ..distributed.driver import check_sendable, execute_on_ray
@@ -234,6 +239,8 @@ class _TaskRun:
             exclude=resume.stale if resume else (),
         )
         self.run.batch_journal = writer.add_batch
+        # each reply to the journal as it arrives; the resumed run's answer its calls again
+        self.run.replies = Replies(writer.add_reply, resume.replies if resume is not None else ())
         texts = self.texts
         self.live = LiveFile(
             live_path(writer.journal), writer.path.name, lambda: _live_samples(texts)
@@ -274,6 +281,8 @@ class _TaskRun:
             writer.add(logged_sample)
         for batch in resume.batches:  # a later resume needs them as well
             writer.add_batch(batch)
+        for reply in resume.replies:  # ... and the replies of the samples still to run
+            writer.add_reply(reply)
 
     async def _run_samples(self) -> None:
         backend = self.options.backend
@@ -285,6 +294,7 @@ class _TaskRun:
                 self.logged_together,
                 scorer_label=self.scorer,
                 keep_chats=self.sink is not None,
+                replies=self.writer.add_reply_lines,
             )
         else:
             await self.run.execute(self.source, self.logged)
@@ -341,7 +351,16 @@ class _TaskRun:
             bar.close()
 
     async def finished(self) -> None:
-        """The run ended: its state recorded, its log composed."""
+        """The run ended: its state recorded, its log composed. When its budget stopped it,
+        the samples that did not finish are kept as a stopped run keeps them."""
+        budget = self.run.budget
+        if budget is not None and budget.reached is not None:
+            if self.solve:
+                self.records = _in_the_log(self.setup, self.records, self.logged_keys, self.done)
+            else:
+                for record in self.records:
+                    if record.key not in self.logged_keys:
+                        self.writer.add(compose_sample(record, self.scorer))
         self._finish(failed=None)
         await self.writer.close(compose_header(run_header(self.setup, self.state, self.records)))
 
@@ -419,7 +438,8 @@ def _finish_run(
     elif failed is not None:
         if score:
             state.partial_metrics = _metrics_so_far(setup, records)
-        cancelled = isinstance(failed, anyio.get_cancelled_exc_class() | KeyboardInterrupt)
+        # Ctrl-C and sys.exit() alike: the process stopping, not the run failing
+        cancelled = isinstance(failed, (anyio.get_cancelled_exc_class(), *INTERRUPTS))
         state.status = "cancelled" if cancelled else "error"
         state.error = eval_error(failed)
     else:

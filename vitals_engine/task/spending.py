@@ -75,9 +75,10 @@ def budget_error(state: RunState) -> BudgetExceeded | None:
     if state.budget_reason is None:
         return None
     return BudgetExceeded(
-        f"{state.budget_reason}. No more samples were started; those at work finished, and "
-        f"the log was written with status 'cancelled': {state.log_path}. Continue it with "
-        "eval(resume=True), which has a budget of its own.",
+        f"{state.budget_reason}. No more samples were started and no call was sent that "
+        "could pass it; the samples at work finished as far as their calls fit (the others "
+        f"are not logged), and the log was written with status 'cancelled': {state.log_path}. "
+        "Continue it with eval(resume=True), which has a budget of its own.",
         reason=state.budget_reason,
         spent=state.budget_spent,
         log_path=str(state.log_path) if state.log_path else None,

@@ -29,6 +29,7 @@ from ..dataset import DatasetRow
 from ..engine.options import DEFAULT_CONCURRENCY
 from ..engine.user_functions import FunctionSpec
 from ..log import schema as log_schema
+from ..log.journal_format import written_key
 from ..log.writer import LogWriter
 from ..metrics import Metric
 from ..samples import Sample, SampleRecord
@@ -60,6 +61,8 @@ class TaskSetup:
 
     def __post_init__(self) -> None:
         self.positions = {row.id: i for i, row in enumerate(self.rows)}
+        for i, row in enumerate(self.rows):  # ids as a journal reads them back, too
+            self.positions.setdefault(written_key((row.id, 1))[0], i)
 
     @property
     def scorer_label(self) -> str | None:

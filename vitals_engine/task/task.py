@@ -451,7 +451,9 @@ class Task:
         return records_frame(state.records, setup.scorer_label, scored=state.scored)
 
     def get_cost(self) -> pl.DataFrame:
-        """Requests, tokens and cost by role (solver, scorer) and model."""
+        """Requests, tokens and cost by role (solver, scorer) and model; `timed_out` counts
+        the attempts that timed out after their request was sent, whose guessed input is
+        in the row's tokens and cost."""
         ledger = UsageLedger()
         ledger.merge(self._state.solve_ledger)
         ledger.merge(self._state.score_ledger)

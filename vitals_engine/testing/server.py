@@ -118,18 +118,31 @@ counted in `requests`. Their knobs and counters:
   delay, `finished` of their requests done and the rest expired; cancelling
   through the API makes a batch cancelling, then cancelled, its unfinished
   requests cancelled;
+- `spoil_batch_results(*flaws, lost=0, times=1, reads=None)`: the results of the
+  next batches are served spoiled (their counts untouched), as a provider's results
+  file has been seen: a bad line for each flaw, "junk" (a line that is no result:
+  not JSON, or a string among Gemini's responses), "truncated" (the last line cut
+  short, without its newline; Gemini's: its `metadata` alone), "no-id", "null-id",
+  "numeric-id" (a line without its custom id, with null, with 12345; Gemini's
+  `metadata.key`), "duplicate" (a second line for a request, carrying another
+  request's answer); `lost` leaves out that many requests that succeeded (OpenAI:
+  from the output file) while the counts still count them completed; `reads`: only
+  the first that many reads of the results are spoiled (None: every read), so a
+  client that asks again gets them whole (see `batches/spoiled.py`);
 - `end_batches()`: every batch in progress ends at its next poll;
 - `batches_enabled = False`: every batch route answers 404 (a server without them);
 - `max_batch_requests`: a batch of more requests is refused with 400;
 - `batches` (id → `MockBatch`: state, outcome, counts, times, custom_ids),
   `batch_submissions` (a Counter of the custom ids submitted in accepted
-  batches: nothing sent twice means no count above 1) and `batch_polls` (a
-  Counter of status requests by batch id).
+  batches: nothing sent twice means no count above 1; a request that expired
+  goes again under its custom id, so its count is how often it was sent) and
+  `batch_polls` (a Counter of status requests by batch id).
 
 ```python
 server.batch_delay = 0
 server.fail_in_batch("429", times=1)
 server.expire_batches(finished=2)
+server.spoil_batch_results("junk", "duplicate", lost=1)
 assert max(server.batch_submissions.values()) == 1
 ```
 """

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import anyio
 
-from .._errors import ProviderError, ProviderUnavailable
+from .._errors import ProviderError
 from .base import (
     MAX_REDIRECTS,
     OWN_HEADERS,
@@ -34,7 +34,7 @@ from .base import (
     same_origin_redirect,
     timed_out,
 )
-from .decoding import ACCEPT_ENCODING, BodyError, Decoder, too_large
+from .decoding import ACCEPT_ENCODING, BodyError, Decoder, refused_body, too_large
 from .proxies import Proxy, proxy_for
 from .tls import default_tls
 
@@ -221,7 +221,7 @@ class Adapter(Transport):
                     yield out
             decoder.end()
         except BodyError as exc:
-            raise ProviderUnavailable(f"connection to {exchange.url} failed: {exc}") from None
+            raise refused_body(exchange.url, exc) from None
         except Exception as exc:
             raise self._failure(exchange.url, exc, timeouts) from exc
 

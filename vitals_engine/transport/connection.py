@@ -20,7 +20,7 @@ from anyio.streams.tls import TLSAttribute
 
 from .._errors import ProviderError, ProviderTimeout, ProviderUnavailable
 from .base import Timeouts, describe, timed_out
-from .decoding import BodyError
+from .decoding import BodyError, refused_body
 
 __all__ = [
     "RECEIVE",
@@ -123,7 +123,9 @@ def failure(exc: BaseException, url: str) -> ProviderError | None:
         )
     if isinstance(exc, anyio.ClosedResourceError):
         return ProviderUnavailable(f"connection to {url} failed: the transport was closed")
-    if isinstance(exc, (ProtocolError, BodyError)):
+    if isinstance(exc, BodyError):
+        return refused_body(url, exc)
+    if isinstance(exc, ProtocolError):
         return ProviderUnavailable(f"connection to {url} failed: {exc}")
     if isinstance(exc, (anyio.BrokenResourceError, OSError)):  # OSError: e.g. ssl.SSLError
         return ProviderUnavailable(f"connection to {url} failed: {describe(exc)}")

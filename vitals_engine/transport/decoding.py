@@ -20,13 +20,17 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
+from .._errors import ProviderError, ProviderUnavailable
+
 __all__ = [
     "ACCEPT_ENCODING",
     "MAX_BODY_BYTES",
     "BodyError",
+    "BodyTooLarge",
     "Decoder",
     "decoder_for",
     "decompress",
+    "refused_body",
     "too_large",
 ]
 
@@ -40,10 +44,25 @@ class BodyError(Exception):
     """A response body we refuse (too large, or not decodable): the message says why."""
 
 
+class BodyTooLarge(BodyError):
+    """A body over the limit: the same request would get it again, so it is not retried."""
+
+
 def too_large(limit: int, length: int | None = None) -> BodyError:
     """The error for a body over `limit` bytes (`length`: the size it declares)."""
     size = "" if length is None else f" ({length} bytes)"
-    return BodyError(f"the response body{size} is larger than the {limit >> 20} MiB limit")
+    return BodyTooLarge(f"the response body{size} is larger than the {limit >> 20} MiB limit")
+
+
+def refused_body(url: str, exc: BodyError) -> ProviderError:
+    """The provider error for a body we refuse: one over the limit is not retried (the
+    answer would be as large again); one that does not decode may be (a cut stream)."""
+    if isinstance(exc, BodyTooLarge):
+        return ProviderError(
+            f"the answer of {url} was refused: {exc}. Not retried: the same request would "
+            "get an answer as large again"
+        )
+    return ProviderUnavailable(f"connection to {url} failed: {exc}")
 
 
 class _Layer:

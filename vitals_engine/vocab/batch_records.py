@@ -57,6 +57,9 @@ class BatchSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The provider's last word on it ("completed", "ended", ...), or "not submitted".
     status: str | None = None
     counts: dict[str, int] | None = None
+    #: What its results held that was not taken: lines that could not be read,
+    #: duplicates, requests the provider counted as done but lost (`batching/results.py`).
+    notes: list[str] | None = None
 
     def merged(self, later: BatchSummary) -> Self:
         """This record with the fields `later` sets."""

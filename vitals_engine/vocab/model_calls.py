@@ -5,6 +5,9 @@
   timing, retries.
 - `RetryNote` is one retried attempt of a call: when, why, how long it waited.
 - `ReplyOrigin` is the call a cached reply first answered.
+- `JournaledReply` is a reply as the run's journal keeps it the moment it arrives,
+  keyed like the reply cache, so a resumed run answers that call again without
+  sending it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import msgspec
 
 from .turns import Turn
 
-__all__ = ["ChatRequest", "ModelCall", "ReplyOrigin", "RetryNote", "ToolDef"]
+__all__ = ["ChatRequest", "JournaledReply", "ModelCall", "ReplyOrigin", "RetryNote", "ToolDef"]
 
 
 class ToolDef(msgspec.Struct, frozen=True):
@@ -47,6 +50,35 @@ class ReplyOrigin(msgspec.Struct, omit_defaults=True, frozen=True):
     epoch: int | None = None
     role: str | None = None
     at: float | None = None
+
+
+class JournaledReply(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A reply as the run's journal keeps it, written the moment it arrives: which call
+    it answered (the sample, its epoch, the role of the stage, the call's digest and its
+    place among the stage's identical calls) and the reply.
+
+    `call` is the reply cache's key of the request (`caching/keys.py`: provider, base
+    URL, model, the model's parameters, the whole request and the epoch), so a prompt
+    changed since is not answered from it; `nth` counts the identical calls before it
+    in the same sample stage (0 for the first). `batch` is the provider batch that
+    answered it (None: a live call), for its price.
+
+    Example:
+        >>> JournaledReply(sample=7, epoch=1, role="solver", call="5c0f...", turn=turn)
+    """
+
+    sample: int | str
+    epoch: int
+    role: str
+    call: str
+    nth: int = 0
+    turn: Turn
+    batch: str | None = None
+
+    @property
+    def key(self) -> tuple[int | str, int, str, str, int]:
+        """What finds it: (sample, epoch, role, call, nth)."""
+        return (self.sample, self.epoch, self.role, self.call, self.nth)
 
 
 @dataclass(frozen=True, slots=True)

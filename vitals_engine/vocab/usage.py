@@ -2,7 +2,11 @@
 
 A `UsageLedger` sums every model call per (role, provider, model, batch, cached):
 calls sent in a provider's batch (batch mode) are kept apart from live ones, and
-calls answered from the cache (at cost 0) from both. The engine
+calls answered from the cache (at cost 0) from both. An attempt that timed out after
+its request went out is charged too (a provider bills what it processed, whether or not
+the client waited for the answer): its input tokens, estimated from the request, and
+their price, counted in the row's `timed_out` and not in its `requests` (the replies).
+The engine
 opens a call scope (`pacing/scope.py`) around each sample's solve and score
 stage; every completed call is recorded into the ledgers of the scope it
 runs in (the run's and the sample's). Outside any scope (a chat used on its
@@ -33,6 +37,7 @@ def cost_schema() -> dict[str, type[pl.DataType]]:
         "batch": pl.Boolean,
         "cached": pl.Boolean,
         "requests": pl.Int64,
+        "timed_out": pl.Int64,
         "input_tokens": pl.Int64,
         "cached_input_tokens": pl.Int64,
         "cache_write_tokens": pl.Int64,
@@ -44,14 +49,20 @@ def cost_schema() -> dict[str, type[pl.DataType]]:
 
 @dataclass(slots=True)
 class UsageRow:
-    """Running totals for one (role, provider, model, batch, cached)."""
+    """Running totals for one (role, provider, model, batch, cached): `requests` counts
+    the replies, `timed_out` the attempts that timed out after their request went out
+    (their estimated input is in `tokens` and `cost`)."""
 
     requests: int = 0
     tokens: TokenUsage = field(default_factory=TokenUsage)
     cost: float | None = 0.0
+    timed_out: int = 0
 
-    def add(self, tokens: TokenUsage, cost: float | None) -> None:
-        self.requests += 1
+    def add(self, tokens: TokenUsage, cost: float | None, timed_out: bool = False) -> None:
+        if timed_out:
+            self.timed_out += 1
+        else:
+            self.requests += 1
         self.tokens = self.tokens + tokens
         # One call of unknown price makes the total unknown: never report a partial sum.
         self.cost = None if cost is None or self.cost is None else self.cost + cost
@@ -60,10 +71,13 @@ class UsageRow:
         """What this row has beyond `other` (a part of it)."""
         tokens = self.tokens - other.tokens
         cost = None if self.cost is None or other.cost is None else self.cost - other.cost
-        return UsageRow(self.requests - other.requests, tokens, cost)
+        return UsageRow(
+            self.requests - other.requests, tokens, cost, self.timed_out - other.timed_out
+        )
 
     def absorb(self, other: UsageRow) -> None:
         self.requests += other.requests
+        self.timed_out += other.timed_out
         self.tokens = self.tokens + other.tokens
         self.cost = None if other.cost is None or self.cost is None else self.cost + other.cost
 
@@ -96,14 +110,16 @@ class UsageLedger:
         *,
         batch: bool = False,
         cached: bool = False,
+        timed_out: bool = False,
     ) -> None:
         """Add one call; `batch`: it was sent in a provider's batch; `cached`: the cache
-        answered it."""
+        answered it; `timed_out`: not a reply but an attempt that timed out after its
+        request went out (`tokens`: its estimated input)."""
         key = (role, provider, model, batch, cached)
         row = self.rows.get(key)
         if row is None:
             row = self.rows[key] = UsageRow()
-        row.add(tokens, cost)
+        row.add(tokens, cost, timed_out)
 
     def merge(self, other: UsageLedger, role: str | None = None) -> None:
         """Add another ledger's totals (only `role`'s, if given) into this one."""
@@ -118,7 +134,7 @@ class UsageLedger:
         none = UsageRow()
         for key, row in self.rows.items():
             left = row.less(part.rows.get(key, none))
-            if left.requests or left.tokens.total:
+            if left.requests or left.timed_out or left.tokens.total:
                 out.rows[key] = left
         return out
 
@@ -168,6 +184,7 @@ class UsageLedger:
                 "batch": [k[3] for k in keys],
                 "cached": [k[4] for k in keys],
                 "requests": [self.rows[k].requests for k in keys],
+                "timed_out": [self.rows[k].timed_out for k in keys],
                 "input_tokens": [self.rows[k].tokens.input for k in keys],
                 "cached_input_tokens": [self.rows[k].tokens.cached_input for k in keys],
                 "cache_write_tokens": [self.rows[k].tokens.cache_write for k in keys],

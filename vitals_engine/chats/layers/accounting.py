@@ -9,9 +9,12 @@ turn with its cost and retries, and records the call in the current scope:
 - the sample's list of model calls (timing, retries, the batch, the cache, the call's
   settings), which the log turns into model events.
 
-The cache's hits (`from_cache`: cost 0, recorded as read) and the calls the retries gave
-up on (`failed`: recorded with their error, charged nothing) are written here as well.
-Outside any run (no scope) a reply is priced and nothing is recorded.
+The cache's hits (`from_cache`: cost 0, recorded as read), the calls the retries gave
+up on (`failed`: recorded with their error) and the attempts that timed out after their
+request went out (`lost`: charged at once, in the ledgers only, the input tokens of the
+request as estimated, at the model's input price; a provider bills what it processed
+whether or not we waited for it) are written here as well. Outside any run (no scope)
+a reply is priced and nothing is recorded.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ...providers.base import Provider
 from ...vocab.model_calls import ModelCall
 from ...vocab.pricing import cost_of
 from ...vocab.turns import TokenUsage, Turn
-from .call import Call, Send
+from .call import Call, Send, prompt_tokens
 
 __all__ = ["Accounting"]
 
@@ -73,6 +76,18 @@ class Accounting:
             )  # fmt: skip
             _charge(scope, provider, record, 0.0, cached=True)
         return turn
+
+    def lost(self, call: Call) -> None:
+        """An attempt of `call` that timed out after its request went out: its input tokens
+        (estimated from the request) charged to the scope's ledgers as a timed-out attempt."""
+        scope = call.scope
+        if scope is None:
+            return
+        provider = call.provider
+        tokens = TokenUsage(input=prompt_tokens(call.request))
+        cost = cost_of(provider.name, provider.model, tokens)
+        for ledger in scope.ledgers:
+            ledger.record(scope.role, provider.name, provider.model, tokens, cost, timed_out=True)
 
     def failed(self, call: Call, error: ProviderError) -> None:
         """A call the retries gave up on: recorded with its error in the sample's calls."""

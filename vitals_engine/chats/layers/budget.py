@@ -1,10 +1,20 @@
-"""The run's budget (`eval(max_cost=, max_tokens=)`, `Limits(max_cost=)`), told of each
-model before its first call goes out.
+"""The run's budget (`eval(max_cost=, max_tokens=)`, `Limits(max_cost=)`), checked before
+each call goes out.
 
-The budget takes up the model's own cap and refuses, with a `ConfigError` before any
-request, a model of unknown price that a dollar cap watches. Whether a new sample may
-start is the run's question (`pacing/budget.py`), not a call's. A run without a cap
-has no such layer, but for the models with a cost cap of their own (`Limits(max_cost=)`).
+The budget is told of the call's model first: it takes up the model's own cap and
+refuses, with a `ConfigError` before any request, a model of unknown price that a
+dollar cap watches. Then the call holds room in every cap that watches it (its prompt's
+tokens as guessed from the request, and its `max_tokens` or else the most output the
+model's replies have had in the run, at the model's price: `pacing/budget.py`), waiting
+while it does not fit and calls under way may free room, refused with `BudgetExceeded`
+(not sent) when none can. The room is given back when the call is over; the accounting
+above charges what it really cost in the same step. After an attempt that timed out
+(charged at once by the accounting), the call takes its room anew before the next
+(`call.again`, which the retries await).
+
+Whether a new sample may start is the run's question (`pacing/budget.py`), not a
+call's. A run without a cap has no such layer, but for the models with a cost cap of
+their own (`Limits(max_cost=)`).
 """
 
 from __future__ import annotations
@@ -12,7 +22,7 @@ from __future__ import annotations
 from ...pacing.budget import Budget
 from ...pacing.limits import Limits
 from ...vocab.turns import Turn
-from .call import Call, Send
+from .call import Call, Send, output_cap, prompt_tokens
 
 __all__ = ["BudgetCheck", "watches"]
 
@@ -25,14 +35,33 @@ def watches(budget: Budget, own: Limits | None) -> bool:
 
 
 class BudgetCheck:
-    """Tell the run's budget of the call's model, then send the call on."""
+    """Tell the run's budget of the call's model, hold the call's room in it while the call
+    is under way (`batched`: the stack's calls go in provider batches, at their price)."""
 
-    __slots__ = ("budget",)
+    __slots__ = ("batched", "budget")
 
-    def __init__(self, budget: Budget) -> None:
+    def __init__(self, budget: Budget, *, batched: bool = False) -> None:
         self.budget = budget
+        self.batched = batched
 
     async def __call__(self, call: Call, send: Send) -> Turn:
-        provider = call.provider
-        self.budget.on_call(provider.name, provider.model, provider.limits)
-        return await send(call)
+        provider, request, budget = call.provider, call.request, self.budget
+        name, model = provider.name, provider.model
+        budget.on_call(name, model, provider.limits)
+        hold = await budget.hold(
+            name,
+            model,
+            prompt_tokens(request),
+            output_cap(request, provider.params),
+            batch=self.batched,
+        )
+        if hold is None:  # no cap watches this model
+            return await send(call)
+        call.again = hold.again
+        try:
+            turn = await send(call)
+        except BaseException:
+            hold.settle()
+            raise
+        hold.settle(turn.tokens)
+        return turn

@@ -7,7 +7,8 @@ cache hit). The bottom of a stack is a `Send` alone (the provider's send, or a b
 queue). The layers talk to each other only through the `Call`: what it asks (provider,
 request), for whom (its scope: the role, the sample, its ledgers and list of calls),
 and what the layers learn of it on the way (when its attempts started, its retries,
-the endpoint limiter that paced it, the batch that answered it).
+the endpoint limiter that paced it, the batch that answered it, what the budget wants
+done before another attempt goes).
 
 Invariants: a `Stack` is built once (per run and kind of model), never per call; a
 call allocates its `Call` and nothing per layer (the chain is made of closures built
@@ -16,8 +17,8 @@ with the stack).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...pacing.scope import CallScope
 from ...providers.base import Provider
@@ -27,7 +28,33 @@ from ...vocab.turns import Turn
 if TYPE_CHECKING:
     from ...pacing.limits import EndpointLimiter
 
-__all__ = ["Call", "Layer", "Send", "Stack"]
+__all__ = ["Call", "Layer", "Send", "Stack", "output_cap", "prompt_tokens"]
+
+
+def prompt_tokens(request: ChatRequest) -> int:
+    """A cheap guess of the tokens a call's request sends (about 4 characters a token, tool
+    definitions not counted).
+
+    Example:
+        >>> prompt_tokens(ChatRequest([Turn.user("What's 2+2?")]))
+        2
+    """
+    chars = len(request.system_prompt or "") + sum(len(t.text) for t in request.turns)
+    return chars // 4
+
+
+def output_cap(request: ChatRequest, model_params: Mapping[str, Any] | None = None) -> int | None:
+    """The most tokens a call lets its reply have: `max_tokens`, `max_completion_tokens` or
+    `max_output_tokens` of the request's own parameters, else of the model's
+    (`model_params`, its `params=`); None when neither sets one."""
+    for params in (request.params, model_params):
+        if not params:
+            continue
+        for name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+            value = params.get(name)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return None
 
 
 class Call:
@@ -41,6 +68,7 @@ class Call:
     """
 
     __slots__ = (
+        "again",
         "batch_id",
         "cache",
         "estimate",
@@ -72,6 +100,9 @@ class Call:
         self.batch_id: str | None = None
         #: "write" when the cache keeps its reply (what its record says of the cache).
         self.cache: str | None = None
+        #: Awaited before an attempt that follows one that timed out (set by the budget:
+        #: room for the attempt, now that the lost one is charged); None: nothing to do.
+        self.again: Callable[[], Awaitable[None]] | None = None
 
 
 #: The rest of the stack below a layer: sends the call on, returns the reply.

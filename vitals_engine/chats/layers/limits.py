@@ -21,17 +21,16 @@ from ..._errors import ProviderError, RateLimitError
 from ...pacing.limits import EndpointLimiter, LimitsRegistry
 from ...vocab.model_calls import ChatRequest
 from ...vocab.turns import Turn
-from .call import Call, Send
+from .call import Call, Send, prompt_tokens
 
 __all__ = ["EndpointLimits", "estimate_tokens"]
 
 
 def estimate_tokens(request: ChatRequest) -> int:
     """A cheap guess of a call's tokens before it is made (about 4 characters a token)."""
-    chars = len(request.system_prompt or "") + sum(len(t.text) for t in request.turns)
-    params = {**request.params}
+    params = request.params
     output = params.get("max_tokens") or params.get("max_completion_tokens") or 256
-    return chars // 4 + int(output)
+    return prompt_tokens(request) + int(output)
 
 
 class EndpointLimits:

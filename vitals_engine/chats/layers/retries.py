@@ -11,6 +11,13 @@ A call given up on is judged by its endpoint's repeated failures (the same clien
 call after call, stops the run: `pacing/repeats.py`) and recorded by `gave_up` (the
 accounting's) before its error goes up.
 
+An attempt that timed out (our `Retry(timeout=)`, or the transport's) went out, and the
+provider may bill it: `lost` (the accounting's) charges it at once, and before the next
+attempt the call awaits `call.again` when a layer above set it (the budget takes room
+for the attempt anew). A dropped connection is not counted so: the transports do not
+tell one dropped after the request was sent from one that failed before (both are a
+`ProviderUnavailable`).
+
 The policy: the model's own `Retry`, else the run's (else the default). A model's own
 `Retry(sample_timeout=)` is a `ConfigError`: that is a run setting.
 """
@@ -20,7 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from ..._errors import ConfigError, ProviderError
+from ..._errors import ConfigError, ProviderError, ProviderTimeout
 from ..._logging import log
 from ...pacing.clock import Clock
 from ...pacing.limits import EndpointLimiter
@@ -44,14 +51,20 @@ def _reason(error: ProviderError) -> str:
 class Retries:
     """Attempt a call until one attempt succeeds or the policy gives up."""
 
-    __slots__ = ("clock", "gave_up", "policy")
+    __slots__ = ("clock", "gave_up", "lost", "policy")
 
     def __init__(
-        self, policy: Retry, clock: Clock, gave_up: Callable[[Call, ProviderError], None]
+        self,
+        policy: Retry,
+        clock: Clock,
+        gave_up: Callable[[Call, ProviderError], None],
+        lost: Callable[[Call], None] | None = None,
     ) -> None:
         self.policy = policy
         self.clock = clock
         self.gave_up = gave_up
+        #: Charges an attempt that timed out after its request went out (None: nobody).
+        self.lost = lost
 
     async def __call__(self, call: Call, send: Send) -> Turn:
         policy = call.provider.retry
@@ -67,12 +80,17 @@ class Retries:
             try:
                 return await send(call)
             except ProviderError as exc:
+                timed_out = isinstance(exc, ProviderTimeout)
+                if timed_out and self.lost is not None:
+                    self.lost(call)
                 if not exc.retryable or attempt >= policy.max_attempts:
                     if call.limiter is not None:
                         call.limiter.repeats.judge(exc)
                     self.gave_up(call, exc)
                     raise
                 await self._wait(call, attempt, exc, policy)
+                if timed_out and call.again is not None:
+                    await call.again()
 
     async def _wait(self, call: Call, attempt: int, exc: ProviderError, policy: Retry) -> None:
         """Note the retry and wait before the next attempt, lending the sample's seat."""

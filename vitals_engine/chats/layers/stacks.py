@@ -7,7 +7,8 @@ share the run's one stack; a model with its own `cache=`, `batch=` or cost cap
 (`Limits(max_cost=)`) gets a stack of its own, built at its first call and kept for the
 run.
 A feature the run (or model) does not use has no layer: no cache, no cache layer; no
-cap, no budget layer; no batch mode, no batch queue; a call pays nothing for it.
+cap, no budget layer; no batch mode, no batch queue; no journal (a run without a log,
+a scope of its own), no reply journal; a call pays nothing for it.
 
 A scope made without a run (`call_scope(...)`) gets stacks built from its own options at
 its first call; a call outside any scope gets the stacks of `outside` (the cache, if
@@ -33,6 +34,7 @@ from .budget import BudgetCheck, watches
 from .cache import ReplyCache, caches
 from .call import Layer, Send, Stack
 from .limits import EndpointLimits
+from .replies import Replies, ReplyJournal
 from .retries import Retries
 from .seats import SeatCount
 from .send import ProviderSend
@@ -54,6 +56,7 @@ class CallStacks:
         budget: the run's budget (None: none).
         batches: the run's batch queues (None: every call is live).
         limits: the run's endpoint limits (None: none).
+        replies: the run's journaled replies (None: no journal, nothing to answer from).
 
     Example:
         >>> stacks = CallStacks(retry=Retry(), clock=SystemClock(), limits=registry)
@@ -69,6 +72,7 @@ class CallStacks:
         "cache",
         "clock",
         "limits",
+        "replies",
         "retry",
         "scoped",
     )
@@ -83,6 +87,7 @@ class CallStacks:
         budget: Budget | None = None,
         batches: BatchCalls | None = None,
         limits: LimitsRegistry | None = None,
+        replies: Replies | None = None,
     ) -> None:
         self.retry = retry
         self.clock = clock
@@ -91,6 +96,7 @@ class CallStacks:
         self.budget = budget
         self.batches = batches
         self.limits = limits
+        self.replies = replies
         #: The stack of models that leave cache and batches to the run (made at first use).
         self._plain: Stack | None = None
         #: The stacks of models with their own `cache=`, `batch=` or cost cap, by those.
@@ -140,13 +146,15 @@ class CallStacks:
         if caches(self.cache, provider.cache):
             layers.append(ReplyCache(self.cache, accounting.from_cache))
         layers.append(accounting)
+        if self.replies is not None:
+            layers.append(ReplyJournal(self.replies))
         if self.budget is not None and watches(self.budget, provider.limits):
-            layers.append(BudgetCheck(self.budget))
+            layers.append(BudgetCheck(self.budget, batched=batched))
         if batches is not None and not batched and batches.resumed:
             layers.append(ResumedBatches(batches))
         if self.scoped:
             layers.append(SeatCount())
-        layers.append(Retries(self.retry, self.clock, accounting.failed))
+        layers.append(Retries(self.retry, self.clock, accounting.failed, accounting.lost))
         if batches is not None and batched:
             return layers, BatchQueue(batches)
         if self.limits is not None:

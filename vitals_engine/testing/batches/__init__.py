@@ -90,6 +90,13 @@ Every batch route answers 404 with the format's error body when batches are
 turned off, a batch of another format is not found (404), and a batch over
 `max_batch_requests` is refused with 400. Cancelling an ended batch returns it
 unchanged.
+
+A test may have a batch's results served spoiled, as providers' have been seen:
+bad lines (junk, a truncated last line, a custom id missing, null or a number, a
+duplicate) and requests left out while still counted (`spoil_batch_results`; how
+each flaw is made is in `spoiled.py`). OpenAI's spoiled file is the output file (or
+the error file when there is no output); Anthropic's, the results; Gemini's, the
+inlined responses (in `response` and `metadata.output` alike).
 """
 
 from __future__ import annotations
@@ -104,15 +111,26 @@ from .api import BatchApi
 from .gemini import GeminiBatches
 from .knobs import BatchKnobs
 from .openai import OpenAIBatches
-from .store import BATCH_KINDS, BatchCounts, BatchItem, BatchStore, MockBatch, StoredFile
+from .store import (
+    BATCH_KINDS,
+    FLAWS,
+    BatchCounts,
+    BatchItem,
+    BatchStore,
+    MockBatch,
+    ResultsPlan,
+    StoredFile,
+)
 
 __all__ = [
     "BATCH_KINDS",
+    "FLAWS",
     "BatchCounts",
     "BatchItem",
     "BatchKnobs",
     "BatchStore",
     "MockBatch",
+    "ResultsPlan",
     "StoredFile",
     "add_routes",
 ]

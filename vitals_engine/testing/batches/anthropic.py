@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from .api import BadRequest, BatchApi, jsonl, parse_request
+from .spoiled import encode_jsonl, spoiled
 from .store import DAY, BatchItem, MockBatch, new_id, rfc3339
 
 __all__ = ["AnthropicBatches"]
@@ -69,7 +70,14 @@ class AnthropicBatches(BatchApi):
         if not batch.ended:
             raise BadRequest(f"Message Batch {batch.id} has not yet ended: no results yet")
         lines = [{"custom_id": i.custom_id, "result": self._result(i)} for i in batch.items]
-        return web.Response(body=jsonl(lines), content_type="application/x-jsonl")
+        body = jsonl(lines)
+        plan = batch.spoiled
+        if plan is not None and plan.take():
+            ok = spoiled(
+                lines, plan, ("custom_id",), lambda line: line["result"]["type"] == "succeeded"
+            )
+            body = encode_jsonl(ok)
+        return web.Response(body=body, content_type="application/x-jsonl")
 
     def _result(self, item: BatchItem) -> dict[str, Any]:
         if item.outcome == "succeeded":

@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from .api import BadRequest, BatchApi, parse_request
+from .spoiled import inlined, spoiled
 from .store import BatchItem, MockBatch, new_id, rfc3339
 
 __all__ = ["GeminiBatches"]
@@ -128,7 +129,11 @@ class GeminiBatches(BatchApi):
         }
         operation: dict[str, Any] = {"name": batch.id, "metadata": metadata}
         if batch.ended:
-            responses = [self._inlined(item) for item in batch.items]
+            responses: list[Any] = [self._inlined(item) for item in batch.items]
+            plan = batch.spoiled
+            if plan is not None and plan.take():
+                ok = spoiled(responses, plan, ("metadata", "key"), lambda item: "response" in item)
+                responses = inlined(ok)
             output = {"inlinedResponses": {"inlinedResponses": responses}}
             metadata["endTime"] = rfc3339(batch.ended_at)
             metadata["output"] = output

@@ -11,8 +11,8 @@ __all__ = ["BatchKnobs"]
 
 
 class BatchKnobs:
-    """`MockServer`'s face of its batches: delay, switches, planned failures and expiries,
-    and what was submitted and polled."""
+    """`MockServer`'s face of its batches: delay, switches, planned failures, expiries and
+    spoiled results, and what was submitted and polled."""
 
     _batches: BatchStore
 
@@ -76,6 +76,23 @@ class BatchKnobs:
             >>> server.expire_batches(finished=2)    # the next batch: 2 results, the rest expired
         """
         self._batches.expire_batches(times, finished=finished)
+
+    def spoil_batch_results(
+        self, *flaws: str, lost: int = 0, times: int = 1, reads: int | None = None
+    ) -> None:
+        """Serve the results of the next `times` batches spoiled: with a bad line for each
+        of `flaws` ("junk": a line that is no result; "truncated": the last line cut
+        short; "no-id", "null-id", "numeric-id": a line without its custom id, with a null
+        one, with a number; "duplicate": a second line for a request, with another's
+        answer), and without the first `lost` requests that succeeded, which the batch's
+        counts still count. The first `reads` reads of the results are spoiled (None:
+        every read; then the whole results).
+
+        Example:
+            >>> server.spoil_batch_results("junk", "truncated")
+            >>> server.spoil_batch_results(lost=2, reads=1)   # the first read lacks two
+        """
+        self._batches.spoil_results(flaws, lost=lost, times=times, reads=reads)
 
     def end_batches(self) -> None:
         """End every batch in progress now (its next poll finds it ended, every request

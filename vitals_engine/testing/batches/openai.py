@@ -10,6 +10,7 @@ from aiohttp import web
 
 from ..formats import WireFormat
 from .api import BadRequest, BatchApi, jsonl, parse_request
+from .spoiled import encode_jsonl, spoiled
 from .store import DAY, BatchItem, MockBatch, StoredFile, new_id, unix_time
 
 __all__ = ["OpenAIBatches"]
@@ -66,7 +67,20 @@ class OpenAIBatches(BatchApi):
         stored = self._file(http)
         if stored is None:
             return self.error(404, f"No such File object: {http.match_info['file_id']}")
-        return web.Response(body=stored.content, content_type="application/octet-stream")
+        return web.Response(body=self._served(stored), content_type="application/octet-stream")
+
+    def _served(self, stored: StoredFile) -> bytes:
+        """The content of a file as this read serves it: a batch's results spoiled as the
+        test planned (in its output file, or its error file when it has no output)."""
+        batch = self.store.batches.get(stored.batch) if stored.batch is not None else None
+        plan = batch.spoiled if batch is not None else None
+        if batch is None or plan is None or stored.id != batch.extra.get("spoiled_file_id"):
+            return stored.content
+        if not plan.take():
+            return stored.content
+        lines = [msgspec.json.decode(line) for line in stored.content.splitlines()]
+        ok = spoiled(lines, plan, ("custom_id",), lambda line: line["error"] is None)
+        return encode_jsonl(ok)
 
     async def create(self, http: web.Request) -> web.StreamResponse:
         body = await self.json(http)
@@ -250,5 +264,7 @@ class OpenAIBatches(BatchApi):
             stored = None
             if lines:
                 filename = f"{batch.id}_{name}.jsonl"
-                stored = self.store.store_file(filename, "batch_output", jsonl(lines))
+                stored = self.store.store_file(filename, "batch_output", jsonl(lines), batch.id)
             batch.extra[key] = None if stored is None else stored.id
+        spoiled_file = batch.extra["output_file_id"] or batch.extra["error_file_id"]
+        batch.extra["spoiled_file_id"] = spoiled_file

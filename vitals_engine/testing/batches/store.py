@@ -1,6 +1,6 @@
 """The batches the mock server holds, whatever their API: each request of a batch, how
 the batch stands, its state machine (in progress, cancelling, ended), the knobs that
-plan failures and expiries, and the files OpenAI's Files API stores."""
+plan failures, expiries and spoiled results, and the files OpenAI's Files API stores."""
 
 from __future__ import annotations
 
@@ -20,11 +20,13 @@ from ..formats import Refused, WireFormat
 __all__ = [
     "BATCH_KINDS",
     "DAY",
+    "FLAWS",
     "MONTH",
     "BatchCounts",
     "BatchItem",
     "BatchStore",
     "MockBatch",
+    "ResultsPlan",
     "StoredFile",
     "new_id",
     "rfc3339",
@@ -38,6 +40,8 @@ _MESSAGES = {
     429: "Rate limit reached for requests",
     500: "The server had an error while processing your request",
 }
+#: Bad lines a batch's results can carry (`MockServer.spoil_batch_results`).
+FLAWS = frozenset({"junk", "truncated", "no-id", "null-id", "numeric-id", "duplicate"})
 _EXPIRED = "This request could not be executed before the completion window expired."
 _CANCELLED = "This request was not executed because the batch was cancelled."
 DAY = 24 * 3600
@@ -100,6 +104,26 @@ class BatchItem:
 
 
 @dataclass(slots=True)
+class ResultsPlan:
+    """How the results of a batch are served spoiled (`MockServer.spoil_batch_results`):
+    bad lines (`flaws`, each one of `FLAWS`) and `lost` finished requests left out while
+    the batch's counts still count them, on the first `reads` reads (None: on every one)."""
+
+    flaws: tuple[str, ...] = ()
+    lost: int = 0
+    reads: int | None = None
+
+    def take(self) -> bool:
+        """Whether this read of the results is spoiled (counting it)."""
+        if self.reads is None:
+            return True
+        if self.reads <= 0:
+            return False
+        self.reads -= 1
+        return True
+
+
+@dataclass(slots=True)
 class MockBatch:
     """A batch the mock holds, whatever its format.
 
@@ -123,6 +147,8 @@ class MockBatch:
     #: Requests that finish before the batch expires (None: it does not expire).
     expire_after: int | None = None
     delay: float = 0.0
+    #: How its results are spoiled, if they are.
+    spoiled: ResultsPlan | None = None
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
     items: list[BatchItem] = field(default_factory=list, repr=False)
     headers: dict[str, str] = field(default_factory=dict, repr=False)
@@ -158,6 +184,8 @@ class StoredFile:
     purpose: str
     content: bytes
     created_at: float
+    #: The batch whose results it holds (None: an uploaded file).
+    batch: str | None = None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -212,6 +240,7 @@ class BatchStore:
         self.polls: collections.Counter[str] = collections.Counter()
         self._failures: list[_ItemFailure] = []
         self._expiries: list[int] = []
+        self._spoiled: list[ResultsPlan] = []
 
     def fail_in_batch(self, kind: str, *, times: int | None = 1, model: str | None = None) -> None:
         """Fail the next `times` batched requests (for `model`, or any) with `kind`."""
@@ -227,6 +256,16 @@ class BatchStore:
         with self._lock:
             self._expiries.extend([max(0, finished)] * times)
 
+    def spoil_results(
+        self, flaws: tuple[str, ...], *, lost: int = 0, times: int = 1, reads: int | None = None
+    ) -> None:
+        """Spoil the results of the next `times` batches (see `ResultsPlan`)."""
+        unknown = sorted(set(flaws) - FLAWS)
+        if unknown:
+            raise ValueError(f"unknown result flaws {unknown}; each one of {sorted(FLAWS)}")
+        with self._lock:
+            self._spoiled.extend(ResultsPlan(flaws, max(0, lost), reads) for _ in range(times))
+
     def reset(self) -> None:
         """Forget every batch, file, plan and counter; knobs back to how they started."""
         with self._lock:
@@ -239,9 +278,12 @@ class BatchStore:
             self.polls.clear()
             self._failures.clear()
             self._expiries.clear()
+            self._spoiled.clear()
 
-    def store_file(self, filename: str, purpose: str, content: bytes) -> StoredFile:
-        stored = StoredFile(f"file-{new_id()}", filename, purpose, content, time.time())
+    def store_file(
+        self, filename: str, purpose: str, content: bytes, batch: str | None = None
+    ) -> StoredFile:
+        stored = StoredFile(f"file-{new_id()}", filename, purpose, content, time.time(), batch)
         with self._lock:
             self.files[stored.id] = stored
         return stored
@@ -282,6 +324,7 @@ class BatchStore:
                 time.time(),
                 expire_after=self._expiries.pop(0) if self._expiries else None,
                 delay=self.delay,
+                spoiled=self._spoiled.pop(0) if self._spoiled else None,
                 extra=extra or {},
                 items=items,
                 headers=dict(headers),
