@@ -408,19 +408,28 @@ def read_journal_batches(path: str | Path) -> tuple[BatchRecord, ...]:
     """The provider batches a journal records (each key's records merged), without
     decoding its samples. Lines that do not decode are passed over."""
     batches: dict[str, BatchRecord] = {}
+    for line in _whole_lines(path):
+        if line.startswith(_BATCH_PREFIX):
+            try:
+                _merge(batches, _batch_decoder.decode(line).batch)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue
+    return tuple(batches.values())
+
+
+def _whole_lines(path: str | Path) -> Iterator[bytes]:
+    """The lines of a journal up to its first one cut short (none if it is missing).
+    Raises `LogFormatError` when it cannot be read."""
     try:
         with Path(path).open("rb") as fh:
             for line in fh:
-                if line.startswith(_BATCH_PREFIX) and line.endswith(b"\n"):
-                    try:
-                        _merge(batches, _batch_decoder.decode(line).batch)
-                    except (msgspec.DecodeError, msgspec.ValidationError):
-                        continue
+                if not line.endswith(b"\n"):
+                    return
+                yield line
     except FileNotFoundError:
-        return ()
+        return
     except OSError as exc:
         raise LogFormatError(f"{path}: cannot read the journal: {exc}") from None
-    return tuple(batches.values())
 
 
 class _SampleOf(msgspec.Struct):
@@ -445,24 +454,16 @@ def read_journal_replies(path: str | Path) -> tuple[JournaledReply, ...]:
     module docstring), without decoding its samples; lines that do not decode are passed
     over. What a stopped run's log keeps, for a resume of it."""
     replies: dict[tuple[int | str, int], list[JournaledReply]] = {}
-    try:
-        with Path(path).open("rb") as fh:
-            for line in fh:
-                if not line.endswith(b"\n"):
-                    break  # a last line cut short
-                try:
-                    if line.startswith(_REPLY_PREFIX):
-                        reply = _reply_line_decoder.decode(line).reply
-                        replies.setdefault((reply.sample, reply.epoch), []).append(reply)
-                    elif line.startswith(_SAMPLE_PREFIX):
-                        of = _sample_line_decoder.decode(line).sample
-                        replies.pop((of.id, of.epoch), None)
-                except (msgspec.DecodeError, msgspec.ValidationError):
-                    continue
-    except FileNotFoundError:
-        return ()
-    except OSError as exc:
-        raise LogFormatError(f"{path}: cannot read the journal: {exc}") from None
+    for line in _whole_lines(path):
+        try:
+            if line.startswith(_REPLY_PREFIX):
+                reply = _reply_line_decoder.decode(line).reply
+                replies.setdefault((reply.sample, reply.epoch), []).append(reply)
+            elif line.startswith(_SAMPLE_PREFIX):
+                of = _sample_line_decoder.decode(line).sample
+                replies.pop((of.id, of.epoch), None)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue
     return tuple(reply for kept in replies.values() for reply in kept)
 
 
