@@ -3,6 +3,7 @@
     .venv/bin/python bench/log.py              # 100,000-sample logs
     .venv/bin/python bench/log.py --quick      # 20,000
     .venv/bin/python bench/log.py --inspect    # also time Inspect's reader on the big log
+    .venv/bin/python bench/log.py --s3         # only the run into an S3 server (moto's, here)
 
 Targets:
 - writing adds at most 0.05 ms CPU per sample on top of the run: composing
@@ -10,7 +11,9 @@ Targets:
 - reading a 100,000-sample log of our own into a DataFrame: under 5 s;
   beside it, Inspect's `read_eval_log` on the same kind of file (5,000
   samples unless --inspect, which tries the big one);
-- a header-only read of any log under 50 ms, whatever its size.
+- a header-only read of any log under 50 ms, whatever its size;
+- a run logging to S3 as fast as one logging to disk (samples per second), its
+  journal in the store within the shipping interval plus one PUT.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import subprocess
 import sys
 import tempfile
 import time
@@ -114,11 +118,108 @@ def timed(fn, repeat: int = 1) -> float:
     return best
 
 
+def _s3_server() -> tuple[subprocess.Popen[bytes], str]:
+    """moto's S3 server in a process of its own (in this one it would take the run's CPU)."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(endpoint + "/moto-api/", timeout=1).close()
+            return server, endpoint
+        except OSError:
+            time.sleep(0.05)
+    server.terminate()
+    raise RuntimeError("moto's S3 server did not start")
+
+
+def s3_run(n: int, interval: float) -> None:
+    """A run of `n` samples (mock model at 20 ms, concurrency 200) to disk, then into a
+    local S3 server: samples per second of each, and how long each shipment took."""
+    import os
+
+    import boto3
+
+    from vitals_engine.storage.location import Store
+    from vitals_engine.storage.shipper import Shipper
+
+    server, endpoint = _s3_server()
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="bench",
+        AWS_SECRET_ACCESS_KEY="bench",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_ENDPOINT_URL_S3=endpoint,
+        VITALS_SHIP_INTERVAL=str(interval),
+    )
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="bench-logs")
+    puts: list[tuple[float, float, int]] = []  # (when done, seconds, bytes)
+    put = Store.put
+
+    def timed_put(self: Store, name: str, data: bytes) -> None:
+        t0 = time.perf_counter()
+        put(self, name, data)
+        if name.endswith(".seg"):
+            puts.append((time.perf_counter(), time.perf_counter() - t0, len(data)))
+
+    Store.put = timed_put  # type: ignore[method-assign]
+    publish = Shipper.publish
+    published: list[float] = []
+
+    def timed_publish(self: Shipper, final: Path) -> bool:
+        t0 = time.perf_counter()
+        try:
+            return publish(self, final)
+        finally:
+            published.append(time.perf_counter() - t0)
+
+    Shipper.publish = timed_publish  # type: ignore[method-assign]
+    data = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            os.environ["VITALS_STAGING_DIR"] = str(Path(tmp) / "staging")
+            rates = {}
+            for where in (str(Path(tmp) / "disk"), "s3://bench-logs/qa"):
+                chat = ve.chat_mock(latency=0.02)
+                task = ve.Task(data, ve.generate(chat), ve.detect_includes(), name="qa", dir=where)
+                t0 = time.perf_counter()
+                task.eval(max_concurrency=200, progress=False)
+                rates[where.split(":")[0] if "://" in where else "disk"] = n / (
+                    time.perf_counter() - t0
+                )
+    finally:
+        Store.put = put  # type: ignore[method-assign]
+        Shipper.publish = publish  # type: ignore[method-assign]
+        server.terminate()
+        server.wait()
+    seconds = sorted(s for _, s, _ in puts)
+    head = f"{n:,}-sample run, mock model at 20 ms, concurrency 200, shipping every {interval:g} s"
+    print(f"\n{head}:")
+    print(f"  to disk {rates['disk']:,.0f} samples/s; to S3 (moto, loopback) {rates['s3']:,.0f}/s")
+    if seconds:
+        mb = sum(b for _, _, b in puts) / 1e6
+        median, worst = seconds[len(seconds) // 2] * 1000, seconds[-1] * 1000
+        print(f"  {len(puts)} segments ({mb:.1f} MB); a PUT took {median:.0f} ms (median),")
+        print(f"  {worst:.0f} ms at most: a sample reaches the store within {interval:g} s + that")
+    if published:
+        print(f"  final log put, checked and segments removed in {published[-1] * 1000:.0f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--inspect", action="store_true", help="Inspect's reader on the big log")
+    parser.add_argument("--s3", action="store_true", help="only the run into an S3 server")
     args = parser.parse_args()
+    if args.s3:
+        print(f"vitals-engine log benchmark (python {sys.version.split()[0]})")
+        s3_run(5000 if args.quick else 20_000, 1.0)
+        return
     big = 20_000 if args.quick else 100_000
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)

@@ -16,7 +16,8 @@ from tests.test_view import synthetic_header, synthetic_sample, write_synthetic_
 from vitals_engine.log.journal_format import encode_sample, encode_start
 from vitals_engine.viewer.catalog import Catalog
 
-catalog_module = importlib.import_module("vitals_engine.viewer.catalog")
+#: Where the catalog reads a local log's header (its `LocalSource`).
+catalog_module = importlib.import_module("vitals_engine.viewer.sources")
 contents_module = importlib.import_module("vitals_engine.viewer.contents")
 
 HANG_GUARD = 30.0  # seconds: only ever reached if the catalog hangs

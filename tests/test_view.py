@@ -21,7 +21,7 @@ from vitals_engine.log import schema as s
 from vitals_engine.log.journal_format import encode_header, encode_sample, encode_start
 from vitals_engine.log.live import LiveDocument, LiveSample, live_path
 from vitals_engine.log.writer import write_json_log
-from vitals_engine.viewer import catalog as catalog_module
+from vitals_engine.viewer import sources as sources_module
 from vitals_engine.viewer.api import LogRoute, parse_log_route
 from vitals_engine.viewer.bundle import bundle
 from vitals_engine.viewer.catalog import Catalog
@@ -624,7 +624,7 @@ def test_an_older_listing_never_undoes_a_newer_one(
     catalog = Catalog(tmp_path)
     catalog.refresh()
     listed, go = threading.Event(), threading.Event()
-    real = catalog_module.log_files
+    real = sources_module.log_files
     held: list[bool] = []
 
     def the_first_listing_is_held(root: Path) -> Iterator[LogFile]:
@@ -635,7 +635,7 @@ def test_an_older_listing_never_undoes_a_newer_one(
             assert go.wait(timeout=30)
         return iter(files)
 
-    monkeypatch.setattr(catalog_module, "log_files", the_first_listing_is_held)
+    monkeypatch.setattr(sources_module, "log_files", the_first_listing_is_held)
     older = threading.Thread(target=catalog.refresh)
     older.start()
     try:

@@ -26,6 +26,11 @@ VitalsError
  ├── LogFormatError         a log or journal that cannot be read
  │    └── NotALogError          valid JSON that is not an eval log (a manifest, a schema ...)
  ├── LogWriteError          a log or journal that cannot be written (carries `path`)
+ ├── StoreError             an object store holding logs failed (carries `url`)
+ │    ├── StoreNotFound         the bucket (or container) does not exist
+ │    ├── StoreAccessDenied     the credentials may not read or write there
+ │    ├── StoreUnreachable      the store's endpoint does not answer
+ │    └── StoreThrottled        the store asks to slow down (503 SlowDown) and kept asking
  └── WorkerLostError        every Ray worker of a run died (carries `left`: samples not run)
 ```
 
@@ -64,6 +69,11 @@ __all__ = [
     "RateLimitError",
     "ScorerError",
     "SolverError",
+    "StoreAccessDenied",
+    "StoreError",
+    "StoreNotFound",
+    "StoreThrottled",
+    "StoreUnreachable",
     "TaskStateError",
     "VitalsError",
     "WorkerLostError",
@@ -273,6 +283,34 @@ class LogWriteError(VitalsError):
     def __init__(self, message: str, *, path: str) -> None:
         super().__init__(message)
         self.path = path
+
+
+class StoreError(VitalsError):
+    """An object store holding logs (an fsspec URL such as `s3://bucket/prefix`) failed.
+
+    `url` is the log directory's URL; the message says what was being done and what to
+    do about it. The backend's own error is the `__cause__`.
+    """
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class StoreNotFound(StoreError):
+    """The bucket (or container) of a log directory's URL does not exist."""
+
+
+class StoreAccessDenied(StoreError):
+    """The store refused the credentials found (environment, profile): access denied."""
+
+
+class StoreUnreachable(StoreError):
+    """The store's endpoint could not be reached (DNS, refused or dropped connections)."""
+
+
+class StoreThrottled(StoreError):
+    """The store kept answering 503 SlowDown (or another throttling reply) after retries."""
 
 
 class JournalInUseError(ConfigError):

@@ -28,6 +28,7 @@ from .log.logged_eval import LoggedEval
 from .log.logged_sample import first_score, normalize_model, sample_result, score_value
 from .log.reader import read_log
 from .metrics import score_series
+from .storage.location import is_url
 from .task.task import Task
 
 if TYPE_CHECKING:
@@ -221,6 +222,8 @@ def _add_log(rows: _Rows, path: Path, light: bool) -> None:
 
 def read_logs(dir: str | Path, header_only_where_possible: bool = True) -> pl.DataFrame:
     """One row per (sample, epoch) of every eval log under `dir`, searched recursively.
+    `dir` may be an object store's URL (`s3://bucket/prefix`): its logs are copied to
+    this machine once (again only when they change) and read here.
 
     Reads our `.json` logs and journals, vitals' logs and Inspect's `.json` and
     `.eval` logs; skips viewer manifests (`listing.json`, `logs.json`) and JSON
@@ -243,7 +246,7 @@ def read_logs(dir: str | Path, header_only_where_possible: bool = True) -> pl.Da
         >>> df = read_logs("logs")
         >>> df.group_by("task", "model").agg(pl.col("score").eq("C").mean())
     """
-    root = Path(dir)
+    root = Path(dir) if not is_url(dir) else _pulled(str(dir))
     if not root.exists():
         raise LogFormatError(f"{root}: the log directory does not exist.")
     if not root.is_dir():
@@ -367,3 +370,9 @@ def bind(*tasks: Task | LoggedEval, **named_tasks: Task | LoggedEval) -> pl.Data
     return combined.select(
         pl.col(_TASK).alias("task"), "id", "epoch", "score", metadata.alias("metadata")
     )
+
+
+def _pulled(url: str) -> Path:
+    from .log.stored import pulled
+
+    return pulled(url)

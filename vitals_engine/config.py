@@ -6,7 +6,11 @@ package reads is read here, and README's "Environment variables" lists them.
   (else the user's cache directory);
 - `VITALS_TRANSPORT`: the HTTP client, `aiohttp` (on asyncio) or `httpx` (else our own);
 - `VITALS_GC_TUNING`: `0` leaves the garbage collector's thresholds alone while runs go
-  (else they are raised).
+  (else they are raised);
+- `VITALS_SHIP_INTERVAL`: seconds between two shipments of a journal to an object store
+  (else 5);
+- `VITALS_STAGING_DIR`: where journals of runs logging to an object store are written
+  locally (else the user's cache directory).
 """
 
 from __future__ import annotations
@@ -18,11 +22,15 @@ __all__ = [
     "ENV_CACHE_DIR",
     "ENV_GC_TUNING",
     "ENV_LOG_DIR",
+    "ENV_SHIP_INTERVAL",
+    "ENV_STAGING_DIR",
     "ENV_TRANSPORT",
     "cache_dir_from_env",
     "gc_tuning_from_env",
     "log_dir",
     "log_dir_set",
+    "ship_interval_from_env",
+    "staging_dir_from_env",
     "transport_from_env",
 ]
 
@@ -33,6 +41,10 @@ ENV_CACHE_DIR = "VITALS_CACHE_DIR"
 ENV_TRANSPORT = "VITALS_TRANSPORT"
 #: "0" leaves the garbage collector's thresholds alone while runs are going.
 ENV_GC_TUNING = "VITALS_GC_TUNING"
+#: Seconds between two shipments of a journal to an object store.
+ENV_SHIP_INTERVAL = "VITALS_SHIP_INTERVAL"
+#: Where the journals of runs that log to an object store are staged on this machine.
+ENV_STAGING_DIR = "VITALS_STAGING_DIR"
 #: Where logs go when neither `Task(dir=...)` nor VITALS_LOG_DIR says.
 DEFAULT_LOG_DIR = "logs"
 
@@ -72,3 +84,23 @@ def gc_tuning_from_env() -> bool:
     """Whether runs may raise the garbage collector's thresholds: not when
     `VITALS_GC_TUNING` is "0"."""
     return os.environ.get(ENV_GC_TUNING, "1") != "0"
+
+
+def ship_interval_from_env(default: float = 5.0) -> float:
+    """Seconds between shipments of a journal to an object store: `VITALS_SHIP_INTERVAL`,
+    else `default`; a value that is not a positive number is the default.
+
+    Example:
+        >>> ship_interval_from_env()
+        5.0
+    """
+    try:
+        value = float(os.environ.get(ENV_SHIP_INTERVAL) or default)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def staging_dir_from_env() -> str | None:
+    """The staging directory from `VITALS_STAGING_DIR`, or None (unset or empty)."""
+    return os.environ.get(ENV_STAGING_DIR) or None

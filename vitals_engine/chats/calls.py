@@ -4,8 +4,8 @@
 module (`chats/layers/`), in the order a call meets them:
 
 ```
-cache ─> accounting ─> reply journal ─> budget ─> batches (a resumed run's answers)
-      ─> seats ─> retries ─> limits ─> the provider's send
+(a traced run: tracing ─>) cache ─> accounting ─> reply journal ─> budget
+      ─> batches (a resumed run's answers) ─> seats ─> retries ─> limits ─> the provider's send
                                         (a model in batch mode: ─> the batch queue)
 ```
 

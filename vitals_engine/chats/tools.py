@@ -3,7 +3,7 @@
 A function's signature and docstring become a JSON-schema tool definition;
 the model's arguments are validated against the type hints before the call.
 A tool that raises sends the error back to the model instead of failing the
-conversation.
+conversation. In a traced run (`tracing/`), each tool call is a span.
 """
 
 from __future__ import annotations
@@ -13,14 +13,19 @@ import inspect
 import re
 import typing
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 import msgspec
 
 from .._errors import ConfigError
+from ..pacing.scope import current_scope
 from ..vocab.model_calls import ToolDef
 from ..vocab.turns import ContentToolRequest, ContentToolResult
+from .layers.stacks import CallStacks
+
+if TYPE_CHECKING:
+    from ..tracing.spans import RunTrace
 
 __all__ = ["Tool", "tool_from_function"]
 
@@ -75,6 +80,15 @@ class Tool:
 
     async def invoke(self, request: ContentToolRequest) -> ContentToolResult:
         """Call the tool with the model's arguments; errors become tool errors."""
+        trace = _run_trace()
+        if trace is None:
+            return await self._invoke(request)
+        with trace.tool(self.name, request.id) as span:
+            result = await self._invoke(request)
+            span.result(request.arguments, result)
+        return result
+
+    async def _invoke(self, request: ContentToolRequest) -> ContentToolResult:
         try:
             kwargs = {
                 key: msgspec.convert(value, self._hints.get(key, Any), strict=False)
@@ -91,6 +105,13 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"<Tool {self.name}>"
+
+
+def _run_trace() -> RunTrace | None:
+    """The trace of the run whose sample calls the tool (None: not traced, or no run)."""
+    scope = current_scope()
+    stacks = scope.stacks if scope is not None else None
+    return stacks.trace if isinstance(stacks, CallStacks) else None
 
 
 def tool_from_function(fn: Callable[..., Any], *, name: str | None = None) -> Tool:

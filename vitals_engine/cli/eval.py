@@ -101,7 +101,7 @@ def run_eval(args: argparse.Namespace) -> int:
             return _estimate_tasks(pairs, options, args, debug, named=len(models) > 1)
         if args.log_dir:
             for _, task in tasks:
-                task.dir = Path(args.log_dir)
+                task.dir = args.log_dir
         if as_set:
             return _run_set([task for _, task in tasks], models, options, max_tasks, debug)
         outcomes: list[_Outcome] = []

@@ -7,12 +7,15 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .._errors import LogFormatError
+from .. import config
+from .._errors import LogFormatError, StoreError
 from ..log import schema as log_schema
 from ..log.decoding import NotALogError
 from ..log.formats import LOG_SUFFIXES
+from ..log.logged_eval import LoggedEval
 from ..log.reader import read_log
-from .shared import EXIT_OK, UsageError, default_dir
+from ..storage.location import is_url
+from .shared import EXIT_OK, RunError, UsageError, default_dir
 
 __all__ = ["run_ls"]
 
@@ -37,11 +40,11 @@ def _log_files(root: Path) -> Iterator[Path]:
         yield path
 
 
-def _created(header: log_schema.EvalLog, path: Path) -> datetime:
+def _created(header: log_schema.EvalLog, modified: float) -> datetime:
     try:
         when = datetime.fromisoformat(header.eval.created)
     except (TypeError, ValueError):
-        return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+        return datetime.fromtimestamp(modified, tz=UTC)
     return when if when.tzinfo is not None else when.astimezone()
 
 
@@ -60,26 +63,20 @@ def _metric_cell(metrics: dict[str, float | int | None] | None) -> str:
 
 
 def run_ls(args: argparse.Namespace) -> int:
-    """`vitals ls [DIR]`: print one line per log, newest first."""
-    root = default_dir(args.dir)
-    if not root.exists():
-        raise UsageError(f"Log directory '{root}' not found.")
-    if not root.is_dir():
-        raise UsageError(f"'{root}' is a file, not a log directory.")
+    """`vitals ls [DIR]`: print one line per log, newest first (DIR may be a store's URL)."""
+    given = args.dir or config.log_dir() or config.DEFAULT_LOG_DIR
+    found = _stored(given) if is_url(given) else _local(default_dir(args.dir))
     rows: list[tuple[datetime, list[str]]] = []
-    for path in _log_files(root):
-        name = str(path.relative_to(root))
-        try:
-            logged = read_log(path, header_only=True)
-        except NotALogError:
+    for name, modified, header, running in found:
+        if isinstance(header, NotALogError):
             continue
-        except LogFormatError:
-            when = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+        if isinstance(header, LogFormatError):
+            when = datetime.fromtimestamp(modified, tz=UTC)
             rows.append((when, [_when(when), "?", "?", "unreadable", "-", "-", name]))
             continue
-        header = logged.header
-        when = _created(header, path)
-        status = logged.status + (" (running)" if path.suffix == ".journal" else "")
+        logged = LoggedEval(Path(name), header, [], header_only=True)
+        when = _created(header, modified)
+        status = logged.status + (" (running)" if running else "")
         cells = [
             _when(when),
             logged.task,
@@ -91,12 +88,39 @@ def run_ls(args: argparse.Namespace) -> int:
         ]
         rows.append((when, cells))
     if not rows:
-        print(f"No logs in {root}.")
+        print(f"No logs in {given if is_url(given) else default_dir(args.dir)}.")
         return EXIT_OK
     rows.sort(key=lambda r: r[0].timestamp(), reverse=True)
     header_cells = ["date", "task", "model", "status", "samples", "metric", "file"]
     print(_columns([header_cells, *(cells for _, cells in rows)]))
     return EXIT_OK
+
+
+Found = Iterator[tuple[str, float, "log_schema.EvalLog | LogFormatError", bool]]
+
+
+def _local(root: Path) -> Found:
+    if not root.exists():
+        raise UsageError(f"Log directory '{root}' not found.")
+    if not root.is_dir():
+        raise UsageError(f"'{root}' is a file, not a log directory.")
+    for path in _log_files(root):
+        name = str(path.relative_to(root))
+        modified = path.stat().st_mtime
+        try:
+            header: log_schema.EvalLog | LogFormatError = read_log(path, header_only=True).header
+        except LogFormatError as exc:
+            header = exc
+        yield name, modified, header, path.suffix == ".journal"
+
+
+def _stored(url: str) -> Found:
+    from ..log.stored import stored_headers
+
+    try:
+        yield from stored_headers(url)
+    except StoreError as exc:
+        raise RunError(str(exc)) from None
 
 
 def _when(when: datetime) -> str:

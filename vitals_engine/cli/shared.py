@@ -22,6 +22,7 @@ __all__ = [
     "RunError",
     "UsageError",
     "default_dir",
+    "default_place",
     "import_viewer",
     "quiet_stdout",
     "report",
@@ -85,6 +86,12 @@ def quiet_stdout() -> None:
 def default_dir(given: str | None) -> Path:
     """`given`, else VITALS_LOG_DIR, else ./logs."""
     return Path(given or config.log_dir() or config.DEFAULT_LOG_DIR)
+
+
+def default_place(given: str | None) -> str:
+    """`given`, else VITALS_LOG_DIR, else ./logs: a path or an object store's URL, as
+    written (a `Path` would fold the `//` of a URL)."""
+    return given or config.log_dir() or config.DEFAULT_LOG_DIR
 
 
 def import_viewer(module: str) -> Any:

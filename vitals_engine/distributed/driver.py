@@ -21,7 +21,7 @@ worker that runs it next gets them, and those calls are not sent again.
 Before any worker starts, the solver, the scorer, their keyword arguments and
 one sample are cloudpickled: what cannot be sent is a ConfigError naming it. Each
 worker gets the run's options whole (`WorkerPlan`), with its share of the
-concurrency.
+concurrency, and the run's trace context (W3C), which its samples' spans continue.
 
 Limits: the driver starts the run's `LimitsHub` (a Ray actor), whose
 endpoint coordinators lease each endpoint's rpm, tpm and concurrency to the
@@ -198,6 +198,9 @@ def _plan(
             live=run.live is not None,
             cache_task=cache.task if cache is not None else None,
             cache_log=cache.log if cache is not None else None,
+            task=run.observer.task,
+            run_id=run.observer.run_id,
+            trace_context=run.observer.carrier_out(),
         ),
     )
 

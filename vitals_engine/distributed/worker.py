@@ -29,7 +29,9 @@ sends it (its journal line, composed here, with its sample's id and epoch) at mo
 `TICK` seconds later, and before the record of its sample, for the driver to
 append to the run's journal (a resumed run answers that call from it). The replies
 an earlier run journaled for the samples of a parcel come with the parcel and
-answer the same calls here. A parcel that raises (an error that stops the run) is
+answer the same calls here. When the driver's run is traced, the plan carries its trace
+context, and the worker's samples are spans of that trace (if the worker's process has
+OpenTelemetry set up). A parcel that raises (an error that stops the run) is
 raised by `serve()`. Ray is imported here only inside the actor.
 """
 
@@ -46,6 +48,7 @@ from typing import Any
 from .._sync import carry
 from ..caching.lookup import CacheUse
 from ..chats.layers.replies import Replies
+from ..engine.observing import RunObserver
 from ..engine.options import RunOptions
 from ..engine.run import LiveTexts, Run
 from ..engine.user_functions import FunctionSpec
@@ -94,6 +97,12 @@ class WorkerPlan:
     #: The task and log the replies it keeps in the run's cache name as their origin.
     cache_task: str | None = None
     cache_log: str | None = None
+    #: The run's task and id, on what the worker logs.
+    task: str | None = None
+    run_id: str | None = None
+    #: The driver's trace of the run, as W3C trace context (`traceparent`, `tracestate`):
+    #: the worker's samples continue it (None: the run is not traced).
+    trace_context: dict[str, str] | None = None
 
 
 class _ParcelTexts(LiveTexts):
@@ -159,6 +168,9 @@ class SampleWorker:
                 scorer_kwargs=plan.scorer_kwargs,
                 live=self.texts,
                 cache=CacheUse(options.cache, task=plan.cache_task, log=plan.cache_log),
+                observer=RunObserver(
+                    task=plan.task, run_id=plan.run_id, carrier=plan.trace_context
+                ),
             )
             run.replies = self.replies
             if self.hub is not None:

@@ -16,6 +16,11 @@ record, and let contract violations (`ConfigError`, `SolverError`,
 whose model call the budget refused (`BudgetExceeded`: it did not fit, and was not
 sent) did not finish: it is neither counted nor logged, and a resumed run runs it again.
 
+Each sample stage is observed (`engine/observing.py`): the sample's id and epoch go on
+what the library logs meanwhile, and, when the application set up OpenTelemetry, the
+sample is a span of the run's trace, each model call (a layer of its call stacks) and
+tool call a span under it.
+
 Given a `LiveTexts`, each sample stage's scope gets a text sink (`on_text`)
 that keeps the text a streaming provider sends for that sample, so the live
 viewer can show it. A sample's text goes away when the sample finishes or
@@ -61,6 +66,7 @@ from ..vocab.batch_records import BatchRecord
 from ..vocab.model_calls import RetryNote
 from ..vocab.usage import UsageLedger
 from .gc_tuning import relaxed_gc
+from .observing import RunObserver
 from .options import RunOptions
 from .supervisor import Gate, Pass, Supervisor
 from .user_functions import (
@@ -215,6 +221,7 @@ class Run:
         cache: CacheUse | None = None,
         budget: Budget | None = None,
         solver_endpoints: Sequence[tuple[Endpoint, Limits | None]] = (),
+        observer: RunObserver | None = None,
     ) -> None:
         self.solver = solver
         self.scorer = scorer
@@ -273,6 +280,8 @@ class Run:
         self._threads = anyio.CapacityLimiter(self.concurrency)
         #: `execute()` calls going on (the run lets go of its endpoints when none is).
         self._executing = 0
+        #: What the application sees of the run: its fields on what is logged, its trace.
+        self.observer = observer or RunObserver()
 
     def _scope(self, role: str, record: SampleRecord | None) -> CallScope:
         live = self.live
@@ -348,7 +357,8 @@ class Run:
         record.solve_started = time.time()
         self.at_work += 1
         try:
-            await self._solve(record)
+            with self.observer.stage(record):
+                await self._solve(record)
         finally:
             self._left_stage()
 
@@ -376,7 +386,8 @@ class Run:
         record.score_started = time.time()
         self.at_work += 1
         try:
-            await self._score(record)
+            with self.observer.stage(record):
+                await self._score(record)
         finally:
             self._left_stage()
 
@@ -496,7 +507,10 @@ class Run:
 
         budget = self.budget
 
+        observer = self.observer
+
         async def counted(record: SampleRecord) -> None:
+            observer.done(record)
             if live is not None and live.entries:
                 live.drop(record.key)
             if budget is not None:
@@ -517,7 +531,7 @@ class Run:
 
         self._executing += 1
         try:
-            with relaxed_gc(), asyncio_named():
+            with relaxed_gc(), asyncio_named(), observer.running(self.progress):
                 queues = BatchQueues(
                     self.batch,
                     self.clock,
@@ -538,6 +552,7 @@ class Run:
                         batches=batches,
                         limits=self.limits,
                         replies=self.replies,
+                        trace=observer.trace,
                     )
                     for endpoint, own in self.solver_endpoints:
                         self.limits.get(endpoint, own).solver_calls = True

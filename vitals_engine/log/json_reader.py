@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 
@@ -17,7 +18,7 @@ from . import schema as s
 from .decoding import HeaderIn, decode_json, has_nans, header_decoder, null_nans
 from .journal_format import bulk_objects
 
-__all__ = ["json_header", "json_log"]
+__all__ = ["json_header", "json_header_from", "json_log"]
 
 
 class _LogIn(HeaderIn, kw_only=True):
@@ -92,23 +93,29 @@ class _TopLevelKey:
 
 def json_header(path: Path) -> s.EvalLog:
     """The header of a `.json` log, decoded from the bytes before its `"samples"` key."""
+    with path.open("rb") as fh:
+        return json_header_from(fh, path)
+
+
+def json_header_from(fh: BinaryIO, path: Path) -> s.EvalLog:
+    """`json_header` of an open binary file (a local one, or an object of a store read
+    in ranges): only the bytes up to the `"samples"` key are read, when it is found."""
     scan = _TopLevelKey()
     data = b""
     size = _FIRST_CHUNK
-    with path.open("rb") as fh:
-        while True:
-            chunk = fh.read(size)
-            data += chunk
-            end = scan.find(data)
-            if end is not None:
-                header = _try_prefix(data[:end], path)
-                if header is not None:
-                    return header
-                break
-            if len(chunk) < size:
-                break
-            size *= 2
-        data += fh.read()
+    while True:
+        chunk = fh.read(size)
+        data += chunk
+        end = scan.find(data)
+        if end is not None:
+            header = _try_prefix(data[:end], path)
+            if header is not None:
+                return header
+            break
+        if len(chunk) < size:
+            break
+        size *= 2
+    data += fh.read()
     return decode_json(header_decoder, data, path).header(path)
 
 

@@ -475,6 +475,12 @@ class LogWriter:
         self._resume = resume
         self.finalized = False
 
+    @property
+    def written(self) -> int:
+        """Bytes of the journal that hold whole records, handed to the operating system (a
+        failed fsync cuts back to the last synced record, then writes the same lines again)."""
+        return self._size
+
     # -- opening -----------------------------------------------------------------------
 
     def _open(self) -> None:

@@ -43,6 +43,7 @@ from ..log.reader import read_log
 from ..transport.pool import transport_scope
 from .resume import UNFINISHED
 from .spill import sharing_whole_samples
+from .stores import pull_runs
 from .task import Task
 
 if TYPE_CHECKING:
@@ -366,10 +367,11 @@ def _find_resumable(runs: list[_Run]) -> None:
     """For each run, the newest log of its (task, model) in its task's directory: an
     unfinished one to resume, a finished one to keep (nothing to run)."""
     for directory in dict.fromkeys(run.task.dir for run in runs):
-        wanted = {
-            (run.task.name, _lower(run.model)): run for run in runs if run.task.dir == directory
-        }
-        for path, logged in _headers_newest_first(directory):
+        group = [run for run in runs if run.task.dir == directory]
+        wanted = {(run.task.name, _lower(run.model)): run for run in group}
+        setup = group[0].task._setup
+        pull_runs(setup, {run.task.name for run in group})  # a store's: into its staging
+        for path, logged in _headers_newest_first(setup.dir):
             model = _lower(logged.model)
             run = wanted.pop((logged.task, model), None) or wanted.pop((logged.task, None), None)
             if run is None:
@@ -464,7 +466,7 @@ def _row(run: _Run) -> _Row:
     path = run.log_path
     if path is None:
         return row
-    row.log = str(path) if path.parent != run.task.dir else path.name
+    row.log = str(path) if path.parent != run.task._setup.dir else path.name
     try:
         header = read_log(path, header_only=True)
     except VitalsError:

@@ -28,6 +28,7 @@ from ..vocab.batch_records import BatchRecord
 from ..vocab.usage import UsageLedger
 from .spill import is_spilled, rehydrate
 from .state import RunState, TaskSetup
+from .stores import publish
 
 __all__ = [
     "configured_solver_chat",
@@ -73,6 +74,8 @@ def finalize_log(
         replies = read_journal_replies(writer.journal)
         header.eval.metadata = with_replies(header.eval.metadata, replies)
     state.log_path = writer.finalize(header, path, check=_reads_back(header, writer.journal))
+    if state.log_path.parent == setup.dir:
+        publish(state, state.log_path)
     return state.log_path
 
 

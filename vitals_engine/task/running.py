@@ -38,6 +38,7 @@ from ..chats.layers.replies import Replies
 from ..dataset import expand_epochs
 from ..distributed.backend import Ray
 from ..distributed.driver import check_sendable, execute_on_ray
+from ..engine.observing import RunObserver
 from ..engine.options import RunOptions, allowed_failures
 from ..engine.run import LiveTexts, Run
 from ..frames import records_frame
@@ -51,6 +52,7 @@ from ..pacing.budget import Budget
 from ..progress import ProgressBar
 from ..samples import SampleRecord
 from ..statistics.intervals import MetricStat
+from ..storage.shipper import Shipper
 from ..transport.pool import transport_scope
 from .logfile import (
     configured_solver_chat,
@@ -64,6 +66,7 @@ from .logfile import (
 from .resume import UNFINISHED, Resumed, load_resume, newest_run, reconcile
 from .spill import SPILL_AFTER, WholeSamples, shared_whole_samples
 from .state import RunState, TaskSetup
+from .stores import in_staging, open_shipper, shown_dir
 from .streaming import Sink, first_error
 
 __all__ = ["raise_if_failed", "resumable", "run_task"]
@@ -117,6 +120,7 @@ class _TaskRun:
 
     run: Run
     writer: LogWriter
+    shipper: Shipper | None
     live: LiveFile
 
     def __init__(
@@ -222,6 +226,7 @@ class _TaskRun:
             cache=CacheUse(options.cache, task=setup.name, log=self.state.log_name),
             budget=self.budget,
             solver_endpoints=[(chat.provider.endpoint, chat.provider.limits)] if chat else (),
+            observer=RunObserver(task=setup.name, run_id=self.state.run_id),
         )
         if options.backend is not None:
             check_sendable(self.run, setup.rows[0] if setup.rows else None)
@@ -238,6 +243,7 @@ class _TaskRun:
             fresh=self.solve and resume is None,
             exclude=resume.stale if resume else (),
         )
+        self.shipper = open_shipper(setup, state, writer)
         self.run.batch_journal = writer.add_batch
         # each reply to the journal as it arrives; the resumed run's answer its calls again
         self.run.replies = Replies(writer.add_reply, resume.replies if resume is not None else ())
@@ -251,26 +257,35 @@ class _TaskRun:
             state.score_ledger.merge(resume.ledger, role="scorer")
 
     async def execute(self) -> None:
-        """The samples run, here or on Ray, beside the writer in one task group; the live
-        sidecar is removed at the end, however it ends."""
+        """The samples run, here or on Ray, beside the writer in one task group, observed
+        as one run (its trace, its fields on what is logged); the live sidecar is removed
+        at the end, however it ends."""
         writer, live = self.writer, self.live
         try:
-            async with (
-                transport_scope(pool_size=self.options.max_concurrency, join=True),
-                anyio.create_task_group() as tg,
-            ):
-                live.task_group = tg
-                await tg.start(writer.run)
-                self.owns_journal = True
-                try:
-                    self._carry_over_resumed()
-                    await self._run_samples()
-                finally:
-                    writer.stop()
-                    live.stop()
+            with self.run.observer.running(self.run.progress):
+                await self._execute_with_writer(writer, live)
         finally:
             if self.owns_journal:  # a run refused the journal leaves the running run's sidecar
                 live.remove()  # its actor has ended with the task group
+
+    async def _execute_with_writer(self, writer: LogWriter, live: LiveFile) -> None:
+        async with (
+            transport_scope(pool_size=self.options.max_concurrency, join=True),
+            anyio.create_task_group() as tg,
+        ):
+            live.task_group = tg
+            if self.shipper is not None:  # takes the store's lock before the journal
+                await tg.start(self.shipper.run)
+            await tg.start(writer.run)
+            self.owns_journal = True
+            try:
+                self._carry_over_resumed()
+                await self._run_samples()
+            finally:
+                writer.stop()
+                live.stop()
+                if self.shipper is not None:
+                    self.shipper.stop()
 
     def _carry_over_resumed(self) -> None:
         """Into a new journal, what the resumed run's journal holds that this run keeps."""
@@ -336,8 +351,11 @@ class _TaskRun:
                     writer.add(compose_sample(record, self.scorer))
         try:
             await writer.close()
+            await self._ship_rest()
             if started:
                 finalize_log(setup, self.state, writer)
+            elif self.shipper is not None:
+                self.shipper.release()
         except LogWriteError:
             if not isinstance(error, LogWriteError):
                 raise
@@ -363,6 +381,13 @@ class _TaskRun:
                         self.writer.add(compose_sample(record, self.scorer))
         self._finish(failed=None)
         await self.writer.close(compose_header(run_header(self.setup, self.state, self.records)))
+        await self._ship_rest()
+
+    async def _ship_rest(self) -> None:
+        """What the shipper has not yet put in the store (a run that logs to one)."""
+        if self.shipper is not None:
+            with anyio.CancelScope(shield=True):
+                await self.shipper.finish()
 
     def _finish(self, failed: BaseException | None) -> None:
         _finish_run(
@@ -381,18 +406,21 @@ def resumable(setup: TaskSetup, resume: bool | str | Path | None) -> Resumed | N
     """What `eval(resume=...)` continues from, or None for a fresh run."""
     if resume is None or resume is False:
         return None
+    if setup.store is not None:
+        resume = in_staging(setup, resume)
     if resume is True:
         found = newest_run(setup.dir, setup.name)
         if found is None:
             raise ConfigError(
                 f"Nothing to resume: no log or journal of task '{setup.name}' in "
-                f"'{setup.dir}'. Run without resume, or pass the path of a journal or "
+                f"'{shown_dir(setup)}'. Run without resume, or pass the path of a journal or "
                 "unfinished log."
             )
         path, status = found
         if status not in UNFINISHED:
             raise ConfigError(
-                f"Nothing to resume: the newest run of task '{setup.name}' in '{setup.dir}' "
+                f"Nothing to resume: the newest run of task '{setup.name}' in "
+                f"'{shown_dir(setup)}' "
                 f"({path.name}) finished (status {status}). Run without resume for a new "
                 "run, or pass the path of an older unfinished log to resume it."
             )

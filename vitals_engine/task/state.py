@@ -34,6 +34,8 @@ from ..log.writer import LogWriter
 from ..metrics import Metric
 from ..samples import Sample, SampleRecord
 from ..statistics.intervals import MetricStat
+from ..storage.location import Store
+from ..storage.shipper import Shipper
 from ..vocab.batch_records import BatchRecord
 from ..vocab.usage import UsageLedger
 
@@ -57,6 +59,8 @@ class TaskSetup:
     reducer: str | None = None
     #: The metadata column whose values cluster the scores (None: by sample).
     cluster: str | None = None
+    #: The object store the logs go to (`dir` is then its local staging directory).
+    store: Store | None = None
     positions: dict[Any, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -110,6 +114,8 @@ class RunState:
     epochs: int = 1
     limit_history: list[log_schema.ConnectionLimitChange] = field(default_factory=list)
     writer: LogWriter | None = None
+    #: The shipper of the journal to the task's store (None: logs stay on this disk).
+    shipper: Shipper | None = None
     log_name: str | None = None
     log_path: Path | None = None
     concurrency: int = DEFAULT_CONCURRENCY

@@ -10,12 +10,12 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
-from .. import config
 from .._errors import ConfigError, TaskStateError
 from .._sync import run_sync
 from .._words import plural
@@ -36,6 +36,7 @@ from .logfile import rehydrate_records, write_log
 from .running import raise_if_failed, resumable, run_task
 from .spending import budget_error, known_chats, make_budget
 from .state import RunState, TaskSetup
+from .stores import place, shown_dir
 from .streaming import SampleStream, Sink
 
 if TYPE_CHECKING:
@@ -64,7 +65,9 @@ class Task:
         metrics: a dict of name -> function(scores) -> number; default accuracy.
         epochs: how many times to run each sample (default 1).
         name: the task's name in logs (default: the dataset file's name, or "task").
-        dir: where logs are written (default: VITALS_LOG_DIR, else ./logs).
+        dir: where logs are written (default: VITALS_LOG_DIR, else ./logs): a local
+            directory, or any fsspec URL (`s3://bucket/prefix`; README: "Logs in object
+            storage").
         log_format: "json" (one JSON file) or "eval" (Inspect's zip format).
         reducer: how each sample's epochs become one score before the metrics: None
             (default: every epoch's score counts), "mean", "mode", "max" or
@@ -110,11 +113,12 @@ class Task:
             metric_fns=check_metrics(metrics),
             epochs=check_epochs(epochs),
             name=clean_task_name(name or dataset_name(dataset) or "task"),
-            dir=Path(dir or config.log_dir() or config.DEFAULT_LOG_DIR),
+            dir=Path(),
             reducer=check_reducer(reducer, epochs),
             cluster=_check_cluster(cluster, rows),
         )
         self._state = RunState()
+        self.dir = dir
 
     # -- state ---------------------------------------------------------------
 
@@ -128,12 +132,14 @@ class Task:
         self._setup.name = value
 
     @property
-    def dir(self) -> Path:
-        return self._setup.dir
+    def dir(self) -> Path | str:
+        """Where the logs go: a local directory, or an object store's URL (whose runs
+        write their journals in a staging directory of this machine, then ship them)."""
+        return shown_dir(self._setup)
 
     @dir.setter
-    def dir(self, value: Path) -> None:
-        self._setup.dir = value
+    def dir(self, value: str | os.PathLike[str] | None) -> None:
+        self._setup.dir, self._setup.store = place(value)
 
     @property
     def cluster(self) -> str | None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from .._errors import ConfigError
 from ..config import DEFAULT_LOG_DIR, log_dir
+from ..storage.location import as_store, is_url
 
 if TYPE_CHECKING:
     from .catalog import Catalog
@@ -117,17 +118,13 @@ def bundle(
         >>> bundle("logs")
         PosixPath('logs-bundle')
     """
-    source = Path(log_dir if log_dir is not None else (_default_log_dir()))
-    if not source.is_dir():
-        raise ConfigError(f"`log_dir` '{source}' doesn't exist.")
-    from .catalog import Catalog
-
-    catalog = Catalog(source)
-    catalog.refresh()
+    given = log_dir if log_dir is not None else _default_log_dir()
+    catalog = _catalog(given)
+    source = given if is_url(given) else Path(given)
     if not catalog.headers():
         raise ConfigError(f"The log directory '{source}' doesn't contain any logs.")
     if output_dir is None:
-        out = default_output(catalog.root)
+        out = default_output(catalog.root) if not is_url(given) else _named(str(given))
         overwrite = True  # our own folder: an earlier bundle there is replaced, nothing else
     else:
         out = Path(output_dir)
@@ -172,6 +169,32 @@ def default_output(log_root: Path) -> Path:
     if here == log_root or log_root in here.parents:
         return log_root.parent / name
     return Path(name)
+
+
+def _catalog(given: str | os.PathLike[str]) -> Catalog:
+    """The catalog of a local log directory, or of a store's logs (copied here as the
+    bundle needs them)."""
+    from .catalog import Catalog
+
+    store = as_store(given)
+    if store is not None:
+        from .stored_source import StoredSource
+
+        store.check()
+        stored = StoredSource(store)
+        catalog = Catalog(stored.root, source=stored)
+    else:
+        if not Path(given).is_dir():
+            raise ConfigError(f"`log_dir` '{given}' doesn't exist.")
+        catalog = Catalog(Path(given))
+    catalog.refresh()
+    return catalog
+
+
+def _named(url: str) -> Path:
+    """The default bundle of a store's logs: `<its last folder>-bundle` in the current
+    directory."""
+    return Path(f"{url.rstrip('/').rsplit('/', 1)[-1] or 'vitals'}-bundle")
 
 
 def _default_log_dir() -> str:

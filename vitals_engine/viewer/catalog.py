@@ -28,10 +28,10 @@ from ..log.decoding import NotALogError
 from ..log.journal_format import JOURNAL_SUFFIX
 from ..log.live import live_path, read_live
 from ..log.logged_batches import BatchSummary, logged_batches
-from ..log.reader import read_log
-from .contents import Contents, JournalTail, count_samples, counter, file_stamp, load_contents
-from .paths import LogFile, log_files, sample_key
+from .contents import Contents, JournalTail, counter, file_stamp, load_contents
+from .paths import LogFile, sample_key
 from .rows import batch_row, log_entry
+from .sources import LocalSource, Source
 
 __all__ = ["Catalog"]
 
@@ -100,8 +100,10 @@ class Catalog:
         >>> catalog.summaries(catalog.entries()[0]["file"])["rows"][:1]
     """
 
-    def __init__(self, root: Path, *, keep_loaded: int = 4) -> None:
+    def __init__(self, root: Path, *, keep_loaded: int = 4, source: Source | None = None) -> None:
         self.root = root.resolve()
+        #: Where the logs are listed and read from: this directory, or an object store.
+        self.source: Source = source if source is not None else LocalSource(self.root)
         self.keep_loaded = keep_loaded
         self.version = 0
         self._versions = counter()
@@ -136,7 +138,7 @@ class Catalog:
             with self._lock:
                 self._listings += 1
                 listing = self._listings
-            files = {f.relative: f for f in log_files(self.root)}
+            files = {f.relative: f for f in self.source.files()}
             with self._lock:
                 if listing < self._applied:
                     continue  # a listing begun later was applied meanwhile: list again
@@ -263,14 +265,13 @@ class Catalog:
         )
 
     def _read_log(self, reading: _Reading) -> None:
-        path = reading.file.path
-        header = read_log(path, header_only=True).header
+        header, samples = self.source.header(reading.file)
         reading.header = header
         reading.entry = log_entry(
             reading.file.relative,
-            path,
+            reading.file.path,
             header,
-            samples=count_samples(path),
+            samples=samples,
             version=self._versions(),
         )
 
@@ -290,7 +291,7 @@ class Catalog:
         with state.load_lock:
             contents = state.contents
             if contents is None:
-                contents = load_contents(state.file.path, self._versions)
+                contents = load_contents(self.source.local(state.file), self._versions)
                 with self._lock:
                     self._remember(state, contents)
         return contents
@@ -314,7 +315,7 @@ class Catalog:
         """
         with self._lock:
             state = self._logs.get(rel)
-        stale = state is None or file_stamp(state.file.path) != state.file.stamp
+        stale = state is None or self.source.stamp(state.file) != state.file.stamp
         if stale or not self._scanned:
             self.refresh()
             with self._lock:
@@ -461,7 +462,7 @@ class Catalog:
             state = self._logs.get(rel)
             if state is None or state.not_a_log:
                 return None
-            return state.file.path
+        return self.source.local(state.file)
 
     def headers(self) -> dict[str, s.EvalLog]:
         """The header of every readable log, by relative path."""

@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING
 
 from .._errors import ConfigError
 from ..config import DEFAULT_LOG_DIR, log_dir
+from ..storage.location import as_store
 
 if TYPE_CHECKING:
     from .server import ViewServer
+    from .sources import Source
 
 __all__ = ["view"]
 
@@ -57,7 +59,9 @@ def view(
     open_browser: bool | None = None,
     block: bool = True,
 ) -> ViewServer:
-    """Serve the logs of `dir` (default `ve.log_dir()`, else "logs") to a browser.
+    """Serve the logs of `dir` (default `ve.log_dir()`, else "logs") to a browser. `dir`
+    may be an object store's URL (`s3://bucket/prefix`): the list reads each log's header
+    in ranges, and a log's samples are fetched when its page is opened.
 
     Prints `Viewer running at http://host:port`; on a host other than loopback
     (e.g. "0.0.0.0") it also warns, on stderr, that the viewer is reachable from the
@@ -79,9 +83,8 @@ def view(
         'http://127.0.0.1:53117'
         >>> server.stop()
     """
-    directory = Path(dir if dir is not None else (log_dir() or DEFAULT_LOG_DIR))
-    if not directory.is_dir():
-        raise ConfigError(f"Log directory '{directory}' not found.")
+    given = dir if dir is not None else (log_dir() or DEFAULT_LOG_DIR)
+    directory, source = _directory(given)
     key = directory.resolve()
     with _servers_lock:
         previous = _servers.pop(key, None)
@@ -89,7 +92,7 @@ def view(
         previous.stop()
     from .server import ViewServer
 
-    server = ViewServer(directory, host=host, port=port).start()
+    server = ViewServer(directory, host=host, port=port, source=source).start()
     with _servers_lock:
         _servers[key] = server
     print(f"Viewer running at {server.url}", flush=True)
@@ -107,6 +110,21 @@ def view(
     if block and not _in_event_loop_or_notebook():
         server.wait()
     return server
+
+
+def _directory(given: str | os.PathLike[str]) -> tuple[Path, Source | None]:
+    """The directory to serve, and its source when the logs are in an object store."""
+    store = as_store(given)
+    if store is not None:
+        from .stored_source import StoredSource
+
+        store.check()
+        stored = StoredSource(store)
+        return stored.root, stored
+    directory = Path(given)
+    if not directory.is_dir():
+        raise ConfigError(f"Log directory '{directory}' not found.")
+    return directory, None
 
 
 @atexit.register

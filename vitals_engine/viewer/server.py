@@ -50,6 +50,7 @@ from . import api
 from .catalog import Catalog
 from .paths import resolve_inside
 from .site import ROBOTS, SECURITY_HEADERS, STATIC_DIR, STATIC_FILES
+from .sources import Source
 
 __all__ = ["POLL_SECONDS", "ViewServer", "make_app"]
 
@@ -188,7 +189,7 @@ class _Handlers:
         """A log file under the directory, or a journal whose final log is (a journal gives way
         to its final log as its run ends: the catalog answers for it from that log)."""
         root = self.catalog.root
-        if resolve_inside(root, file) is not None:
+        if self.catalog.source.knows(file):
             return True
         stem = file.removesuffix(JOURNAL_SUFFIX)
         if stem == file:
@@ -218,7 +219,7 @@ class _Handlers:
     async def log_file(self, segments: list[str]) -> web.StreamResponse:
         relative = "/".join(segments)
         path = None
-        if resolve_inside(self.catalog.root, relative) is not None:
+        if self.catalog.source.knows(relative):
             path = await self._run(self.catalog.path, relative)
         if path is None:
             final = await self._run(self.catalog.final_of, relative)
@@ -342,9 +343,10 @@ class ViewServer:
         host: str = "127.0.0.1",
         port: int | None = None,
         poll: float = POLL_SECONDS,
+        source: Source | None = None,
     ) -> None:
         self.dir = dir.resolve()
-        self.catalog = Catalog(self.dir)
+        self.catalog = Catalog(self.dir, source=source)
         self.host = host
         self._poll = poll
         self._sock = _bind(host, port)

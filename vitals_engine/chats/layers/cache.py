@@ -39,6 +39,7 @@ class ReplyCache:
             return await send(call)
         hit = entry.hit()
         if hit is not None:
+            call.cache = "read"
             return self.answer(call, hit)
         call.cache = "write"
         turn = await send(call)

@@ -74,6 +74,7 @@ class Call:
         "estimate",
         "limiter",
         "notes",
+        "paced",
         "provider",
         "request",
         "scope",
@@ -92,13 +93,17 @@ class Call:
         self.notes: list[RetryNote] = []
         #: Seconds one attempt may take (None: no limit), from the retry policy.
         self.timeout: float | None = None
+        #: Seconds its attempts waited for their endpoint's limits (its pause, the rpm and
+        #: tpm buckets, a concurrency slot).
+        self.paced = 0.0
         #: The limiter of its endpoint, once an attempt took its turn there.
         self.limiter: EndpointLimiter | None = None
         #: Its tokens as guessed before it was sent, for the tokens-per-minute bucket.
         self.estimate = 0
         #: The id of the provider batch that answered it (None: a live call).
         self.batch_id: str | None = None
-        #: "write" when the cache keeps its reply (what its record says of the cache).
+        #: "write" when the cache keeps its reply, "read" when the cache answered it (what
+        #: its record says of the cache).
         self.cache: str | None = None
         #: Awaited before an attempt that follows one that timed out (set by the budget:
         #: room for the attempt, now that the lost one is charged); None: nothing to do.

@@ -10,6 +10,7 @@ token buckets, holds one of its concurrency slots while it is sent (a slot got a
 pause began is given back first), and tells the limiter how it went: a 429 may pause
 the endpoint and halve its concurrency, a success may raise it; the token bucket is
 corrected with what the attempt really used (nothing, when it failed).
+The time an attempt waited for its turn and slot is added to the call's `paced`.
 
 A run without limits, or a call outside any run, has no such layer; a batched call has
 none either (it is no live request).
@@ -55,14 +56,16 @@ class EndpointLimits:
         limiter = call.limiter
         if limiter is None:
             limiter = self._limiter(call)
-        estimate = call.estimate
+        estimate, clock = call.estimate, limiter.clock
+        began = clock.now()
         await limiter.wait_turn(estimate)
         try:
             slots = limiter.slots
             await slots.acquire()
-            if limiter.paused_until > limiter.clock.now():
+            if limiter.paused_until > clock.now():
                 slots.release()  # the endpoint paused while we queued: wait without the slot
                 await limiter.acquire_slot()
+            call.paced += clock.now() - began
             try:
                 turn = await send(call)
             finally:

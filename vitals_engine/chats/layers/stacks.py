@@ -14,11 +14,17 @@ A scope made without a run (`call_scope(...)`) gets stacks built from its own op
 its first call; a call outside any scope gets the stacks of `outside` (the cache, if
 the model has one of its own, accounting without a scope, retries, the send).
 
-A new call-level capability (tracing, say) is one new module in this package and one
-line in `CallStacks.layers`, where it meets calls.
+A traced run (`tracing/`: the application configured OpenTelemetry) has the tracing
+layer on top of every stack, so that a cache hit is a span too; a run that is not has
+none.
+
+A new call-level capability is one new module in this package and one line in
+`CallStacks.layers`, where it meets calls.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from ...caching.lookup import CacheUse
 from ...pacing.batch_mode import BatchCalls
@@ -38,6 +44,10 @@ from .replies import Replies, ReplyJournal
 from .retries import Retries
 from .seats import SeatCount
 from .send import ProviderSend
+from .traced import Traced
+
+if TYPE_CHECKING:
+    from ...tracing.spans import RunTrace
 
 __all__ = ["CallStacks"]
 
@@ -57,6 +67,7 @@ class CallStacks:
         batches: the run's batch queues (None: every call is live).
         limits: the run's endpoint limits (None: none).
         replies: the run's journaled replies (None: no journal, nothing to answer from).
+        trace: the run's trace (None: the run is not traced).
 
     Example:
         >>> stacks = CallStacks(retry=Retry(), clock=SystemClock(), limits=registry)
@@ -75,6 +86,7 @@ class CallStacks:
         "replies",
         "retry",
         "scoped",
+        "trace",
     )
 
     def __init__(
@@ -88,6 +100,7 @@ class CallStacks:
         batches: BatchCalls | None = None,
         limits: LimitsRegistry | None = None,
         replies: Replies | None = None,
+        trace: RunTrace | None = None,
     ) -> None:
         self.retry = retry
         self.clock = clock
@@ -97,6 +110,7 @@ class CallStacks:
         self.batches = batches
         self.limits = limits
         self.replies = replies
+        self.trace = trace
         #: The stack of models that leave cache and batches to the run (made at first use).
         self._plain: Stack | None = None
         #: The stacks of models with their own `cache=`, `batch=` or cost cap, by those.
@@ -143,6 +157,8 @@ class CallStacks:
         batches = self.batches
         batched = batches is not None and batches.takes(provider)
         layers: list[Layer] = []
+        if self.trace is not None:
+            layers.append(Traced(self.trace))
         if caches(self.cache, provider.cache):
             layers.append(ReplyCache(self.cache, accounting.from_cache))
         layers.append(accounting)
