@@ -315,3 +315,20 @@ def test_a_store_throttled_for_a_while_gets_the_whole_run(s3, s3_faults, server,
     assert sum("shipping the journal to the store again" in m for m in messages) == 1
     (key,) = _finals(s3)
     assert len(ve.read_log(f"s3://{s3.name}/{key}").samples) == n
+
+
+@pytest.mark.usefixtures("local_ray")
+def test_a_ray_run_logs_to_the_bucket(s3):
+    """On Ray the driver writes the log: to an s3:// URL as for a local run, the workers
+    never touching the store. The bucket ends with the one final log, every sample in it."""
+    pytest.importorskip("ray")
+    task = _task(ve.chat_mock(), s3.url, n=12)
+    task.eval(backend=ve.Ray(workers=2), progress=False)
+    (key,) = _finals(s3)
+    url = f"s3://{key.replace('qa/', s3.name + '/qa/', 1)}"
+    logged = ve.read_log(url)
+    assert (logged.status, sorted(sample.id for sample in logged.samples)) == (
+        "success",
+        list(range(1, 13)),
+    )
+    assert not [k for k in s3.listed("qa/") if "/.vitals/" in k or k.endswith(".seg")]
