@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -183,3 +184,22 @@ async def drive(clock: VirtualClock, tick: float = 0.001) -> None:
             await anyio.sleep(0.001)  # real time, for the thread: no virtual time passes
             continue
         clock.advance(tick)
+
+
+async def killed_journal(task: ve.Task, keep: int) -> Path:
+    """The journal a run of `task` killed after `keep` samples leaves (made from the log of
+    a finished run: its start record, then `keep` sample records, no final log)."""
+    import msgspec
+
+    from vitals_engine.log.writer import LogWriter
+
+    assert task.log_path is not None
+    logged = ve.read_log(task.log_path)
+    header = msgspec.structs.replace(logged.header, samples=msgspec.UNSET, status="started")
+    writer = LogWriter(task.log_path, header)
+    writer._open()
+    for sample in logged.samples[:keep]:
+        writer.add(sample)
+    await writer.close()
+    task.log_path.unlink()
+    return writer.journal

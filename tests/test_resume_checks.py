@@ -8,31 +8,15 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 
 import vitals_engine as ve
 from tests import helpers
-from vitals_engine.log.writer import LogWriter
 
 pytestmark = pytest.mark.anyio
 
 #: The rows of this module's tasks carry their numbers as ids.
 sums = functools.partial(helpers.sums, ids=True)
-
-
-async def killed_journal(task: ve.Task, keep: int) -> Path:
-    """The journal a run of `task` killed after `keep` samples leaves (made from the log of
-    a finished run: its start record, then `keep` sample records, no final log)."""
-    logged = ve.read_log(task.log_path)
-    header = msgspec.structs.replace(logged.header, samples=msgspec.UNSET, status="started")
-    writer = LogWriter(task.log_path, header)
-    writer._open()
-    for sample in logged.samples[:keep]:
-        writer.add(sample)
-    await writer.close()
-    task.log_path.unlink()
-    return writer.journal
 
 
 class Asked:
@@ -63,7 +47,7 @@ async def test_changed_rows_run_again_and_ids_gone_leave_the_log(tmp_path: Path)
     first = Asked()
     done = task_of(sums(range(1, 7)), first.solver(), tmp_path)
     await done.eval_async()
-    await killed_journal(done, keep=6)
+    await helpers.killed_journal(done, keep=6)
 
     data = sums([1, 2, 3, 4, 5, 7])
     data[3]["input"] = "What's 40+4?"  # id 4: a new question
@@ -87,7 +71,7 @@ async def test_fewer_epochs_leave_the_later_epochs_out(tmp_path: Path) -> None:
     asked = Asked()
     done = task_of(sums(range(1, 3)), asked.solver(), tmp_path, epochs=2)
     await done.eval_async()
-    await killed_journal(done, keep=3)
+    await helpers.killed_journal(done, keep=3)
     task = task_of(sums(range(1, 3)), asked.solver(), tmp_path)
     await task.eval_async(resume=True, epochs=1)
     final = ve.read_log(task.log_path)
@@ -100,7 +84,7 @@ async def test_another_model_is_refused_unless_resumed_anyway(tmp_path: Path) ->
     asked = Asked()
     done = task_of(sums(range(1, 5)), asked.solver(), tmp_path)
     await done.eval_async(solver_chat=ve.chat_mock(model="old-model"))
-    await killed_journal(done, keep=3)
+    await helpers.killed_journal(done, keep=3)
 
     task = task_of(sums(range(1, 5)), asked.solver(), tmp_path)
     new_model = ve.chat_mock(model="new-model")
@@ -118,7 +102,7 @@ async def test_another_scorer_or_solver_is_refused(tmp_path: Path) -> None:
     asked = Asked()
     done = task_of(sums(range(1, 4)), asked.solver(), tmp_path)
     await done.eval_async()
-    journal = await killed_journal(done, keep=2)
+    journal = await helpers.killed_journal(done, keep=2)
 
     scorer = task_of(sums(range(1, 4)), asked.solver(), tmp_path, scorer=ve.detect_exact())
     with pytest.raises(ve.ConfigError, match="the scorer 'detect_includes"):

@@ -42,6 +42,10 @@ def every_option(directory: Path) -> dict[str, Any]:
         "cache": ve.Cache(dir=str(directory / "cache")),
         "max_cost": 1.5,
         "max_tokens": 1000,
+        "limit": 2,
+        "sample_ids": (1, 2),
+        "shuffle": True,
+        "seed": 1,
     }
 
 

@@ -73,6 +73,7 @@ if _typing.TYPE_CHECKING:
         log_dir,
         log_dir_set,
     )
+    from .dataset_files import read_dataset
     from .distributed.backend import Ray
     from .engine.options import EvalOptions
     from .engine.user_functions import (
@@ -116,6 +117,7 @@ if _typing.TYPE_CHECKING:
     from .task.eval_set import EvalSet, eval_set, eval_set_async
     from .task.streaming import SampleStream
     from .task.task import Task
+    from .thresholds import ThresholdCheck, check_thresholds
     from .transport.base import Timeouts
     from .viewer.bundle import bundle
     from .viewer.launch import view
@@ -158,6 +160,7 @@ _LAZY: dict[str, str] = {
     "compare_models": ".comparison",
     "Ray": ".distributed.backend",
     "log_dir": ".config",
+    "read_dataset": ".dataset_files",
     "log_dir_set": ".config",
     "BatchFunction": ".engine.user_functions",
     "EvalOptions": ".engine.options",
@@ -171,6 +174,8 @@ _LAZY: dict[str, str] = {
     "Retry": ".pacing.retry",
     "Provider": ".providers.base",
     "summary": ".report",
+    "ThresholdCheck": ".thresholds",
+    "check_thresholds": ".thresholds",
     "Sample": ".samples",
     "SampleRecord": ".samples",
     "Score": ".samples",
@@ -272,6 +277,7 @@ __all__ = [
     "StoreUnreachable",
     "Task",
     "TaskStateError",
+    "ThresholdCheck",
     "Timeouts",
     "TokenUsage",
     "Tool",
@@ -294,6 +300,7 @@ __all__ = [
     "chat_openai",
     "chat_openrouter",
     "chat_vllm",
+    "check_thresholds",
     "compare",
     "compare_models",
     "datasets",
@@ -310,6 +317,7 @@ __all__ = [
     "log_dir_set",
     "model_graded_fact",
     "model_graded_qa",
+    "read_dataset",
     "read_log",
     "read_logs",
     "set_price",

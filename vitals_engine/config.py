@@ -11,6 +11,9 @@ package reads is read here, and README's "Environment variables" lists them.
   (else 5);
 - `VITALS_STAGING_DIR`: where journals of runs logging to an object store are written
   locally (else the user's cache directory).
+
+One variable is set here rather than read: `IN_VITALS_EVAL`, "true" while runs go
+(`engine/eval_env.py`).
 """
 
 from __future__ import annotations
@@ -25,8 +28,11 @@ __all__ = [
     "ENV_SHIP_INTERVAL",
     "ENV_STAGING_DIR",
     "ENV_TRANSPORT",
+    "IN_EVAL_VARIABLE",
     "cache_dir_from_env",
     "gc_tuning_from_env",
+    "in_eval_from_env",
+    "in_eval_set",
     "log_dir",
     "log_dir_set",
     "ship_interval_from_env",
@@ -45,6 +51,9 @@ ENV_GC_TUNING = "VITALS_GC_TUNING"
 ENV_SHIP_INTERVAL = "VITALS_SHIP_INTERVAL"
 #: Where the journals of runs that log to an object store are staged on this machine.
 ENV_STAGING_DIR = "VITALS_STAGING_DIR"
+#: "true" while runs of this process solve and score (set by them, for the user's code;
+#: not an `ENV_` name: the package never reads it to decide anything).
+IN_EVAL_VARIABLE = "IN_VITALS_EVAL"
 #: Where logs go when neither `Task(dir=...)` nor VITALS_LOG_DIR says.
 DEFAULT_LOG_DIR = "logs"
 
@@ -67,6 +76,27 @@ def log_dir_set(dir: str | os.PathLike[str] | None) -> str | None:
         os.environ.pop(ENV_LOG_DIR, None)
     else:
         os.environ[ENV_LOG_DIR] = os.fspath(dir)
+    return previous
+
+
+def in_eval_from_env() -> str | None:
+    """`IN_VITALS_EVAL`'s value, or None when it is unset."""
+    return os.environ.get(IN_EVAL_VARIABLE)
+
+
+def in_eval_set(value: str | None) -> str | None:
+    """Set `IN_VITALS_EVAL` (None unsets it) and return its previous value (None: unset).
+
+    Example:
+        >>> previous = in_eval_set("true")
+        >>> in_eval_set(previous)
+        'true'
+    """
+    previous = in_eval_from_env()
+    if value is None:
+        os.environ.pop(IN_EVAL_VARIABLE, None)
+    else:
+        os.environ[IN_EVAL_VARIABLE] = value
     return previous
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import random
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -22,7 +23,7 @@ import msgspec
 from ._errors import DatasetError
 from .samples import Sample
 
-__all__ = ["DatasetRow", "dataset_name", "load_dataset"]
+__all__ = ["DatasetRow", "dataset_name", "load_dataset", "select_rows"]
 
 _REQUIRED = ("input", "target")
 
@@ -211,6 +212,55 @@ def dataset_name(data: Any) -> str | None:
     if isinstance(data, str | os.PathLike):
         return Path(data).stem
     return None
+
+
+def select_rows(
+    rows: Sequence[DatasetRow],
+    *,
+    limit: int | None = None,
+    sample_ids: Sequence[int | str] | None = None,
+    shuffle: bool = False,
+    seed: int | None = None,
+) -> Sequence[DatasetRow]:
+    """The rows a run takes: those of `sample_ids` (in the dataset's order), shuffled by
+    `random.Random(seed)` (the same order for the same seed, in any process), then the
+    first `limit`. An id given as text matches an int id of the same digits (`"3"`: 3).
+
+    Example:
+        >>> rows = load_dataset([{"input": str(i), "target": str(i)} for i in range(10)])
+        >>> [row.id for row in select_rows(rows, limit=3, shuffle=True, seed=1)]
+        [7, 9, 10]
+    """
+    picked: Sequence[DatasetRow] = rows
+    if sample_ids is not None:
+        picked = _by_ids(rows, sample_ids)
+    if shuffle:
+        picked = list(picked)
+        random.Random(seed).shuffle(picked)
+    if limit is not None:
+        picked = picked[:limit]
+    return picked
+
+
+def _by_ids(rows: Sequence[DatasetRow], sample_ids: Sequence[int | str]) -> list[DatasetRow]:
+    ids = {row.id for row in rows}
+    as_text = {str(row.id): row.id for row in rows}
+    wanted: set[int | str] = set()
+    unknown: list[int | str] = []
+    for given in sample_ids:
+        found = given if given in ids else as_text.get(str(given))
+        if found is None:
+            unknown.append(given)
+        else:
+            wanted.add(found)
+    if unknown:
+        some = ", ".join(repr(row.id) for row in rows[:5])
+        more = ", ..." if len(rows) > 5 else ""
+        raise DatasetError(
+            f"No sample of the dataset has the id {', '.join(repr(u) for u in unknown[:5])}; "
+            f"its ids: {some}{more} ({len(rows)} in all)."
+        )
+    return [row for row in rows if row.id in wanted]
 
 
 def expand_epochs(rows: Sequence[DatasetRow], epochs: int) -> Iterator[Sample]:

@@ -14,6 +14,7 @@ from ..pacing.limits import Limits
 from ..report import summary
 from ..task.eval_set import EvalSetFailedError, eval_set, model_chat
 from ..task.task import Task
+from .gates import FinishedRun, gated, gating
 from .shared import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, report, say
 from .task_file import find_tasks_or_fail, imported
 
@@ -60,6 +61,8 @@ def run_eval(args: argparse.Namespace) -> int:
         raise UsageError(f"{path} is not a Python file (.py).")
 
     estimating = _estimating(args)
+    if estimating and gating(args):
+        raise UsageError("--fail-under and --junit check a run: leave out --estimate.")
     with imported(path) as module:
         tasks = find_tasks_or_fail(module, path, name)
         if isinstance(args.resume, str) and len(tasks) > 1:
@@ -95,6 +98,10 @@ def run_eval(args: argparse.Namespace) -> int:
             "cache": _cache(getattr(args, "cache", None)),
             "max_cost": getattr(args, "max_cost", None),
             "max_tokens": getattr(args, "max_tokens", None),
+            "limit": getattr(args, "limit", None),
+            "sample_ids": getattr(args, "sample_ids", None),
+            "shuffle": bool(getattr(args, "shuffle", False)),
+            "seed": getattr(args, "seed", None),
         }
         debug = bool(getattr(args, "debug", False))
         if estimating:
@@ -102,14 +109,19 @@ def run_eval(args: argparse.Namespace) -> int:
         if args.log_dir:
             for _, task in tasks:
                 task.dir = args.log_dir
+        finished: list[FinishedRun] = []
         if as_set:
-            return _run_set([task for _, task in tasks], models, options, max_tasks, debug)
+            code = _run_set(
+                [task for _, task in tasks], models, options, max_tasks, debug, finished
+            )
+            return gated(code, finished, args)
         outcomes: list[_Outcome] = []
         for task, kwargs in pairs:
             outcomes.append(_run_task(task, options, kwargs, debug))
             if outcomes[-1].code == EXIT_INTERRUPTED:
                 break
-    return max((o.code for o in outcomes), default=EXIT_OK)
+        finished += [FinishedRun(o.task.name, o.task.log_path, o.code) for o in outcomes]
+        return gated(max((o.code for o in outcomes), default=EXIT_OK), finished, args)
 
 
 def _cache(given: str | bool | None) -> Cache | None:
@@ -140,7 +152,10 @@ def _estimating(args: argparse.Namespace) -> bool:
 
 
 #: The eval options a sampled estimate runs with (its log is temporary, never resumed).
-_ESTIMATE_OPTIONS = ("max_concurrency", "limits", "fail_on_error", "progress", "backend", "batch")
+_ESTIMATE_OPTIONS = (
+    *("max_concurrency", "limits", "fail_on_error", "progress", "backend", "batch"),
+    *("limit", "sample_ids", "shuffle", "seed"),  # the estimate is of the samples selected
+)
 
 
 def _estimate_tasks(
@@ -154,6 +169,8 @@ def _estimate_tasks(
     would cost; the worst exit code of them."""
     codes = []
     run_options = {k: v for k, v in options.items() if k in _ESTIMATE_OPTIONS}
+    if run_options.get("seed") is None:
+        run_options.pop("seed", None)  # the estimate's own default picks its rows
     for task, kwargs in pairs:
         model = _model_of(kwargs) if named else ""
         codes.append(_estimate_task(task, run_options, kwargs, args, debug, model))
@@ -235,20 +252,25 @@ def _run_set(
     options: dict[str, Any],
     max_tasks: int | None,
     debug: bool,
+    finished: list[FinishedRun] | None = None,
 ) -> int:
     """Every task on every model at once (`eval_set`): the combined summary, then why each
-    failed run failed; the worst exit code of the runs."""
+    failed run failed; the worst exit code of the runs. Each run, with its code, goes into
+    `finished`."""
+    finished = finished if finished is not None else []
     options = {**options, "resume": bool(options["resume"])}
     try:
         runs = eval_set(tasks, models or None, max_tasks=max_tasks, **options)
     except EvalSetFailedError as failure:
         runs = failure.eval_set
         print(f"{runs}\n", flush=True)
-        return max(
-            _failed(failure.errors[label], f"vitals eval: {label}: ", path is not None, debug)
-            for label, path in zip(runs.labels, runs.log_paths, strict=True)
-            if label in failure.errors
-        )
+        for label, path in zip(runs.labels, runs.log_paths, strict=True):
+            error = failure.errors.get(label)
+            code = EXIT_OK
+            if error is not None:
+                code = _failed(error, f"vitals eval: {label}: ", path is not None, debug)
+            finished.append(FinishedRun(label, path, code))
+        return max((run.code for run in finished), default=EXIT_FAILED)
     except KeyboardInterrupt:
         say(
             "vitals eval: interrupted; each run's finished samples are in its log "
@@ -256,6 +278,10 @@ def _run_set(
         )
         return EXIT_INTERRUPTED
     print(f"{runs}\n", flush=True)
+    finished += [
+        FinishedRun(label, path, EXIT_OK)
+        for label, path in zip(runs.labels, runs.log_paths, strict=True)
+    ]
     return EXIT_OK
 
 

@@ -12,6 +12,7 @@ from typing import NoReturn
 
 from .._errors import ConfigError, DatasetError
 from .._version import version
+from ..thresholds import parse_threshold
 from .shared import (
     EXIT_BROKEN_PIPE,
     EXIT_FAILED,
@@ -63,12 +64,20 @@ Examples:
   vitals eval evals/suite.py --resume --resume-anyway   ... even after changing the model
   vitals eval evals/suite.py --ray auto --workers 8     on the Ray cluster of this node
   vitals eval evals/suite.py --estimate --epochs 3      what it would cost, from 20 rows
+  vitals eval evals/suite.py --limit 200 --shuffle --seed 1
+                                                       the same 200 random samples each time
+  vitals eval evals/suite.py --sample-id 3 --sample-id q-12   only these two samples
   vitals eval evals/suite.py --cache --max-cost 5       replies from the cache; at most $5
   vitals eval evals/suite.py --resume logs/2026-01-14T16-19-11-00-00_suite_abc.journal
+  vitals eval evals/suite.py --fail-under accuracy=0.8 --junit report.xml
+                                                       a CI gate: exit 3 below 0.8
+  vitals eval evals/suite.py --fail-under detect_includes/accuracy=0.9
 
 Exit codes: 0 success, 1 samples failed beyond --fail-on-error (the log is
 still written), the run reached --max-cost or --max-tokens, or the run failed,
-2 usage error; for several runs, the worst of them.
+2 usage error (a --fail-under name that matches no metric included), 3 a metric
+below its --fail-under threshold (when no run failed); for several runs, the
+worst of them.
 """
 
 LS_EPILOG = """\
@@ -213,6 +222,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--epochs", type=_positive_int, metavar="N", help="runs per sample")
     run.add_argument(
+        "--limit", type=_positive_int, metavar="N", help="run only the first N samples"
+    )
+    run.add_argument(
+        "--sample-id",
+        action="append",
+        dest="sample_ids",
+        metavar="ID",
+        help="run only the sample with this id (repeat it for more)",
+    )
+    run.add_argument(
+        "--shuffle",
+        action="store_true",
+        help="run the samples in a random order (before --limit), the same for the same --seed",
+    )
+    run.add_argument(
+        "--seed", type=int, metavar="N", help="the seed of --shuffle (default: drawn, logged)"
+    )
+    run.add_argument(
         "--max-concurrency", type=_positive_int, metavar="N", help="samples in flight at once"
     )
     run.add_argument(
@@ -280,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
         "default) or false (any)",
     )
     run.add_argument("--log-format", choices=["json", "eval"], help="the log's format")
+    _add_gates(run)
     run.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
     run.add_argument(
         "--estimate",
@@ -350,6 +378,32 @@ def build_parser() -> argparse.ArgumentParser:
     _add_debug(bundle)
     _add_cache(commands, formatter)
     return parser
+
+
+def _threshold(text: str) -> tuple[str, float]:
+    """`--fail-under NAME=VALUE` as (name, value)."""
+    try:
+        return parse_threshold(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_gates(run: argparse.ArgumentParser) -> None:
+    """`vitals eval --fail-under METRIC=VALUE --junit FILE`: the run as a CI gate."""
+    run.add_argument(
+        "--fail-under",
+        action="append",
+        type=_threshold,
+        metavar="METRIC=VALUE",
+        help="after the run(s), exit 3 when a task's metric is below VALUE (repeatable); name "
+        "a metric as scorer/metric (detect_includes/accuracy), or plainly when one scorer has it",
+    )
+    run.add_argument(
+        "--junit",
+        metavar="FILE",
+        help="write a JUnit XML report for CI: a test suite per task, a test case for its run, "
+        "each --fail-under threshold and each sample that failed with an error",
+    )
 
 
 def _add_cache(commands: argparse._SubParsersAction, formatter: type) -> None:

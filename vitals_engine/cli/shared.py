@@ -14,6 +14,7 @@ from typing import Any
 from .. import config
 
 __all__ = [
+    "EXIT_BELOW_THRESHOLD",
     "EXIT_BROKEN_PIPE",
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
@@ -33,6 +34,7 @@ __all__ = [
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_BELOW_THRESHOLD = 3  # `vitals eval --fail-under`: a metric below its threshold
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a command its pipe ended
 

@@ -13,37 +13,32 @@ VITALS_GC_TUNING=0 to leave the collector alone.
 from __future__ import annotations
 
 import gc
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..config import gc_tuning_from_env
+from .overlapping import Overlapping
 
 __all__ = ["relaxed_gc"]
 
 _RELAXED = (50_000, 20, 100)
-_lock = threading.Lock()
-_active = 0
-_saved: tuple[int, int, int] | None = None
+
+
+def _relax() -> None:
+    current = gc.get_threshold()
+    gc.set_threshold(*(max(a, b) for a, b in zip(current, _RELAXED, strict=True)))
+
+
+_threshold: Overlapping[tuple[int, int, int]] = Overlapping(
+    gc.get_threshold, lambda saved: gc.set_threshold(*saved)
+)
 
 
 @contextmanager
 def relaxed_gc() -> Iterator[None]:
     """Raise the collector's thresholds for the duration (shared by overlapping runs)."""
-    global _active, _saved
     if not gc_tuning_from_env():
         yield
         return
-    with _lock:
-        if _active == 0:
-            _saved = gc.get_threshold()
-            gc.set_threshold(*(max(a, b) for a, b in zip(_saved, _RELAXED, strict=True)))
-        _active += 1
-    try:
+    with _threshold.held(_relax):
         yield
-    finally:
-        with _lock:
-            _active -= 1
-            if _active == 0 and _saved is not None:
-                gc.set_threshold(*_saved)
-                _saved = None

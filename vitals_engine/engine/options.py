@@ -22,8 +22,9 @@ is the one there is.
 from __future__ import annotations
 
 import math
+import random
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
@@ -88,6 +89,12 @@ class EvalOptions(TypedDict, total=False):
             (status "cancelled") and `BudgetExceeded` is raised. `resume=True` continues,
             with a budget of its own.
         max_tokens: the same for tokens sent and received (input + output).
+        limit: run only the first N samples of the dataset (after `shuffle`).
+        sample_ids: run only the samples with these ids (a `DatasetError` lists some
+            that exist when one is not in the dataset).
+        shuffle: run the samples in a random order, the same for the same `seed`.
+        seed: the seed of `shuffle` (default: one drawn at random, recorded in the log
+            as `eval.config.sample_shuffle`; pass it to repeat the order).
 
     Example:
         >>> options: EvalOptions = {"max_concurrency": 50, "retry": ve.Retry(max_attempts=8)}
@@ -107,6 +114,10 @@ class EvalOptions(TypedDict, total=False):
     cache: Cache | bool | None
     max_cost: float | None
     max_tokens: int | None
+    limit: int | None
+    sample_ids: Sequence[int | str] | None
+    shuffle: bool
+    seed: int | None
 
 
 if TYPE_CHECKING:
@@ -159,6 +170,29 @@ def _check_budget(value: Any, name: str) -> Any:
     return value if whole else float(value)
 
 
+def _check_selection(given: EvalOptions) -> dict[str, Any]:
+    """`limit`, `sample_ids`, `shuffle` and `seed`, checked; a seed drawn for a shuffle
+    without one (so the log can say which order it was)."""
+    limit, ids = given.get("limit"), given.get("sample_ids")
+    shuffle, seed = bool(given.get("shuffle", False)), given.get("seed")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigError(f"`limit` must be a whole number of at least 1, not {limit!r}.")
+    if ids is not None:
+        if isinstance(ids, int | str):
+            ids = [ids]
+        if not isinstance(ids, Sequence) or not ids:
+            raise ConfigError(f"`sample_ids` must be a non-empty list of ids, not {ids!r}.")
+        wrong = [i for i in ids if isinstance(i, bool) or not isinstance(i, int | str)]
+        if wrong:
+            raise ConfigError(f"`sample_ids` holds {wrong[0]!r}: an id is an int or a str.")
+        ids = tuple(ids)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise ConfigError(f"`seed` must be a whole number, not {seed!r}.")
+    if shuffle and seed is None:
+        seed = random.SystemRandom().randrange(2**31)
+    return {"limit": limit, "sample_ids": ids, "shuffle": shuffle, "seed": seed}
+
+
 def allowed_failures(fail_on_error: bool | int | float | None, total: int) -> float:
     """How many failed samples a run of `total` may have and still succeed."""
     if fail_on_error is None or fail_on_error is True:
@@ -200,6 +234,12 @@ class RunOptions:
     #: None: no budget.
     max_cost: float | None = None
     max_tokens: int | None = None
+    #: None: every sample (`select_rows` in `dataset.py` applies these four).
+    limit: int | None = None
+    sample_ids: tuple[int | str, ...] | None = None
+    shuffle: bool = False
+    #: With `shuffle`, always a number once checked (drawn when not given).
+    seed: int | None = None
 
     @classmethod
     def parse(cls, given: Mapping[str, Any]) -> tuple[RunOptions, dict[str, Any]]:
@@ -244,6 +284,7 @@ class RunOptions:
             cache=cache_option(given.get("cache"), "eval()"),
             max_cost=_check_budget(max_cost, "max_cost"),
             max_tokens=_check_budget(max_tokens, "max_tokens"),
+            **_check_selection(given),
         )
 
 

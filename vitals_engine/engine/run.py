@@ -26,6 +26,9 @@ that keeps the text a streaming provider sends for that sample, so the live
 viewer can show it. A sample's text goes away when the sample finishes or
 fails. When nothing streams, that is one small closure per stage and nothing
 else: no entry, no call.
+
+While `execute()` goes on, `IN_VITALS_EVAL=true` is in the environment, for the
+user's solvers and scorers and what they call (`engine/eval_env.py`).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ from ..samples import Sample, SampleError, SampleRecord
 from ..vocab.batch_records import BatchRecord
 from ..vocab.model_calls import RetryNote
 from ..vocab.usage import UsageLedger
+from .eval_env import in_vitals_eval
 from .gc_tuning import relaxed_gc
 from .observing import RunObserver
 from .options import RunOptions
@@ -531,7 +535,7 @@ class Run:
 
         self._executing += 1
         try:
-            with relaxed_gc(), asyncio_named(), observer.running(self.progress):
+            with relaxed_gc(), in_vitals_eval(), asyncio_named(), observer.running(self.progress):
                 queues = BatchQueues(
                     self.batch,
                     self.clock,

@@ -21,6 +21,7 @@ from .messages import chat_messages, model_usage, stop_reason, to_builtins
 
 __all__ = [
     "RunHeader",
+    "SampleSelection",
     "compose_header",
     "compose_metrics",
     "compose_sample",
@@ -217,6 +218,16 @@ def _working_time(chats: list[ChatLog]) -> float | None:
     return round(total, 6) if total else None
 
 
+@dataclass(frozen=True)
+class SampleSelection:
+    """How a run chose its samples from the dataset: `limit=`, `sample_ids=`, and the
+    seed of `shuffle=` (None: not shuffled)."""
+
+    limit: int | None = None
+    sample_ids: list[int | str] | None = None
+    seed: int | None = None
+
+
 @dataclass
 class RunHeader:
     """What the header of a log says about its run."""
@@ -251,11 +262,14 @@ class RunHeader:
     reducer: str | None = None
     #: The metadata column whose values clustered the metrics' scores (None: by sample).
     cluster: str | None = None
+    #: How the run chose its samples (None: every row, in the dataset's order).
+    selection: SampleSelection | None = None
 
 
 def compose_header(run: RunHeader) -> s.EvalLog:
     """The log without samples: everything a listing or a header-only read needs."""
     metrics = compose_metrics(run.metrics, run.metric_stats, cluster=run.cluster)
+    selection = run.selection or SampleSelection()
     scorers = (
         [s.EvalScorer(run.scorer, metrics=[s.EvalMetricDecl(m) for m in metrics])]
         if run.scorer
@@ -287,10 +301,13 @@ def compose_header(run: RunHeader) -> s.EvalLog:
                 name=run.dataset_name,
                 samples=len(run.sample_ids),
                 sample_ids=run.sample_ids,
-                shuffled=False,
+                shuffled=selection.seed is not None,
             ),
             model=run.model,
             config=s.EvalConfig(
+                limit=selection.limit,
+                sample_id=selection.sample_ids,
+                sample_shuffle=selection.seed,
                 epochs=run.epochs,
                 epochs_reducer=[run.reducer] if run.reducer else None,
                 max_samples=run.max_samples,

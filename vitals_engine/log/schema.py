@@ -280,6 +280,11 @@ class EvalDataset(_Loose):
 
 
 class EvalConfig(_Loose):
+    #: The run's selection of samples, as Inspect records it: the first `limit`, the ids
+    #: asked for, and the shuffle's seed.
+    limit: int | None = None
+    sample_id: list[int | str] | None = None
+    sample_shuffle: bool | int | None = None
     epochs: int | None = None
     epochs_reducer: list[str] | None = None
     fail_on_error: bool | float | None = None

@@ -38,7 +38,7 @@ from .._errors import ConfigError, EvalFailedError
 from .._words import plural
 from ..chats.calls import estimate_tokens
 from ..chats.chat import Chat
-from ..dataset import DatasetRow
+from ..dataset import DatasetRow, select_rows
 from ..engine.options import OPTION_NAMES, check_epochs
 from ..engine.user_functions import route_kwargs
 from ..samples import SampleRecord
@@ -149,6 +149,20 @@ def _pick_rows(rows: Sequence[DatasetRow], sample: int, seed: Any) -> list[Datas
     return [rows[i] for i in chosen]
 
 
+#: eval()'s options that select the samples of a run: an estimate is of the run they select.
+_SELECTION = ("limit", "sample_ids", "shuffle")
+
+
+def _selected(setup: TaskSetup, kwargs: dict[str, Any], seed: Any) -> TaskSetup:
+    """`setup` with the rows a run with `kwargs`' selection options would take (taken out
+    of `kwargs`; with `shuffle`, `seed` is the shuffle's seed)."""
+    selection = {name: kwargs.pop(name) for name in _SELECTION if name in kwargs}
+    if not selection:
+        return setup
+    shuffled_with = seed if selection.get("shuffle") else None
+    return replace(setup, rows=list(select_rows(setup.rows, seed=shuffled_with, **selection)))
+
+
 async def estimate_cost(
     setup: TaskSetup,
     clone_with: Callable[[TaskSetup], _Sampled],
@@ -176,6 +190,7 @@ async def estimate_cost(
             f"estimate_cost() does not take `{refused[0]}`: it runs a sample of the task "
             "into a temporary log and leaves the task as it was."
         )
+    setup = _selected(setup, kwargs, seed)
     if local:
         return _count_locally(setup, runs, kwargs)
     picked = _pick_rows(setup.rows, sample, seed)

@@ -17,7 +17,7 @@ from .._version import version
 from ..chats.chat import Chat
 from ..engine.user_functions import FunctionSpec
 from ..log import schema as log_schema
-from ..log.compose import RunHeader, compose_header, compose_sample
+from ..log.compose import RunHeader, SampleSelection, compose_header, compose_sample
 from ..log.journal_format import read_journal_batches, read_journal_replies
 from ..log.logged_batches import with_batches
 from ..log.logged_replies import with_replies
@@ -185,6 +185,18 @@ def _solver_model(setup: TaskSetup, state: RunState) -> str:
     return state.solver_model or configured_solver_model(setup) or "none/none"
 
 
+def _selection(state: RunState) -> SampleSelection | None:
+    """How the last solving run chose its samples, for the log's header (None: all)."""
+    options = state.selection
+    if options is None or not (options.limit or options.sample_ids or options.shuffle):
+        return None
+    return SampleSelection(
+        limit=options.limit,
+        sample_ids=list(options.sample_ids) if options.sample_ids is not None else None,
+        seed=options.seed if options.shuffle else None,
+    )
+
+
 def run_header(setup: TaskSetup, state: RunState, records: list[SampleRecord]) -> RunHeader:
     ledger = UsageLedger()
     ledger.merge(state.solve_ledger)
@@ -205,7 +217,8 @@ def run_header(setup: TaskSetup, state: RunState, records: list[SampleRecord]) -
         scorer=setup.scorer_label if state.scored or state.metrics or partial else None,
         epochs=state.epochs,
         dataset_name=setup.name,
-        sample_ids=[r.id for r in setup.rows],
+        sample_ids=state.sample_ids if state.sample_ids is not None else [r.id for r in setup.rows],
+        selection=_selection(state),
         metrics=state.metrics or {k: stat.value for k, stat in (partial or {}).items()},
         metric_stats=stats or {},
         reducer=setup.reducer,

@@ -35,7 +35,7 @@ from .._sync import INTERRUPTS
 from .._words import plural
 from ..caching.lookup import CacheUse
 from ..chats.layers.replies import Replies
-from ..dataset import expand_epochs
+from ..dataset import expand_epochs, select_rows
 from ..distributed.backend import Ray
 from ..distributed.driver import check_sendable, execute_on_ray
 from ..engine.observing import RunObserver
@@ -143,6 +143,18 @@ class _TaskRun:
         self.sink, self.resume, self.budget = sink, resume, budget
         self.epochs = options.epochs or (resume.epochs if resume else None) or setup.epochs or 1
         self.scorer = setup.scorer_label
+        #: The dataset's rows this run takes (`limit=`, `sample_ids=`, `shuffle=`): chosen
+        #: once, here, before anything runs; a resumed run with the same options takes
+        #: the same rows.
+        self.rows = setup.rows
+        if solve:
+            self.rows = select_rows(
+                setup.rows,
+                limit=options.limit,
+                sample_ids=options.sample_ids,
+                shuffle=options.shuffle,
+                seed=options.seed,
+            )
         #: The samples the resumed run finished that this one keeps, by key: not run again.
         self.done: dict[tuple[Any, int], SampleRecord] = {}
         #: The run's records, in run order (made as the source is read, when solving).
@@ -165,7 +177,7 @@ class _TaskRun:
             return
         self.resume = resume = reconcile(
             resume,
-            setup.rows,
+            self.rows,
             self.epochs,
             solver=setup.solver_spec.label,
             scorer=setup.scorer_label if self.score else None,
@@ -181,9 +193,9 @@ class _TaskRun:
         if self.solve:
             self._name_the_run()
             self.records = []
-            rows = expand_epochs(setup.rows, self.epochs)
+            rows = expand_epochs(self.rows, self.epochs)
             self.source = _collecting(rows, self.records, self.done)
-            self.total = len(setup.rows) * self.epochs - len(self.done)
+            self.total = len(self.rows) * self.epochs - len(self.done)
         else:
             state.reset_scores()
             self.records = list(state.records or [])
@@ -205,6 +217,8 @@ class _TaskRun:
             ext = "eval" if self.options.log_format == "eval" else "json"
             state.log_name = log_file_name(state.created, self.setup.name, state.eval_id, ext)
         state.epochs = self.epochs
+        state.sample_ids = [row.id for row in self.rows]
+        state.selection = self.options
 
     def make_run(self) -> None:
         """The engine's run of the records, with its options whole, and the progress bar;
@@ -229,7 +243,7 @@ class _TaskRun:
             observer=RunObserver(task=setup.name, run_id=self.state.run_id),
         )
         if options.backend is not None:
-            check_sendable(self.run, setup.rows[0] if setup.rows else None)
+            check_sendable(self.run, self.rows[0] if self.rows else None)
 
     def open_log(self) -> None:
         """The run started: its journal's writer, the sidecar of its live texts, and the

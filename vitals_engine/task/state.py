@@ -26,7 +26,7 @@ from typing import Any
 from ..caching.lookup import CacheUse
 from ..chats.chat import Chat
 from ..dataset import DatasetRow
-from ..engine.options import DEFAULT_CONCURRENCY
+from ..engine.options import DEFAULT_CONCURRENCY, RunOptions
 from ..engine.user_functions import FunctionSpec
 from ..log import schema as log_schema
 from ..log.journal_format import written_key
@@ -112,6 +112,10 @@ class RunState:
     status: log_schema.Status = "started"
     error: log_schema.EvalError | None = None
     epochs: int = 1
+    #: The ids of the rows the last solving run took, in its order (None: no run yet),
+    #: and the options it chose them by (`limit`, `sample_ids`, `shuffle`, `seed`).
+    sample_ids: list[int | str] | None = None
+    selection: RunOptions | None = None
     limit_history: list[log_schema.ConnectionLimitChange] = field(default_factory=list)
     writer: LogWriter | None = None
     #: The shipper of the journal to the task's store (None: logs stay on this disk).

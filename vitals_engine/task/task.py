@@ -513,8 +513,9 @@ class Task:
             local: call nothing: count each row's input tokens for the solver's model
                 (about 4 characters a token) and price them over every row x epoch.
                 Output tokens and the scorer's calls stay unknown (None, with a note).
-            seed: picks the rows.
-            **kwargs: routed to the solver and/or scorer as `eval()` routes them
+            seed: picks the rows (and, with `shuffle=True`, is the shuffle's seed).
+            **kwargs: `limit`, `sample_ids` and `shuffle` estimate the run they select, as
+                in `eval()`; the rest are routed to the solver and/or scorer as `eval()` routes them
                 (`solver_chat=other_chat`); the run options `max_concurrency`,
                 `limits`, `retry`, `fail_on_error`, `progress`, `backend` and `batch`
                 go to the sample's run.

@@ -1,0 +1,99 @@
+"""`vitals eval --fail-under METRIC=VALUE --junit FILE`: after the runs, each run's
+metrics against the thresholds, a line per failure, the JUnit report, and the exit code.
+
+The metrics are read from each run's log (`check_thresholds`), so what is gated is what
+was logged. A threshold whose name matches no metric of a run is a usage error (exit 2)
+that lists the metrics there are; it is found once the run has logged them. A metric
+below its threshold makes `vitals eval` exit with `EXIT_BELOW_THRESHOLD` (3), unless a
+run failed or was interrupted: those codes (1, 130) say more, and win.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._errors import ConfigError, LogFormatError
+from ..log.logged_eval import LoggedEval
+from ..log.reader import read_log
+from ..thresholds import ThresholdCheck, check_thresholds
+from .junit import JUnitRun, write_junit
+from .shared import EXIT_BELOW_THRESHOLD, EXIT_INTERRUPTED, EXIT_OK, UsageError
+
+__all__ = ["FinishedRun", "apply_gates", "gated", "gating"]
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    """A run `vitals eval` made: its label ("task", or "task on model"), its log (None:
+    it wrote none) and its exit code."""
+
+    label: str
+    log_path: str | Path | None
+    code: int
+
+
+def gating(args: argparse.Namespace) -> bool:
+    """Whether the command has gates to apply or a report to write after its runs."""
+    return bool(getattr(args, "fail_under", None) or getattr(args, "junit", None))
+
+
+def gated(code: int, runs: Sequence[FinishedRun], args: argparse.Namespace) -> int:
+    """The command's exit code once its gates are applied to `runs`: `code` when a run
+    failed (or when there are no gates), else what the gates say. Nothing is checked
+    after an interruption."""
+    if code == EXIT_INTERRUPTED or not gating(args):
+        return code
+    gates = apply_gates(runs, args)
+    return code if code != EXIT_OK else gates
+
+
+def apply_gates(runs: Sequence[FinishedRun], args: argparse.Namespace) -> int:
+    """Check every run against `--fail-under`, print a line per check that failed (or one
+    line saying all held), write `--junit`; `EXIT_BELOW_THRESHOLD` when a check failed,
+    else `EXIT_OK` (a failed run has its own code already).
+
+    Example:
+        >>> apply_gates([FinishedRun("sums", task.log_path, 0)], args)
+        0
+    """
+    thresholds = dict(getattr(args, "fail_under", None) or [])
+    junit: str | None = getattr(args, "junit", None)
+    reports: list[JUnitRun] = []
+    failed: list[str] = []
+    count = 0
+    for run in runs:
+        log = _read(run.log_path, whole=junit is not None)
+        checks = _checks(log, thresholds) if thresholds and log is not None else []
+        count += len(checks)
+        failed += [check.line(run.label) for check in checks if not check.passed]
+        if thresholds and log is None:
+            failed.append(f"FAIL {run.label}: the run wrote no log to check")
+        reports.append(JUnitRun(run.label, log, checks, None if log else "the run wrote no log"))
+    for line in failed:
+        print(line, flush=True)
+    if thresholds and not failed:
+        print(f"Thresholds: all {count} met.", flush=True)
+    if junit is not None:
+        write_junit(junit, reports)
+        print(f"JUnit report: {junit}", flush=True)
+    return EXIT_BELOW_THRESHOLD if failed else EXIT_OK
+
+
+def _read(path: str | Path | None, whole: bool) -> LoggedEval | None:
+    """The run's log, header only unless its samples are needed; None when there is none."""
+    if path is None:
+        return None
+    try:
+        return read_log(path, header_only=not whole)
+    except LogFormatError:
+        return None
+
+
+def _checks(log: LoggedEval, thresholds: dict[str, float]) -> list[ThresholdCheck]:
+    try:
+        return check_thresholds(log, thresholds)
+    except ConfigError as exc:
+        raise UsageError(f"--fail-under: {exc}") from None
