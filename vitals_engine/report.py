@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from ._errors import VitalsError
 from ._words import plural
 from .log.reader import read_log
+from .scorers.panel import panel_alpha
+from .statistics.agreement import describe_agreement
 
 if TYPE_CHECKING:
     import polars as pl
@@ -102,6 +104,15 @@ def ungraded_note(frame: pl.DataFrame) -> str | None:
     )
 
 
+def panel_note(frame: pl.DataFrame) -> str | None:
+    """How far a judge panel agreed over the run's samples ("judges agree: alpha 0.74
+    (nominal, 20 samples graded by 3 judges)"); None when no panel graded them."""
+    if "scorer_metadata" not in frame.columns:
+        return None
+    alpha = panel_alpha(frame["scorer_metadata"].to_list())
+    return describe_agreement(alpha) if alpha is not None else None
+
+
 def cache_note(task: Task) -> str | None:
     """The line saying how many model calls the cache answered and how many were sent,
     or None when no run of the task since it last solved used a cache.
@@ -181,9 +192,9 @@ def summary(task: Task) -> str:
     parts.append(f"Metrics: {metrics or 'none'}")
     if metrics and stopped is not None:
         parts[-1] += f" (of the samples scored before the run stopped: status {stopped})"
-    note = ungraded_note(frame)
-    if note is not None:
-        parts[-1] += f"\n{note}"
+    for note in (panel_note(frame), ungraded_note(frame)):
+        if note is not None:
+            parts[-1] += f"\n{note}"
     parts.append(format_cost(task))
     cached = cache_note(task)
     if cached is not None:

@@ -264,6 +264,8 @@ class RunHeader:
     cluster: str | None = None
     #: How the run chose its samples (None: every row, in the dataset's order).
     selection: SampleSelection | None = None
+    #: The results score's metadata (a judge panel's agreement; None: nothing to add).
+    score_metadata: dict[str, Any] | None = None
 
 
 def compose_header(run: RunHeader) -> s.EvalLog:
@@ -286,6 +288,7 @@ def compose_header(run: RunHeader) -> s.EvalLog:
                 unscored_samples=run.total_samples - run.scored_samples,
                 metrics=metrics,
                 reducer=run.reducer,
+                metadata=run.score_metadata,
             )
         ]
         if run.scorer

@@ -363,6 +363,8 @@ class EvalScore(_Loose):
     unscored_samples: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, EvalMetric] = field(default_factory=dict)
+    #: What the scorer tells of the run besides its metrics (a judge panel's agreement).
+    metadata: dict[str, Any] | None = None
 
 
 class EvalResults(_Loose):

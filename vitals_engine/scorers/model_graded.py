@@ -6,18 +6,26 @@ ends with `GRADE: <letter>`. The grade is the first group of `grade_pattern`
 in its last reply: C and I (and P with partial credit) become ordered
 grades; other letters from a custom pattern stay strings; a reply with no
 grade is recorded as no grade, with the judge's text kept.
+
+With `judges=[...]` a panel grades each sample instead of one judge: every judge
+at once, their grades combined by `combine=` (see `panel.py`), each judge's model,
+grade and reply kept in the score's metadata under `"judges"`.
 """
 
 from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Sequence
 from typing import Any
+
+import anyio
 
 from .._errors import ConfigError, ScorerError, factory
 from .._logging import log
 from ..chats.chat import Chat
 from ..samples import Score, SolvedSample
+from .panel import Combine, resolve_combine
 
 __all__ = [
     "FACT_TEMPLATE",
@@ -144,8 +152,14 @@ class ModelGraded:
         partial_credit: bool,
         scorer_chat: Any,
         given: dict[str, Any] | None = None,
+        judges: Sequence[Chat] | None = None,
+        combine: Combine = "majority",
     ) -> None:
         self.__name__ = name
+        #: The panel's judges (None: one judge, `scorer_chat`).
+        self.judges = _check_judges(name, judges, scorer_chat)
+        self.combine = combine
+        self._combine = resolve_combine(name, combine)
         #: The arguments given other than their defaults (and the judge), for the label.
         self.given = given or {}
         self.template = template
@@ -169,6 +183,8 @@ class ModelGraded:
         shown = ", ".join(f"{k}={_shown(v)}" for k, v in self.given.items())
         chat = self.scorer_chat
         model = f" ({chat.provider.model_id})" if isinstance(chat, Chat) else ""
+        if self.judges is not None:
+            model = f" ({', '.join(j.provider.model_id for j in self.judges)})"
         return f"{self.__name__}({shown}){model}"
 
     def prompt(self, sample: SolvedSample) -> str:
@@ -193,6 +209,8 @@ class ModelGraded:
         return letter
 
     async def __call__(self, sample: SolvedSample, *, scorer_chat: Any = None) -> Score:
+        if self.judges is not None and scorer_chat is None:
+            return await self._panel(sample, self.judges)
         judge = _judge_chat(scorer_chat if scorer_chat is not None else self.scorer_chat, sample)
         prompt = self.prompt(sample)
         reply = await judge.chat_async(prompt)
@@ -212,8 +230,75 @@ class ModelGraded:
             metadata["no_grade"] = True
         return Score(grade, answer=sample.result, explanation=reply, metadata=metadata, chat=judge)
 
+    async def _panel(self, sample: SolvedSample, judges: Sequence[Chat]) -> Score:
+        """Every judge grades the sample at once; their grades combined into one value."""
+        prompt = self.prompt(sample)
+        chats = [judge.clone() for judge in judges]
+        replies: list[str | BaseException] = [""] * len(chats)
+
+        async def ask(i: int) -> None:
+            try:
+                replies[i] = await chats[i].chat_async(prompt)
+            except Exception as exc:  # the first failure fails the sample, as one judge's does
+                replies[i] = exc
+                scope.cancel()
+
+        async with anyio.create_task_group() as group:
+            scope = group.cancel_scope
+            for i in range(len(chats)):
+                group.start_soon(ask, i)
+        failed = next((r for r in replies if isinstance(r, BaseException)), None)
+        if failed is not None:
+            raise failed
+        texts = [str(r) for r in replies]
+        grades = [self.grade(text) for text in texts]
+        panel = [
+            {"model": chat.provider.model_id, "grade": grade, "explanation": text}
+            for chat, grade, text in zip(chats, grades, texts, strict=True)
+        ]
+        metadata: dict[str, Any] = {
+            "grade_pattern": self.pattern.pattern,
+            "combine": self.combine if isinstance(self.combine, str) else _name(self.combine),
+            "judges": panel,
+        }
+        value = self._combine(grades)
+        if value is None:
+            log.warning(
+                "no judge of the panel gave a grade",
+                scorer=self.__name__,
+                sample_id=sample.id,
+                epoch=sample.epoch,
+            )
+            metadata["no_grade"] = True
+        explanation = "\n\n".join(
+            f"{j['model']}: {j['grade'] or 'no grade'}\n{j['explanation']}" for j in panel
+        )
+        return Score(value, answer=sample.result, explanation=explanation, metadata=metadata)
+
     def __repr__(self) -> str:
         return f"<{self.__vitals_label__}>"
+
+
+def _name(fn: Any) -> str:
+    return str(getattr(fn, "__name__", type(fn).__name__))
+
+
+def _check_judges(name: str, judges: Any, scorer_chat: Any) -> list[Chat] | None:
+    """The panel's judges, checked: a non-empty list of chats, not given with a judge."""
+    if judges is None:
+        return None
+    if scorer_chat is not None:
+        raise ConfigError(
+            f"{name}: give either scorer_chat= (one judge) or judges= (a panel), not both."
+        )
+    if isinstance(judges, Chat) or not isinstance(judges, Sequence):
+        raise ConfigError(f"{name}: judges must be a list of chats, not {type(judges).__name__}.")
+    if not judges:
+        raise ConfigError(f"{name}: judges is empty; give at least one chat.")
+    for judge in judges:
+        if not isinstance(judge, Chat):
+            raise ConfigError(f"{name}: every judge must be a Chat, not {type(judge).__name__}.")
+    return list(judges)
 
 
 def _shown(value: Any, limit: int = 40) -> str:
@@ -250,6 +335,8 @@ def model_graded_qa(
     grade_pattern: str = DEFAULT_PATTERN,
     partial_credit: bool = False,
     scorer_chat: Chat | Any = None,
+    judges: Sequence[Chat] | None = None,
+    combine: Combine = "majority",
 ) -> ModelGraded:
     """A judge that grades whether the answer meets the target as a criterion.
 
@@ -262,14 +349,26 @@ def model_graded_qa(
         partial_credit: offer P (partially correct) besides C and I.
         scorer_chat: the judge (a Chat or a function returning one); default
             a fresh chat on the solver's model. Replace per run with
-            `task.eval(scorer_chat=...)`.
+            `task.eval(scorer_chat=...)` (which, for that run, also replaces a panel).
+        judges: a panel of judges (chats) instead of `scorer_chat`: each grades every
+            sample, all at once; each one's model, grade and reply are in the score's
+            metadata under `"judges"`, and the panel's agreement (Krippendorff's alpha)
+            in the log and the summary.
+        combine: how a panel's grades make the score: `"majority"` (a tie goes to the
+            lowest tied grade), `"mean"` (C = 1, P = 0.5, I = 0, kept as a number in
+            0..1), `"min"`, `"max"`, or a function of the list of grades (one per
+            judge, None where one gave none) returning the value.
 
     Example:
         >>> Task(dataset, generate(chat), scorer=model_graded_qa(partial_credit=True))
+        >>> panel = [chat_openai("gpt-5.4"), chat_anthropic("claude-sonnet-4-5")]
+        >>> Task(dataset, generate(chat), scorer=model_graded_qa(judges=panel, combine="min"))
     """
     given = _given(template, instructions, grade_pattern, partial_credit)
     template = _check_template(template, QA_TEMPLATE)
-    args = (instructions, grade_pattern, partial_credit, scorer_chat, given)
+    if judges is not None:
+        given["combine"] = combine if isinstance(combine, str) else _name(combine)
+    args = (instructions, grade_pattern, partial_credit, scorer_chat, given, judges, combine)
     return ModelGraded("model_graded_qa", template, *args)
 
 
@@ -280,6 +379,8 @@ def model_graded_fact(
     grade_pattern: str = DEFAULT_PATTERN,
     partial_credit: bool = False,
     scorer_chat: Chat | Any = None,
+    judges: Sequence[Chat] | None = None,
+    combine: Combine = "majority",
 ) -> ModelGraded:
     """A judge that checks the answer contains the facts of the target (an expert answer).
 
@@ -288,8 +389,11 @@ def model_graded_fact(
 
     Example:
         >>> Task(dataset, generate(chat), scorer=model_graded_fact(scorer_chat=judge))
+        >>> Task(dataset, generate(chat), scorer=model_graded_fact(judges=[a, b, c]))
     """
     given = _given(template, instructions, grade_pattern, partial_credit)
     template = _check_template(template, FACT_TEMPLATE)
-    args = (instructions, grade_pattern, partial_credit, scorer_chat, given)
+    if judges is not None:
+        given["combine"] = combine if isinstance(combine, str) else _name(combine)
+    args = (instructions, grade_pattern, partial_credit, scorer_chat, given, judges, combine)
     return ModelGraded("model_graded_fact", template, *args)

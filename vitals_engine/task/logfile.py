@@ -4,6 +4,7 @@ the final log, and the chats of spilled samples read back from either."""
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -24,6 +25,7 @@ from ..log.logged_replies import with_replies
 from ..log.reader import read_log
 from ..log.writer import LogWriter, log_file_name, new_id, write_json_log
 from ..samples import SampleRecord
+from ..scorers.panel import panel_alpha
 from ..vocab.batch_records import BatchRecord
 from ..vocab.usage import UsageLedger
 from .spill import is_spilled, rehydrate
@@ -237,7 +239,23 @@ def run_header(setup: TaskSetup, state: RunState, records: list[SampleRecord]) -
         max_samples=state.concurrency,
         packages={"vitals_engine": version()},
         batches=list(state.batches.values()),
+        score_metadata=_panel_metadata(records),
     )
+
+
+def _panel_metadata(records: list[SampleRecord]) -> dict[str, Any] | None:
+    """A judge panel's agreement over the run's scored samples, for the results score's
+    metadata (None when no sample was graded by a panel). An undefined alpha is None."""
+    alpha = panel_alpha(r.score.metadata for r in records if r.score and r.error is None)
+    if alpha is None:
+        return None
+    value = None if math.isnan(alpha.value) else alpha.value
+    return {
+        "judges_alpha": value,
+        "judges_alpha_level": alpha.level,
+        "judges_alpha_samples": alpha.units,
+        "judges_alpha_judges": alpha.raters,
+    }
 
 
 def eval_error(exc: BaseException) -> log_schema.EvalError:

@@ -35,6 +35,8 @@ def known_chats(fn: Any, routed: dict[str, Any], slot: str) -> list[Chat]:
         own = getattr(fn, slot, None)
         if isinstance(own, Chat):
             chats.append(own)
+        if slot == "scorer_chat":  # a judge panel's chats
+            chats.extend(c for c in getattr(fn, "judges", None) or [] if isinstance(c, Chat))
     return chats
 
 

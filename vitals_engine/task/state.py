@@ -77,7 +77,8 @@ class TaskSetup:
             getattr(self.solver, "solver_chat", None),
             getattr(self.scorer, "scorer_chat", None),
         )
-        return [c for c in candidates if isinstance(c, Chat)]
+        panel = getattr(self.scorer, "judges", None) or []
+        return [c for c in (*candidates, *panel) if isinstance(c, Chat)]
 
     def order(self, key: tuple[Any, int]) -> tuple[int, int]:
         return (self.positions.get(key[0], len(self.positions)), key[1])
