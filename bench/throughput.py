@@ -96,7 +96,9 @@ def mock_server(*extra: str, record: Path | None = None) -> Iterator[int]:
 # -- what runs in a child process -------------------------------------------------------
 
 
-def child_engine(port: int, n: int, c: int, budget: bool = False) -> dict[str, Any]:
+def child_engine(
+    port: int, n: int, c: int, budget: bool = False, scorers: int = 1
+) -> dict[str, Any]:
     import resource
 
     import vitals_engine as ve
@@ -113,7 +115,8 @@ def child_engine(port: int, n: int, c: int, budget: bool = False) -> dict[str, A
         # are loaded before the clock starts, so the figures are the run's own work.
         warm = ve.Task(data[:1], solver=ve.generate(chat), scorer=ve.detect_includes(), dir=logs)
         warm.eval(progress=False)
-        task = ve.Task(data, solver=ve.generate(chat), scorer=ve.detect_includes(), dir=logs)
+        scorer = [ve.detect_includes(), ve.detect_exact()][:scorers]
+        task = ve.Task(data, solver=ve.generate(chat), scorer=scorer, dir=logs)
         wall0, cpu0 = time.perf_counter(), time.process_time()
         task.eval(
             max_concurrency=c,
@@ -319,18 +322,38 @@ def scenario_budget(n: int, c: int) -> list[str]:
     ]
 
 
+def scenario_scorers(n: int, c: int) -> list[str]:
+    with mock_server() as port:
+        one = in_child("engine", port, n, c)
+        two = in_child("engine-two-scorers", port, n, c)
+    extra = (two["cpu"] - one["cpu"]) / n * 1000
+    return [
+        f"scorers: N={n:,}, C={c:,}, one scorer and two (detect_includes, detect_exact)",
+        line("one scorer", one, n, c),
+        line("two scorers", two, n, c),
+        f"  the second scorer adds {extra:+.3f} ms CPU per sample, "
+        f"wall {two['wall'] / one['wall']:.2f}x; log {one['log_mb']:.1f} -> {two['log_mb']:.1f} MB",
+    ]
+
+
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         kind, port, n, c = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
         if kind == "bare":
             result = child_bare(port, n, c)
         else:
-            result = child_engine(port, n, c, budget=kind == "engine-budget")
+            result = child_engine(
+                port,
+                n,
+                c,
+                budget=kind == "engine-budget",
+                scorers=2 if kind == "engine-two-scorers" else 1,
+            )
         print(json.dumps(result))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller N everywhere")
-    parser.add_argument("--only", default="big,medium,memory,storm,storm100,budget")
+    parser.add_argument("--only", default="big,medium,memory,storm,storm100,budget,scorers")
     args = parser.parse_args()
     scale = 5 if args.quick else 1
     print(f"vitals-engine throughput  (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
@@ -341,6 +364,7 @@ def main() -> None:
         "storm": lambda: scenario_storm(5000 // scale, 1000),
         "storm100": lambda: scenario_storm(5000 // scale, 100),
         "budget": lambda: scenario_budget(5000 // scale, 1000),
+        "scorers": lambda: scenario_scorers(5000 // scale, 1000),
     }
     for name in args.only.split(","):
         print()

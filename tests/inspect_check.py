@@ -349,7 +349,8 @@ def check_log(path: Path | str) -> Any:
 
 def assert_inspect_reads(path: Path | str, task: Any | None = None) -> Any:
     """`check_log(path)`, then the samples, scores and metrics Inspect reads match `task`
-    (a Task after its run). Returns Inspect's full EvalLog."""
+    (a Task after its run; each scorer's, when it has several). Returns Inspect's full
+    EvalLog."""
     full = check_log(path)
     if task is not None:
         frame = task.get_samples()
@@ -359,17 +360,31 @@ def assert_inspect_reads(path: Path | str, task: Any | None = None) -> Any:
             row = ours[(sample.id, sample.epoch)]
             assert sample.input == row["input"] or not isinstance(row["input"], str)
             if "score" in frame.columns and sample.scores:
-                (score,) = sample.scores.values()
-                expected = "N" if row["score"] is None else str(row["score"])
-                assert str(score.value) == expected
-                assert score.explanation == row["explanation"]
+                _check_scores(sample.scores, row)
             if row.get("result") is not None and sample.output.choices:
                 assert sample.output.completion == row["result"]
         if task.metrics:
-            (scores,) = full.results.scores
-            stderrs = {k: m for k, m in scores.metrics.items() if "stderr_of" in (m.metadata or {})}
-            metrics = {k: m.value for k, m in scores.metrics.items() if k not in stderrs}
-            assert metrics == task.metrics
-            for entry in stderrs.values():  # Inspect's `stderr` beside each metric
-                assert entry.value == task.metric_stats[entry.metadata["stderr_of"]].stderr
+            by_scorer = task.metrics_by_scorer
+            assert [s.name for s in full.results.scores] == list(by_scorer)
+            for scores in full.results.scores:
+                stats = (task._state.scorer_stats or {}).get(scores.name) or task.metric_stats
+                _check_metrics(scores, by_scorer[scores.name], stats)
     return full
+
+
+def _check_scores(scores: dict[str, Any], row: dict[str, Any]) -> None:
+    """A sample's scores as Inspect reads them: the one scorer's, or each of several's."""
+    several = len(scores) > 1
+    for position, (name, score) in enumerate(scores.items()):
+        value = row[f"score_{name}"] if several else row["score"]
+        assert str(score.value) == ("N" if value is None else str(value))
+        if position == 0:
+            assert score.explanation == row["explanation"]
+
+
+def _check_metrics(scores: Any, expected: dict[str, Any], stats: dict[str, Any]) -> None:
+    stderrs = {k: m for k, m in scores.metrics.items() if "stderr_of" in (m.metadata or {})}
+    metrics = {k: m.value for k, m in scores.metrics.items() if k not in stderrs}
+    assert metrics == expected
+    for entry in stderrs.values():  # Inspect's `stderr` beside each metric
+        assert entry.value == stats[entry.metadata["stderr_of"]].stderr

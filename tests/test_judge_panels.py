@@ -102,6 +102,16 @@ async def test_each_judge_is_kept_and_priced_and_the_panel_agreement_reported(se
     (score,) = log.results.scores
     assert score.metadata["judges_alpha"] == pytest.approx(ALPHA)
     assert score.metadata["judges_alpha_samples"] == 3
+    # pairwise, by hand from GRADES: a-b agree on 2+2 and 2+4, a-c on 2+3, b-c on none
+    pairs = {tuple(p["raters"]): p for p in score.metadata["judges_pairs"]}
+    assert list(pairs) == [
+        ("openai/judge-a", "openai/judge-b"),
+        ("openai/judge-a", "openai/judge-c"),
+        ("openai/judge-b", "openai/judge-c"),
+    ]
+    agreement = [pairs[p]["agreement"] for p in pairs]
+    assert agreement == pytest.approx([2 / 3, 1 / 3, 0.0])
+    assert all(p["samples"] == 3 for p in pairs.values())
     logged = next(s for s in log.samples if s.id == 1)
     (sample_score,) = logged.scores.values()
     assert [j["grade"] for j in sample_score.metadata["judges"]] == ["C", "C", "I"]

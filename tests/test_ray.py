@@ -487,3 +487,19 @@ def test_a_solver_the_workers_cannot_load_is_a_config_error_saying_why(tmp_path)
     task = ve.Task(sums(4), solver=answer_here, scorer=ve.detect_includes(), dir=tmp_path)
     with pytest.raises(ve.ConfigError, match=r"No module named 'test_ray'.*runtime_env"):
         task.eval(backend=ve.Ray(workers=2))
+
+
+def test_several_scorers_on_workers_give_what_they_give_in_process(tmp_path):
+    """Each scorer's scores and metrics come back from the workers, and the log has them."""
+
+    def task(directory):
+        scorers = {"includes": ve.detect_includes(), "exact": ve.detect_exact()}
+        return ve.Task(sums(12), ve.generate(ve.chat_mock()), scorers, dir=directory)
+
+    on_ray = task(tmp_path / "ray").eval(backend=ve.Ray(workers=2))
+    local = task(tmp_path / "local").eval()
+    assert on_ray.metrics_by_scorer == local.metrics_by_scorer
+    columns = ["id", "score_includes", "score_exact"]
+    assert on_ray.get_samples().select(columns).rows() == local.get_samples().select(columns).rows()
+    assert on_ray.log_path is not None
+    assert ve.read_log(on_ray.log_path).metrics_by_scorer == local.metrics_by_scorer

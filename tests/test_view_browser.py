@@ -770,3 +770,23 @@ def test_the_cost_table_shows_prompt_cache_writes_when_a_run_made_some(
         expect(cells.nth(4)).to_have_text(f"{len(rubric.split()):,}")  # read once
         expect(cells.nth(5)).to_have_text(f"{len(rubric.split()):,}")  # written once
     assert page.problems == []
+
+
+def test_a_task_of_several_scorers_shows_each_ones_metrics_and_scores(page, tmp_path: Path) -> None:
+    """Each scorer's metric card is named by its scorer; each sample row shows every
+    scorer's score (the others' named in their title); the sample page grades by each."""
+    data = [{"input": "What's 2+2?", "target": "4"}, {"input": "Say hi", "target": "hello"}]
+    scorers = {"includes": ve.detect_includes(), "exact": ve.detect_exact()}
+    task = ve.Task(data, ve.generate(ve.chat_mock()), scorers, dir=tmp_path)
+    task.eval()
+    with ViewServer(tmp_path).start() as server:
+        page.goto(log_url(server.url, task.log_path.name))
+        labels = page.locator("#log-cards .metric .label")
+        expect(labels).to_have_text(["includes · accuracy", "exact · accuracy"])
+        first = page.locator("tr.sample-row").first
+        expect(first.locator(".more-score")).to_have_attribute("title", "exact")
+        expect(first.locator(".score")).to_have_count(2)
+        page.goto(log_url(server.url, task.log_path.name, "sample", "1", "1"))
+        expect(page.locator("#scores h3", has_text="includes")).to_have_count(1)
+        expect(page.locator("#scores h3", has_text="exact")).to_have_count(1)
+    assert page.problems == []

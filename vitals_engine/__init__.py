@@ -82,13 +82,13 @@ if _typing.TYPE_CHECKING:
         batch_solver,
     )
     from .log.logged_eval import LoggedEval
-    from .log.reader import read_log
     from .metrics import accuracy
     from .pacing.batch_mode import Batch
     from .pacing.limits import Limits
     from .pacing.retry import Retry
     from .providers.base import Provider
     from .report import summary
+    from .rescoring import RescorableLog, read_log, rescore_log
     from .samples import (
         Sample,
         SampleRecord,
@@ -112,6 +112,7 @@ if _typing.TYPE_CHECKING:
         generate,
         generate_structured,
     )
+    from .statistics.corrected import CorrectedMean
     from .statistics.intervals import MetricStat
     from .task.estimate import Estimate
     from .task.eval_set import EvalSet, eval_set, eval_set_async
@@ -167,7 +168,9 @@ _LAZY: dict[str, str] = {
     "batch_scorer": ".engine.user_functions",
     "batch_solver": ".engine.user_functions",
     "LoggedEval": ".log.logged_eval",
-    "read_log": ".log.reader",
+    "read_log": ".rescoring",
+    "RescorableLog": ".rescoring",
+    "rescore_log": ".rescoring",
     "accuracy": ".metrics",
     "Batch": ".pacing.batch_mode",
     "Limits": ".pacing.limits",
@@ -194,6 +197,7 @@ _LAZY: dict[str, str] = {
     "generate": ".solvers",
     "generate_structured": ".solvers",
     "MetricStat": ".statistics.intervals",
+    "CorrectedMean": ".statistics.corrected",
     "Estimate": ".task.estimate",
     "EvalSet": ".task.eval_set",
     "eval_set": ".task.eval_set",
@@ -233,6 +237,7 @@ __all__ = [
     "ContentThinking",
     "ContentToolRequest",
     "ContentToolResult",
+    "CorrectedMean",
     "DatasetError",
     "Estimate",
     "EvalFailedError",
@@ -260,6 +265,7 @@ __all__ = [
     "QuotaExhausted",
     "RateLimitError",
     "Ray",
+    "RescorableLog",
     "Retry",
     "RetryNote",
     "Sample",
@@ -320,6 +326,7 @@ __all__ = [
     "read_dataset",
     "read_log",
     "read_logs",
+    "rescore_log",
     "set_price",
     "summary",
     "view",

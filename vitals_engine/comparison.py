@@ -20,6 +20,10 @@ the pairs of one topic count as one cluster in the test, the interval and the dr
 
 The runs' other metrics (custom ones) are shown as each run reports them, without a
 test: only their values are known, not how they vary.
+
+Runs of several scorers are compared by their primary (first) scorer, or by the one
+`scorer=` names; the other scorers both runs have are compared too, each on its own
+(`Comparison.by_scorer`).
 """
 
 from __future__ import annotations
@@ -83,6 +87,8 @@ class _Run:
     cluster: str | None = None
     #: Its samples as `get_samples()` gives them (for the cluster column's values).
     frame: pl.DataFrame | None = None
+    #: Each scorer's metrics by name, the primary's first (several scorers).
+    by_scorer: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -117,17 +123,21 @@ def _log_seconds(logged: LoggedEval) -> float | None:
         return None
 
 
-def _pairing_frame(frame: pl.DataFrame, where: str) -> pl.DataFrame:
-    """id, epoch, input (as text), score, answer and the score as a number (none for a
-    custom grade scheme, whose strings may include a "C" that means something else)."""
+def _pairing_frame(frame: pl.DataFrame, where: str, column: str = "score") -> pl.DataFrame:
+    """id, epoch, input (as text), score (from `column`: a scorer's own, `score_<name>`,
+    when the run has several), answer (the primary scorer's) and the score as a number
+    (none for a custom grade scheme, whose strings may include a "C" that means
+    something else)."""
     import polars as pl
 
-    if "score" not in frame.columns:
+    if column not in frame.columns:
         raise TaskStateError(f"{where} has no scores: compare() needs scored runs.")
     inputs = [v if isinstance(v, str) or v is None else str(v) for v in frame["input"].to_list()]
-    answers = frame["answer"] if "answer" in frame.columns else pl.lit(None, dtype=pl.String)
+    answers = pl.lit(None, dtype=pl.String)
+    if "answer" in frame.columns and column == "score":
+        answers = frame["answer"]
     epochs = frame["epoch"] if "epoch" in frame.columns else pl.lit(1, dtype=pl.Int64)
-    scores = frame["score"]
+    scores = frame[column]
     values = [None] * frame.height
     if scores.dtype != pl.String:
         values = [numeric_value(v) for v in scores.to_list()]
@@ -135,7 +145,7 @@ def _pairing_frame(frame: pl.DataFrame, where: str) -> pl.DataFrame:
         "id",
         epochs.alias("epoch"),
         pl.Series("input", inputs, dtype=pl.String),
-        "score",
+        scores.alias("score"),
         answers.alias("answer"),
         pl.Series("value", values, dtype=pl.Float64),
         pl.lit(None, dtype=pl.String).alias("cluster"),
@@ -199,6 +209,7 @@ def _task_run(task: Task) -> _Run:
         seconds=task.elapsed,
         cluster=task.cluster,
         frame=frame,
+        by_scorer={name: dict(m) for name, m in (task.metrics_by_scorer or {}).items()},
     )
 
 
@@ -213,7 +224,27 @@ def _logged_run(logged: LoggedEval) -> _Run:
         seconds=_log_seconds(logged),
         cluster=logged.cluster,
         frame=frame,
+        by_scorer=logged.metrics_by_scorer or {},
     )
+
+
+def _scorer_run(run: _Run, name: str) -> _Run:
+    """The run as scorer `name` scored it: its scores and metrics."""
+    if name not in run.by_scorer:
+        known = ", ".join(map(repr, run.by_scorer)) or "none named"
+        raise ConfigError(f"{run.name} has no scorer {name!r} (its scorers: {known}).")
+    if name == next(iter(run.by_scorer)):
+        return run
+    frame = run.frame if run.frame is not None else run.samples
+    samples = _pairing_frame(frame, run.name, f"score_{name}")
+    return dataclasses.replace(run, samples=samples, metrics=dict(run.by_scorer[name]))
+
+
+def _shared_scorers(a: _Run, b: _Run) -> list[str]:
+    """The scorers both runs have, when either has several (A's order)."""
+    if len(a.by_scorer) < 2 and len(b.by_scorer) < 2:
+        return []
+    return [name for name in a.by_scorer if name in b.by_scorer]
 
 
 def _load(value: Any, which: str) -> _Run:
@@ -330,6 +361,10 @@ class Comparison:
     mcnemar: McNemar | None = None
     bootstrap: Bootstrap | None = None
     cluster: str | None = None
+    #: The scorer compared (None: the runs' only one).
+    scorer: str | None = None
+    #: With several scorers in both runs: each shared scorer's comparison by its name.
+    by_scorer: dict[str, Comparison] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return comparison_text(self)
@@ -483,7 +518,27 @@ def _cost_frame(a: _Run, b: _Run) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def _compare_runs(a: _Run, b: _Run, cluster: str | None = None) -> Comparison:
+def _compare_runs(
+    a: _Run, b: _Run, cluster: str | None = None, scorer: str | None = None
+) -> Comparison:
+    """The comparison by `scorer` (None: the primary), with each other scorer both
+    runs have compared too."""
+    shared = _shared_scorers(a, b)
+    if scorer is None and not shared:
+        return _compare_scores(a, b, cluster)
+    chosen = scorer or shared[0]
+    main = _compare_scores(_scorer_run(a, chosen), _scorer_run(b, chosen), cluster)
+    others = {
+        name: dataclasses.replace(
+            _compare_scores(_scorer_run(a, name), _scorer_run(b, name), cluster), scorer=name
+        )
+        for name in shared
+        if name != chosen
+    }
+    return dataclasses.replace(main, scorer=chosen, by_scorer=others)
+
+
+def _compare_scores(a: _Run, b: _Run, cluster: str | None = None) -> Comparison:
     import polars as pl
 
     column = _cluster_column(a, b, cluster)
@@ -652,7 +707,9 @@ def _baseline_run(task: str, group: list[_Run], wanted: str | None, asked: str |
 
 
 @overload
-def compare(a: Run, b: Run, *, cluster: str | None = None) -> Comparison: ...
+def compare(
+    a: Run, b: Run, *, cluster: str | None = None, scorer: str | None = None
+) -> Comparison: ...
 
 
 @overload
@@ -663,7 +720,12 @@ def compare(
 
 
 def compare(
-    a: Any, b: Run | None = None, *, baseline: str | None = None, cluster: str | None = None
+    a: Any,
+    b: Run | None = None,
+    *,
+    baseline: str | None = None,
+    cluster: str | None = None,
+    scorer: str | None = None,
 ) -> Comparison | ComparisonSet:
     """Compare two runs of one task sample by sample.
 
@@ -680,6 +742,10 @@ def compare(
     default it is the column the runs' metrics were clustered by (`Task(cluster=)`,
     recorded in their logs), else each sample is a cluster with its epochs;
     `cluster="id"` asks for that whatever the runs used.
+
+    Runs of several scorers are compared by the primary (first) scorer, or by the one
+    `scorer` names; every other scorer both have is compared on its own, in
+    `comparison.by_scorer` (and the printed text).
 
     The models of an eval set are compared by `compare_models(eval_set)`;
     `compare(eval_set)` still does it for this release, with a DeprecationWarning.
@@ -709,4 +775,4 @@ def compare(
             "compare() needs two runs, compare(a, b); the models of an eval set are "
             "compare_models(eval_set)."
         )
-    return _compare_runs(_load(a, "a"), _load(b, "b"), cluster)
+    return _compare_runs(_load(a, "a"), _load(b, "b"), cluster, scorer)

@@ -9,7 +9,7 @@ module knowing how they were computed.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ._words import plural
@@ -50,6 +50,10 @@ class ComparedRuns(Protocol):
     def graded(self) -> bool: ...
     @property
     def epochs(self) -> int: ...
+    @property
+    def scorer(self) -> str | None: ...
+    @property
+    def by_scorer(self) -> Mapping[str, ComparedRuns]: ...
 
 
 class ComparedModels(Protocol):
@@ -166,7 +170,12 @@ def comparison_text(comparison: ComparedRuns) -> str:
     """What `print(compare(a, b))` shows: the runs, each metric's difference and test, the
     changes, cost and time, what was left out, and the samples that changed."""
     lines = [f"A: {comparison.name_a}", f"B: {comparison.name_b}", ""]
+    if comparison.scorer is not None:
+        lines.append(f"Scorer {comparison.scorer}:")
     lines += [_metric_line(row) for row in comparison.metrics.iter_rows(named=True)]
+    for name, other in comparison.by_scorer.items():
+        lines.append(f"Scorer {name}:")
+        lines += [_metric_line(row) for row in other.metrics.iter_rows(named=True)]
     lines.append(_changes_line(comparison))
     lines.append(_cost_line(comparison))
     if comparison.only_a or comparison.only_b:

@@ -132,6 +132,7 @@ def records_frame(
         *_sample_columns(records),
         _series("result", [r.result for r in records], dtype=pl.String),
         *(_score_columns(records, scorer) if scored else []),
+        *(_per_scorer_columns(records) if scored else []),
         *_failure_columns(records),
         *_chat_columns(records, scored),
     ]
@@ -165,6 +166,24 @@ def _score_columns(records: Sequence[SampleRecord], scorer: str | None) -> list[
         pl.Series("answer", [s.answer if s else None for s in scores], dtype=pl.String),
         pl.Series("explanation", [s.explanation if s else None for s in scores], dtype=pl.String),
     ]
+
+
+def _per_scorer_columns(records: Sequence[SampleRecord]) -> list[pl.Series]:
+    """With several scorers, `score_<name>` for each (the primary's too), and
+    `explanation_<name>` for each of the others that explained a score."""
+    import polars as pl
+
+    names: dict[str, None] = {}
+    for record in records:
+        names.update(dict.fromkeys(record.scores or ()))
+    columns = []
+    for position, name in enumerate(names):
+        scores = [(r.scores or {}).get(name) for r in records]
+        columns.append(score_series([s.value if s else None for s in scores], f"score_{name}"))
+        explanations = [s.explanation if s else None for s in scores]
+        if position and any(explanations):
+            columns.append(pl.Series(f"explanation_{name}", explanations, dtype=pl.String))
+    return columns
 
 
 def _failure_columns(records: Sequence[SampleRecord]) -> list[pl.Series]:

@@ -17,7 +17,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ._errors import ConfigError, MetricError
-from .samples import GRADES, Sample, SampleRecord
+from .samples import GRADES, Sample, SampleRecord, Score
 from .statistics.intervals import MetricStat, bootstrap_stderr, mean_stderr, t_interval
 from .statistics.reducers import numeric_value, reduce_epochs
 
@@ -198,8 +198,10 @@ def measure_records(
     *,
     reducer: str | None = None,
     cluster: Callable[[Sample], Hashable] | None = None,
+    scorer: str | None = None,
 ) -> dict[str, MetricStat]:
-    """The metrics, with their statistics, of the records that finished without error.
+    """The metrics, with their statistics, of the records that finished without error,
+    over the scores of `scorer` (a name of the task's several; None: the primary).
 
     With a `reducer`, each sample's epochs are first reduced to one score (see
     `statistics.reducers`). Scores are clustered by `cluster(sample)`, by default the
@@ -212,15 +214,17 @@ def measure_records(
     finished = [r for r in records if r.error is None]
     key = cluster or (lambda sample: sample.id)
     if reducer is None:
-        values = [r.score.value if r.score else None for r in finished]
+        values = [_value(r.score_by(scorer)) for r in finished]
         keys = [key(r.sample) for r in finished]
     else:
         by_sample: dict[Any, list[SampleRecord]] = {}
         for record in finished:
             by_sample.setdefault(record.sample.id, []).append(record)
         epochs = [sorted(group, key=lambda r: r.sample.epoch) for group in by_sample.values()]
-        values = [
-            reduce_epochs([r.score.value if r.score else None for r in g], reducer) for g in epochs
-        ]
+        values = [reduce_epochs([_value(r.score_by(scorer)) for r in g], reducer) for g in epochs]
         keys = [key(g[0].sample) for g in epochs]
     return metric_stats(score_series(values), metrics, keys)
+
+
+def _value(score: Score | None) -> Any:
+    return score.value if score is not None else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +11,8 @@ from ._words import plural
 from .log.reader import read_log
 from .scorers.panel import panel_alpha
 from .statistics.agreement import describe_agreement
+from .statistics.corrected import describe_corrected
+from .task.measuring import scorers_agreement
 
 if TYPE_CHECKING:
     import polars as pl
@@ -113,6 +116,36 @@ def panel_note(frame: pl.DataFrame) -> str | None:
     return describe_agreement(alpha) if alpha is not None else None
 
 
+def human_note(task: Task) -> str | None:
+    """Each scorer's mean corrected by the human grades, and how the judge agrees with
+    them ("judge 0.84; corrected 0.71 (95% CI 0.65-0.77) from 200 human grades; ..."), or
+    why there is none; None for a task without human grades.
+
+    Example:
+        >>> print(human_note(task))
+        judge 0.84; corrected 0.71 (95% CI 0.65\u20130.77) from 200 human grades; ...
+    """
+    state = task._state  # the correction is the run's, kept with its state
+    if state.corrected is None:
+        return None
+    several = len(task.scorer_names) > 1
+    lines = []
+    for name, result in state.corrected.items():
+        agree = result.agreement
+        text = describe_corrected(result)
+        if not math.isnan(agree.agreement):
+            kappa = "undefined" if math.isnan(agree.kappa) else f"{agree.kappa:.2f}"
+            text += f"; judge and humans agree on {agree.agreement:.0%} (kappa {kappa})"
+        lines.append(f"{name}: {text}" if several else text)
+    if not lines:
+        graded = state.human_graded or 0
+        return (
+            f"Not corrected by human grades: {plural(graded, 'scored sample')} "
+            f"{'has' if graded == 1 else 'have'} one; correcting needs 2 at least."
+        )
+    return "\n".join(lines)
+
+
 def cache_note(task: Task) -> str | None:
     """The line saying how many model calls the cache answered and how many were sent,
     or None when no run of the task since it last solved used a cache.
@@ -166,6 +199,49 @@ def _stopped_run_metrics(
     return logged.metrics, logged.metric_stats, logged.status
 
 
+def _metrics_text(
+    values: dict[str, float] | dict[str, float | int | None] | None,
+    stats: dict[str, MetricStat] | None,
+) -> str:
+    return "; ".join(
+        format_metric(k, v, (stats or {}).get(k))
+        for k, v in (values or {}).items()
+        if v is not None
+    )
+
+
+def _by_scorer_text(task: Task) -> str | None:
+    """With several scorers, a line of metrics per scorer and how far they agree (None:
+    one scorer, or no metrics)."""
+    state = task._state  # each scorer's statistics, kept with the run's state
+    if state.scorer_stats is None or state.metrics is None:
+        return None
+    lines = ["Metrics by scorer:"]
+    for name, stats in state.scorer_stats.items():
+        values = {metric: stat.value for metric, stat in stats.items()}
+        lines.append(f"  {name}: {_metrics_text(values, stats) or 'none'}")
+    agreement = scorers_agreement(list(state.scorer_stats), state.records or [])
+    if agreement is not None:
+        lines.append(describe_scorers_agreement(agreement))
+    return "\n".join(lines)
+
+
+def describe_scorers_agreement(agreement: dict[str, Any]) -> str:
+    """The agreement of a task's scorers as the summary says it.
+
+    Example:
+        >>> describe_scorers_agreement({"scorers_alpha": 0.5, "scorers_alpha_level": "nominal",
+        ...                             "scorers_alpha_samples": 10, "scorers_pairs": [{}]})
+        'scorers agree: alpha 0.50 (nominal, over 10 samples scored by each)'
+    """
+    alpha, samples = agreement.get("scorers_alpha"), agreement.get("scorers_alpha_samples") or 0
+    if alpha is None:
+        over = plural(samples, "sample")
+        return f"scorers agree: alpha undefined (every score the same, or none shared; {over})"
+    level, over = agreement.get("scorers_alpha_level"), plural(samples, "sample")
+    return f"scorers agree: alpha {alpha:.2f} ({level}, over {over} scored by each)"
+
+
 def summary(task: Task) -> str:
     """Metrics, ungraded samples, sample counts, time, cost table, the cache's hits and log
     path of a task's last run.
@@ -184,15 +260,14 @@ def summary(task: Task) -> str:
     values, stats, stopped = task.metrics, task.metric_stats, None
     if values is None and task.solved and task.log_path is not None:
         values, stats, stopped = _stopped_run_metrics(task.log_path)
-    metrics = "; ".join(
-        format_metric(k, v, (stats or {}).get(k))
-        for k, v in (values or {}).items()
-        if v is not None
-    )
+    metrics = _metrics_text(values, stats)
     parts.append(f"Metrics: {metrics or 'none'}")
+    by_scorer = _by_scorer_text(task)
+    if by_scorer is not None:
+        parts[-1] = by_scorer
     if metrics and stopped is not None:
         parts[-1] += f" (of the samples scored before the run stopped: status {stopped})"
-    for note in (panel_note(frame), ungraded_note(frame)):
+    for note in (panel_note(frame), ungraded_note(frame), human_note(task)):
         if note is not None:
             parts[-1] += f"\n{note}"
     parts.append(format_cost(task))

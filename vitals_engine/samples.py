@@ -4,6 +4,7 @@
 - `Solution` is what a solver may return (a bare string is fine too).
 - `SolvedSample` is what a scorer gets: the sample plus the solver's result.
 - `Score` is what a scorer may return (a bare value is fine too).
+- `ScoreSet` is what several scorers of one task give a sample: a `Score` by scorer.
 - `SampleRecord` is the engine's working record of one (sample, epoch).
 """
 
@@ -18,7 +19,16 @@ if TYPE_CHECKING:
     from .chats.chat import Chat
     from .vocab.model_calls import ModelCall, RetryNote
 
-__all__ = ["GRADES", "Sample", "SampleError", "SampleRecord", "Score", "Solution", "SolvedSample"]
+__all__ = [
+    "GRADES",
+    "Sample",
+    "SampleError",
+    "SampleRecord",
+    "Score",
+    "ScoreSet",
+    "Solution",
+    "SolvedSample",
+]
 
 # A spilled record's usage and model calls: shared, and nothing is ever added to them
 # (reading a record back gives it its own; see task/spill.py).
@@ -96,6 +106,23 @@ class Score:
     chat: Chat | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ScoreSet:
+    """The scores several scorers of one task gave a sample, by scorer name, in the
+    task's order: the first is the sample's primary score (`SampleRecord.score`).
+
+    Example:
+        >>> ScoreSet({"includes": Score("C"), "judge": Score("I")}).primary.value
+        'C'
+    """
+
+    scores: dict[str, Score]
+
+    @property
+    def primary(self) -> Score:
+        return next(iter(self.scores.values()))
+
+
 @dataclass(slots=True)
 class SampleError:
     """Why a sample failed: at which stage, the exception's type, message and traceback."""
@@ -119,6 +146,8 @@ class SampleRecord:
     solver_chat: Chat | None = None
     solver_metadata: Any = None
     score: Score | None = None
+    #: With several scorers, each one's score by name (`score` is the first's); else None.
+    scores: dict[str, Score] | None = None
     error: SampleError | None = None
     solve_started: float | None = None
     solve_completed: float | None = None
@@ -148,6 +177,28 @@ class SampleRecord:
         how long it waited, oldest first."""
         return [*(self.logged_retries or ()), *(n for call in self.calls for n in call.retries)]
 
+    def set_score(self, scored: Score | ScoreSet) -> None:
+        """Keep what the task's scorer (or scorers) gave this sample."""
+        if isinstance(scored, ScoreSet):
+            self.score, self.scores = scored.primary, scored.scores
+        else:
+            self.score, self.scores = scored, None
+
+    def score_by(self, name: str | None) -> Score | None:
+        """The score of the scorer `name` (None: the primary), None where it has none."""
+        if name is None or self.scores is None:
+            return self.score
+        return self.scores.get(name)
+
+    @property
+    def judge_chats(self) -> list[Chat]:
+        """The chats its scores were graded in (each scorer's that graded with a model)."""
+        scores = self.scores.values() if self.scores is not None else (self.score,)
+        return [score.chat for score in scores if score is not None and score.chat is not None]
+
+    def clear_score(self) -> None:
+        self.score = self.scores = None
+
     @property
     def key(self) -> tuple[int | str, int]:
         return (self.sample.id, self.sample.epoch)
@@ -170,7 +221,10 @@ class SampleRecord:
         self.solver_metadata = None
         self.calls = _NO_CALLS
         self.usage = _EMPTY_LEDGER
-        if self.score is not None:
+        if self.scores is not None:
+            self.scores = {name: Score(score.value) for name, score in self.scores.items()}
+            self.score = next(iter(self.scores.values()))
+        elif self.score is not None:
             self.score = Score(self.score.value)
         self.spilled = True
 

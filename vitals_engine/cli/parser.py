@@ -38,6 +38,7 @@ Examples:
   vitals view logs --port 7576                           open the log viewer
   vitals bundle logs --output-dir site                   a static site of the viewer and logs
   vitals cache stats                                     what the cache of model replies holds
+  vitals score logs/run.json --scorer evals.py:strict    grade a log's outputs again, no solving
 
 Run `vitals COMMAND --help` for the options of a command.
 """
@@ -105,6 +106,28 @@ Examples:
   vitals bundle                    # ./logs-bundle (the log directory's name, -bundle)
   vitals bundle --output-dir site
   vitals bundle runs/today --output-dir public/evals --overwrite
+"""
+
+SCORE_EPILOG = """\
+Scores the finished samples of a log (their results, inputs, targets, metadata and
+solver chats, as logged) with another scorer, calling no solver, and writes a new
+log beside it (or in --dir); the original is not changed. The new log names the
+one it came from (`rescored_from` in its eval's metadata). LOG is a .json or .eval
+log (ours, vitals' or Inspect's) or the journal of a running or killed run: samples
+without a result, or that failed while solving, are left out (and counted).
+
+NAME is a scorer the file defines (strict_judge = ve.model_graded_qa(...)), or a
+function without arguments that returns one. A judge needs its own chat
+(scorer_chat=...): the model a log was solved with cannot be called from the log.
+
+Examples:
+  vitals score logs/run.json --scorer evals.py:strict_judge
+  vitals score logs/run.eval --scorer evals.py:make_judge --dir logs/rescored
+  vitals score logs/run.journal --scorer evals.py:exact --max-concurrency 20
+
+Exit codes: 0 success, 1 samples failed while scoring (the log is still written)
+or the scoring failed, 2 usage error (no --scorer, a NAME that is not a scorer, a
+log with nothing to re-score).
 """
 
 
@@ -184,7 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="vitals",
         description="Evaluate products built on large language models: run evals, "
-        "list, view and bundle their logs, look into the cache of model replies.",
+        "score their logs again, list, view and bundle them, look into the cache of model "
+        "replies.",
         epilog=MAIN_EPILOG,
         formatter_class=formatter,
     )
@@ -376,8 +400,46 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace the output directory if it is an earlier bundle",
     )
     _add_debug(bundle)
+    _add_score(commands, formatter)
     _add_cache(commands, formatter)
     return parser
+
+
+def _add_score(commands: argparse._SubParsersAction, formatter: type) -> None:
+    """`vitals score LOG --scorer FILE.py:NAME` and its options."""
+    score = commands.add_parser(
+        "score",
+        help="score a saved log again with another scorer, solving nothing",
+        description="Score the finished samples of a log again, into a new log.",
+        epilog=SCORE_EPILOG,
+        formatter_class=formatter,
+    )
+    score.add_argument("log", metavar="LOG", help="the log (.json, .eval) or journal to re-score")
+    score.add_argument(
+        "--scorer",
+        metavar="FILE.py:NAME",
+        help="the scorer: NAME in FILE.py, a scorer or a function without arguments making one",
+    )
+    score.add_argument(
+        "--dir",
+        "--log-dir",
+        dest="dir",
+        metavar="DIR",
+        help="where to write the new log (default: the directory of LOG)",
+    )
+    score.add_argument(
+        "--max-concurrency", type=_positive_int, metavar="N", help="samples scored at once"
+    )
+    score.add_argument(
+        "--rpm", type=_positive_number, metavar="N", help="requests per minute for every model"
+    )
+    score.add_argument(
+        "--human",
+        metavar="COLUMN",
+        help="a metadata column of human grades: the new scores' means are corrected by them",
+    )
+    score.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+    _add_debug(score)
 
 
 def _threshold(text: str) -> tuple[str, float]:
@@ -481,6 +543,10 @@ def _run(command: str, args: argparse.Namespace) -> int:
         from .view import run_view
 
         return run_view(args)
+    if command == "score":
+        from .score import run_score
+
+        return run_score(args)
     if command == "cache":
         from .cache import run_cache
 

@@ -405,9 +405,10 @@ class Run:
         with self._scope("scorer", record):
             try:
                 with _deadline(self._time_left(record)):
-                    record.score = await call_scorer(
+                    scored = await call_scorer(
                         self.scorer, record.solved_sample(), self.scorer_kwargs, self._threads
                     )
+                    record.set_score(scored)
             except _FATAL:
                 raise
             except Exception as exc:
@@ -491,7 +492,7 @@ class Run:
             values = batch_column({"score": out}, "score", len(todo), who, ScorerError)
         for record, value in zip(todo, values, strict=True):
             try:
-                record.score = normalise_score(value, self.scorer)
+                record.set_score(normalise_score(value, self.scorer))
             except InvalidScore as exc:  # this sample's own failure, as in `_score`
                 record.error = _sample_error("score", exc, None)
             record.score_started, record.score_completed = started, time.time()

@@ -22,7 +22,7 @@ import anyio.to_thread
 from .._errors import ConfigError, InvalidScore, ScorerError, SolverError, keyword_hint
 from .._words import plural
 from ..chats.chat import Chat
-from ..samples import Sample, Score, Solution, SolvedSample
+from ..samples import Sample, Score, ScoreSet, Solution, SolvedSample
 from ..vocab.text import writable_text
 
 __all__ = [
@@ -274,9 +274,11 @@ def _check_finite(value: float, who: str) -> None:
         )
 
 
-def normalise_score(value: Any, spec: FunctionSpec) -> Score:
+def normalise_score(value: Any, spec: FunctionSpec) -> Score | ScoreSet:
     """Turn whatever a scorer returned into a `Score`, or say what is wrong."""
     who = f"scorer {spec.name}"
+    if isinstance(value, ScoreSet):  # several scorers': each normalised as it was made
+        return value
     if isinstance(value, Score):
         score = value
     elif isinstance(value, _SCORE_TYPES):
@@ -333,7 +335,7 @@ async def call_scorer(
     solved: SolvedSample,
     kwargs: dict[str, Any],
     limiter: anyio.CapacityLimiter,
-) -> Score:
+) -> Score | ScoreSet:
     """Run a per-sample scorer on one solved sample."""
     return normalise_score(await _invoke(spec, (solved,), kwargs, limiter), spec)
 

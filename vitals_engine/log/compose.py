@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -9,7 +10,8 @@ from typing import Any
 import msgspec
 
 from ..chats.chat import Chat
-from ..samples import SampleRecord
+from ..samples import SampleRecord, Score
+from ..statistics.corrected import CorrectedMean
 from ..statistics.intervals import LEVEL, MetricStat
 from ..vocab.batch_records import BatchRecord
 from ..vocab.turns import Turn
@@ -22,6 +24,8 @@ from .messages import chat_messages, model_usage, stop_reason, to_builtins
 __all__ = [
     "RunHeader",
     "SampleSelection",
+    "ScorerResults",
+    "compose_corrected",
     "compose_header",
     "compose_metrics",
     "compose_sample",
@@ -48,6 +52,8 @@ def logged_input(value: Any) -> str | list[s.ChatMessage]:
     """A dataset row's input as a log records it."""
     if isinstance(value, str):
         return value
+    if isinstance(value, list) and value and all(isinstance(v, s.ChatMessage) for v in value):
+        return list(value)  # messages read back from a log (re-scored): as they were
     if isinstance(value, list) and all(hasattr(v, "__struct_fields__") for v in value):
         return chat_messages(None, [Turn.user(*value)], "in")
     return s.encoder.encode(value).decode()
@@ -89,10 +95,29 @@ def _by_role(ledger: UsageLedger) -> dict[str, s.ModelUsage]:
     return {role: model_usage(row.tokens, row.cost) for role, row in ledger.by_role().items()}
 
 
-def _score(record: SampleRecord, judge: ChatLog | None) -> s.LogScore | None:
-    score = record.score
-    if score is None:
-        return None
+def _scores(
+    record: SampleRecord, scorer_name: str | None, prefix: str
+) -> tuple[dict[str, s.LogScore], list[ChatLog]]:
+    """The sample's scores by scorer name (each one's when the task has several) and
+    the judges' conversations, each under its own id prefix."""
+    if record.scores is not None:
+        by_name = record.scores
+    elif record.score is not None and scorer_name:
+        by_name = {scorer_name: record.score}
+    else:
+        return {}, []
+    scores: dict[str, s.LogScore] = {}
+    judges: list[ChatLog] = []
+    for position, (name, score) in enumerate(by_name.items()):
+        suffix = "-g" if position == 0 else f"-g{position + 1}"
+        judge = ChatLog(score.chat, prefix + suffix) if score.chat is not None else None
+        scores[name] = _score(record, score, judge)
+        if judge is not None:
+            judges.append(judge)
+    return scores, judges
+
+
+def _score(record: SampleRecord, score: Score, judge: ChatLog | None) -> s.LogScore:
     metadata: dict[str, Any] = {}
     if score.metadata is not None:
         meta = to_builtins(score.metadata)
@@ -145,8 +170,7 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
     chat = record.solver_chat
     prefix = f"{sample.id}-{sample.epoch}"
     solver = ChatLog(chat, prefix) if chat is not None else None
-    judge_chat = record.score.chat if record.score is not None else None
-    judge = ChatLog(judge_chat, f"{prefix}-g") if judge_chat is not None else None
+    scores, judges = _scores(record, scorer_name, prefix)
     messages: list[s.ChatMessage] = solver.messages if solver is not None else []
     last = chat.last_turn() if chat else None
     if solver is not None and last is not None:
@@ -170,10 +194,9 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
     metadata: dict[str, Any] = dict(to_builtins(sample.metadata)) if sample.metadata else {}
     if record.solver_metadata is not None:
         metadata["solver_metadata"] = to_builtins(record.solver_metadata)
-    score = _score(record, judge)
     times = _times
-    chats = [c for c in (solver, judge) if c is not None]
-    events, events_data = sample_events(record, score, chats, times, output)
+    chats = [solver, *judges] if solver is not None else judges
+    events, events_data = sample_events(record, list(scores.values()), chats, times, output)
     started = record.solve_started or record.score_started
     completed = record.score_completed or record.solve_completed
     # completed first: it is the score event's timestamp, just made (see `_times`)
@@ -190,7 +213,7 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
         target=sample.target,
         messages=messages,
         output=output,
-        scores={scorer_name: score} if score is not None and scorer_name else None,
+        scores=scores or None,
         metadata=metadata,
         model_usage=by_model,
         role_usage=by_role,
@@ -226,6 +249,21 @@ class SampleSelection:
     limit: int | None = None
     sample_ids: list[int | str] | None = None
     seed: int | None = None
+
+
+@dataclass
+class ScorerResults:
+    """A scorer's results beside the primary's (a task of several scorers): its name,
+    metrics with their statistics, how many samples it scored, and what else it tells
+    (a judge panel's agreement)."""
+
+    name: str
+    metrics: dict[str, float]
+    metric_stats: dict[str, MetricStat]
+    scored_samples: int
+    metadata: dict[str, Any] | None = None
+    #: Its mean corrected by human grades (None: no human grades, or too few).
+    corrected: CorrectedMean | None = None
 
 
 @dataclass
@@ -266,33 +304,31 @@ class RunHeader:
     selection: SampleSelection | None = None
     #: The results score's metadata (a judge panel's agreement; None: nothing to add).
     score_metadata: dict[str, Any] | None = None
+    #: The other scorers' results, in the task's order (a task of several scorers).
+    more_scorers: list[ScorerResults] = field(default_factory=list)
+    #: The results' metadata (the scorers' agreement; None: nothing to add).
+    results_metadata: dict[str, Any] | None = None
+    #: The primary scorer's mean corrected by human grades (None: none), and the
+    #: metadata column the human grades are in.
+    corrected: CorrectedMean | None = None
+    human: str | None = None
+    #: What the eval's metadata holds besides batches and timeouts (None: nothing).
+    metadata: dict[str, Any] | None = None
 
 
 def compose_header(run: RunHeader) -> s.EvalLog:
     """The log without samples: everything a listing or a header-only read needs."""
-    metrics = compose_metrics(run.metrics, run.metric_stats, cluster=run.cluster)
     selection = run.selection or SampleSelection()
-    scorers = (
-        [s.EvalScorer(run.scorer, metrics=[s.EvalMetricDecl(m) for m in metrics])]
-        if run.scorer
-        else None
-    )
+    scores = _eval_scores(run)
+    scorers = [
+        s.EvalScorer(score.name, metrics=[s.EvalMetricDecl(m) for m in score.metrics])
+        for score in scores
+    ]
     results = s.EvalResults(
         total_samples=run.total_samples,
         completed_samples=run.completed_samples,
-        scores=[
-            s.EvalScore(
-                name=run.scorer,
-                scorer=run.scorer,
-                scored_samples=run.scored_samples,
-                unscored_samples=run.total_samples - run.scored_samples,
-                metrics=metrics,
-                reducer=run.reducer,
-                metadata=run.score_metadata,
-            )
-        ]
-        if run.scorer
-        else [],
+        scores=scores,
+        metadata=run.results_metadata if scores else None,
     )
     return s.EvalLog(
         version=s.LOG_VERSION,
@@ -321,8 +357,8 @@ def compose_header(run: RunHeader) -> s.EvalLog:
             task_display_name=run.task,
             solver=run.solver,
             packages=run.packages,
-            scorers=scorers,
-            metadata=_with_timed_out(with_batches(None, run.batches), run.ledger),
+            scorers=scorers or None,
+            metadata=_with_timed_out(with_batches(run.metadata, run.batches), run.ledger),
         ),
         plan=s.EvalPlan(steps=[s.EvalPlanStep(run.solver)]),
         results=results,
@@ -335,6 +371,75 @@ def compose_header(run: RunHeader) -> s.EvalLog:
         ),
         error=run.error if run.error is not None else msgspec.UNSET,
     )
+
+
+def _eval_scores(run: RunHeader) -> list[s.EvalScore]:
+    """The results' scores: the primary scorer's, then each other's (none unscored)."""
+    if not run.scorer:
+        return []
+    primary = ScorerResults(
+        run.scorer,
+        run.metrics,
+        run.metric_stats,
+        run.scored_samples,
+        run.score_metadata,
+        run.corrected,
+    )
+    scores = []
+    for scorer in (primary, *run.more_scorers):
+        metrics = compose_metrics(scorer.metrics, scorer.metric_stats, cluster=run.cluster)
+        if scorer.corrected is not None:
+            metrics[CORRECTED] = compose_corrected(scorer.corrected, run.human)
+        scores.append(
+            s.EvalScore(
+                name=scorer.name,
+                scorer=scorer.name,
+                scored_samples=scorer.scored_samples,
+                unscored_samples=run.total_samples - scorer.scored_samples,
+                metrics=metrics,
+                reducer=run.reducer,
+                metadata=scorer.metadata,
+            )
+        )
+    return scores
+
+
+#: The name of the metric a mean corrected by human grades is logged as.
+CORRECTED = "accuracy_corrected"
+
+
+def compose_corrected(result: CorrectedMean, human: str | None) -> s.EvalMetric:
+    """A scorer's mean corrected by human grades as a metric beside its own, marked as
+    ours (`corrected_of`), with its interval and what it was made of in its metadata.
+
+    Example:
+        >>> compose_corrected(corrected_mean(judge, human), "grade").name
+        'accuracy_corrected'
+    """
+    stat = result.corrected
+    found = {
+        s.CORRECTED_OF: "accuracy",
+        "stderr": stat.stderr,
+        "ci_low": stat.low,
+        "ci_high": stat.high,
+        "ci_level": result.level if stat.low is not None else None,
+        "n": stat.n,
+        "clusters": stat.clusters,
+        "human_column": human,
+        "human_grades": result.human.n,
+        "human_mean": result.human.value,
+        "judge_mean": result.judge.value,
+        "judge_bias": result.judge_bias,
+        "agreement": _finite(result.agreement.agreement),
+        "kappa": _finite(result.agreement.kappa),
+        "power": result.power,
+    }
+    metadata = {k: v for k, v in found.items() if v is not None}
+    return s.EvalMetric(CORRECTED, stat.value, metadata=metadata)
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def compose_metrics(

@@ -173,14 +173,15 @@ def _retry(note: RetryNote, iso: Callable[[float], str]) -> dict[str, Any]:
 
 def sample_events(
     record: SampleRecord,
-    score: s.LogScore | None,
+    scores: list[s.LogScore],
     chats: list[ChatLog],
     iso: Callable[[float], str] = _iso,
     output: s.ModelOutput | None = None,
 ) -> tuple[msgspec.Raw, msgspec.Raw]:
     """The sample's events (raw JSON) and its `events_data` (None when there are no calls).
 
-    `chats` are the sample's conversations already converted (solver's, then judge's).
+    `chats` are the sample's conversations already converted (solver's, then the
+    judges'); `scores` its scores, one score event each (a task's scorers in order).
     """
     start = record.solve_started or record.score_started
     if start is None:
@@ -189,8 +190,8 @@ def sample_events(
     last = record.solver_chat.last_turn() if record.solver_chat is not None else None
     final = (last, output)
     events = [_model_event(c, pool, start, iso, final) for c in record.calls]
-    if score is not None:
-        when = record.score_completed or record.score_started or start
+    when = record.score_completed or record.score_started or start
+    for score in scores:
         events.append(
             {
                 "event": "score",

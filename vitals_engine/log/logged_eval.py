@@ -134,6 +134,55 @@ class LoggedEval:
         return None
 
     @property
+    def scorer_names(self) -> list[str]:
+        """Every scorer's name, in the log's order (the results', else the samples')."""
+        results = self.header.results
+        if isinstance(results, s.EvalResults) and results.scores:
+            return list(dict.fromkeys(score.name for score in results.scores))
+        names: dict[str, None] = {}
+        for sample in self.samples:
+            names.update(dict.fromkeys(sample.scores or ()))
+        return list(names)
+
+    @property
+    def metrics_by_scorer(self) -> dict[str, dict[str, float | int | None]] | None:
+        """Each scorer's metrics by scorer name, as `Task.metrics_by_scorer` (None when
+        the log has no results).
+
+        Example:
+            >>> read_log(path).metrics_by_scorer
+            {'includes': {'accuracy': 0.8}, 'judge': {'accuracy': 0.7}}
+        """
+        results = self.header.results
+        if not isinstance(results, s.EvalResults) or not results.scores:
+            return None
+        return {score.name: metric_values_of(score) for score in results.scores}
+
+    @property
+    def metric_stats_by_scorer(self) -> dict[str, dict[str, MetricStat]] | None:
+        """Each scorer's `metric_stats` by scorer name (None when the log has no results)."""
+        results = self.header.results
+        if not isinstance(results, s.EvalResults) or not results.scores:
+            return None
+        return {score.name: metric_stats_of(score) for score in results.scores}
+
+    @property
+    def corrected(self) -> dict[str, MetricStat]:
+        """Each scorer's mean corrected by human grades (`Task(human=)`), by scorer name
+        ({} when the run had none): the value, its standard error and 95% interval, `n`
+        the samples and `clusters` the clusters with a human grade.
+
+        Example:
+            >>> read_log(path).corrected["model_graded_qa"].value
+            0.71
+        """
+        results = self.header.results
+        if not isinstance(results, s.EvalResults):
+            return {}
+        found = {score.name: corrected_of(score) for score in results.scores}
+        return {name: stat for name, stat in found.items() if stat is not None}
+
+    @property
     def metrics(self) -> dict[str, float | int | None] | None:
         """The first scorer's metrics, name -> value (None when the log has no results)."""
         results = self.header.results
@@ -216,11 +265,10 @@ class LoggedEval:
         for i, record in enumerate(self.records()):
             if kinds is not None and kinds[i] != kind:
                 continue
-            chat = record.solver_chat if role == "solver" else None
-            if role == "scorer" and record.score is not None:
-                chat = record.score.chat
-            if chat is not None:
-                count += sum(1 for t in chat.turns if t.role == "assistant")
+            chats = [record.solver_chat] if role == "solver" else record.judge_chats
+            for chat in chats:
+                if chat is not None:
+                    count += sum(1 for t in chat.turns if t.role == "assistant")
         return count
 
     def _timed_out(self, role: str | None = None, model: str | None = None) -> int:
@@ -288,11 +336,14 @@ class LoggedEval:
         solver = normalize_model(self.header.eval.model)
         if role == "solver":
             return solver
-        for sample in self.samples:
-            _, score = first_score(sample.scores)
-            judge = (score.metadata or {}).get("judge_model") if score is not None else None
-            if judge:
-                return normalize_model(str(judge))
+        judges = {
+            normalize_model(str(judge))
+            for sample in self.samples
+            for score in (sample.scores or {}).values()
+            if (judge := (score.metadata or {}).get("judge_model"))
+        }
+        if judges:  # several judges (of several scorers): the log does not split their usage
+            return judges.pop() if len(judges) == 1 else None
         keys = [normalize_model(k) for k in self.header.stats.model_usage]
         if len(keys) == 1:
             return keys[0]
@@ -379,9 +430,7 @@ def metric_values_of(score: s.EvalScore) -> dict[str, float | int | None]:
         >>> metric_values_of(header.results.scores[0])
         {'accuracy': 0.7}
     """
-    return {
-        name: metric.value for name, metric in score.metrics.items() if not _ours_stderr(metric)
-    }
+    return {name: metric.value for name, metric in score.metrics.items() if not _ours(metric)}
 
 
 def metric_stats_of(score: s.EvalScore) -> dict[str, MetricStat]:
@@ -393,7 +442,7 @@ def metric_stats_of(score: s.EvalScore) -> dict[str, MetricStat]:
         >>> metric_stats_of(header.results.scores[0])["accuracy"].stderr
         0.1527...
     """
-    entries = {k: m for k, m in score.metrics.items() if not _ours_stderr(m)}
+    entries = {k: m for k, m in score.metrics.items() if not _ours(m)}
     partners: dict[str, str] = {}
     for key in entries:
         if key == "stderr":
@@ -426,8 +475,27 @@ def metric_stats_of(score: s.EvalScore) -> dict[str, MetricStat]:
     return stats
 
 
-def _ours_stderr(metric: s.EvalMetric) -> bool:
-    return bool(metric.metadata) and s.STDERR_OF in (metric.metadata or {})
+def _ours(metric: s.EvalMetric) -> bool:
+    """Whether we added `metric` beside the scorer's own: a `stderr`, or a mean
+    corrected by human grades."""
+    metadata = metric.metadata or {}
+    return s.STDERR_OF in metadata or s.CORRECTED_OF in metadata
+
+
+def corrected_of(score: s.EvalScore) -> MetricStat | None:
+    """The scorer's mean corrected by human grades, as we log it (None: none)."""
+    for metric in score.metrics.values():
+        ours = metric.metadata or {}
+        if s.CORRECTED_OF in ours:
+            return MetricStat(
+                _value(metric.value),
+                _number(ours.get("stderr")),
+                _number(ours.get("ci_low")),
+                _number(ours.get("ci_high")),
+                _count(ours.get("n")),
+                _count(ours.get("clusters")),
+            )
+    return None
 
 
 def _value(value: Any) -> float:

@@ -17,7 +17,7 @@ import msgspec
 
 from ..chats.chat import Chat
 from ..providers.replay import ReplayProvider, split_model_id
-from ..samples import Sample, SampleError, SampleRecord, Score
+from ..samples import Sample, SampleError, SampleRecord, Score, ScoreSet
 from ..vocab.model_calls import RetryNote
 from ..vocab.turns import Turn
 from ..vocab.usage import UsageLedger
@@ -313,29 +313,36 @@ def sample_record(sample: s.EvalSample, default_model: str, ours: bool) -> Sampl
         metadata = dict(metadata)
         solver_metadata = metadata.pop("solver_metadata")
     _, logged = first_score(sample.scores)
-    score: Score | None = None
-    if logged is not None:
-        chat, rest = _scorer_chat(logged, sample, default_model)
-        score = Score(score_value(logged), logged.answer, logged.explanation, rest, chat)
-    return SampleRecord(
+    scores = {
+        name: _logged_score(one, sample, default_model)
+        for name, one in (sample.scores or {}).items()
+    }
+    record = SampleRecord(
         Sample(sample.id, sample.epoch, _input(sample.input), sample.target, metadata),
         result=sample_result(sample, logged),
         solver_chat=_solver_chat(sample, default_model, ours),
         solver_metadata=solver_metadata,
-        score=score,
         error=_error(sample.error),
         logged_retries=_logged_retries(sample.events),
         logged_batch=logged_batch(sample.events),
         logged_cache=logged_cache(sample.events),
     )
+    if scores:
+        record.set_score(ScoreSet(scores) if len(scores) > 1 else next(iter(scores.values())))
+    return record
+
+
+def _logged_score(logged: s.LogScore, sample: s.EvalSample, default_model: str) -> Score:
+    chat, rest = _scorer_chat(logged, sample, default_model)
+    return Score(score_value(logged), logged.answer, logged.explanation, rest, chat)
 
 
 def add_chat_usage(record: SampleRecord, *ledgers: UsageLedger) -> None:
     """Add the tokens and cost of each reply in `record`'s chats to `ledgers`, by role,
     as batched when the log says the role's calls went in provider batches, and as
     cached when it says the cache answered them."""
-    judge = record.score.chat if record.score is not None else None
-    for role, chat in (("solver", record.solver_chat), ("scorer", judge)):
+    judged = (("scorer", chat) for chat in record.judge_chats)
+    for role, chat in (("solver", record.solver_chat), *judged):
         if chat is None:
             continue
         batch = is_batched(record, role)

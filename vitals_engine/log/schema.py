@@ -343,6 +343,9 @@ class EvalPlan(Struct):
 #: the metric it is the standard error of; our reader leaves such entries out of the
 #: metrics.
 STDERR_OF = "stderr_of"
+#: The metadata key of the metric we add beside a mean corrected by human grades
+#: (`accuracy_corrected`): the metric it corrects.
+CORRECTED_OF = "corrected_of"
 
 
 class EvalMetric(_Loose):
@@ -371,6 +374,8 @@ class EvalResults(_Loose):
     total_samples: int = 0
     completed_samples: int = 0
     scores: list[EvalScore] = field(default_factory=list)
+    #: What the scores tell together (the agreement of a task's several scorers).
+    metadata: dict[str, Any] | None = None
 
 
 class ConnectionLimitChange(_Loose):

@@ -25,11 +25,11 @@ with that error, as a lone judge would; the other judges' calls are cancelled.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any, TypeAlias
 
 from .._errors import ConfigError, ScorerError
-from ..statistics.agreement import Alpha, krippendorff_alpha
+from ..statistics.agreement import Alpha, PairAgreement, krippendorff_alpha, pairwise_agreement
 
 __all__ = ["COMBINE_RULES", "Combine", "combine_grades", "panel_alpha", "resolve_combine"]
 
@@ -124,12 +124,53 @@ def panel_alpha(metadatas: Iterable[Any]) -> Alpha | None:
         >>> panel_alpha(meta).units
         1
     """
-    rows: list[Sequence[Grade]] = []
+    rows = _panel_rows(metadatas)
+    if not rows:
+        return None
+    return krippendorff_alpha(rows)
+
+
+def panel_pairs(metadatas: Iterable[Any]) -> list[PairAgreement]:
+    """Percent agreement and Cohen's kappa of each pair of a panel's judges, named by
+    their models, over the samples both graded.
+
+    Example:
+        >>> meta = [{"judges": [{"model": "a", "grade": "C"}, {"model": "b", "grade": "C"}]}]
+        >>> panel_pairs(meta)[0].agreement
+        1.0
+    """
+    metadatas = list(metadatas)
+    rows = _panel_rows(metadatas)
+    if not rows:
+        return []
+    names = _judge_names(metadatas, len(rows[0]))
+    return pairwise_agreement({name: [row[i] for row in rows] for i, name in enumerate(names)})
+
+
+def _panel_rows(metadatas: Iterable[Any]) -> list[list[Grade | None]]:
+    """Each panel-graded sample's grades by judge position, padded to the widest panel."""
+    rows: list[list[Grade | None]] = []
     for metadata in metadatas:
         judges = metadata.get("judges") if isinstance(metadata, dict) else None
         if isinstance(judges, list) and judges:
             rows.append([j.get("grade") if isinstance(j, dict) else None for j in judges])
-    if not rows:
-        return None
-    width = max(len(row) for row in rows)
-    return krippendorff_alpha([[*row, *[None] * (width - len(row))] for row in rows])
+    width = max((len(row) for row in rows), default=0)
+    return [[*row, *[None] * (width - len(row))] for row in rows]
+
+
+def _judge_names(metadatas: Iterable[Any], width: int) -> list[str]:
+    """The judges' names by position: the model of the first sample that names it, made
+    unique by position where two judges share a model."""
+    names: list[str | None] = [None] * width
+    for metadata in metadatas:
+        judges = metadata.get("judges") if isinstance(metadata, dict) else None
+        for i, judge in enumerate(judges if isinstance(judges, list) else []):
+            if i < width and names[i] is None and isinstance(judge, dict):
+                names[i] = str(judge.get("model") or "") or None
+        if all(names):
+            break
+    labels = [name or f"judge {i + 1}" for i, name in enumerate(names)]
+    return [
+        label if labels.count(label) == 1 else f"{label} ({i + 1})"
+        for i, label in enumerate(labels)
+    ]

@@ -4,7 +4,6 @@ the final log, and the chats of spilled samples read back from either."""
 from __future__ import annotations
 
 import hashlib
-import math
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -18,16 +17,24 @@ from .._version import version
 from ..chats.chat import Chat
 from ..engine.user_functions import FunctionSpec
 from ..log import schema as log_schema
-from ..log.compose import RunHeader, SampleSelection, compose_header, compose_sample
+from ..log.compose import (
+    RunHeader,
+    SampleSelection,
+    ScorerResults,
+    compose_header,
+    compose_sample,
+)
 from ..log.journal_format import read_journal_batches, read_journal_replies
 from ..log.logged_batches import with_batches
 from ..log.logged_replies import with_replies
 from ..log.reader import read_log
 from ..log.writer import LogWriter, log_file_name, new_id, write_json_log
 from ..samples import SampleRecord
-from ..scorers.panel import panel_alpha
+from ..statistics.corrected import CorrectedMean
+from ..statistics.intervals import MetricStat
 from ..vocab.batch_records import BatchRecord
 from ..vocab.usage import UsageLedger
+from .measuring import panel_metadata, scorers_agreement
 from .spill import is_spilled, rehydrate
 from .state import RunState, TaskSetup
 from .stores import publish
@@ -230,32 +237,50 @@ def run_header(setup: TaskSetup, state: RunState, records: list[SampleRecord]) -
         status=state.status,
         total_samples=len(records),
         completed_samples=sum(1 for r in records if r.error is None),
-        scored_samples=sum(
-            1 for r in records if r.score and r.score.value is not None and r.error is None
-        ),
+        scored_samples=_scored_samples(records, None),
         ledger=ledger,
         error=state.error,
         limit_history=state.limit_history,
         max_samples=state.concurrency,
         packages={"vitals_engine": version()},
         batches=list(state.batches.values()),
-        score_metadata=_panel_metadata(records),
+        score_metadata=panel_metadata(records, None),
+        more_scorers=_more_scorers(setup, records, state.scorer_stats, state.corrected),
+        corrected=(state.corrected or {}).get(setup.scorer_label or ""),
+        human=setup.human,
+        results_metadata=scorers_agreement(setup.scorer_names, records),
+        metadata=state.header_metadata,
     )
 
 
-def _panel_metadata(records: list[SampleRecord]) -> dict[str, Any] | None:
-    """A judge panel's agreement over the run's scored samples, for the results score's
-    metadata (None when no sample was graded by a panel). An undefined alpha is None."""
-    alpha = panel_alpha(r.score.metadata for r in records if r.score and r.error is None)
-    if alpha is None:
-        return None
-    value = None if math.isnan(alpha.value) else alpha.value
-    return {
-        "judges_alpha": value,
-        "judges_alpha_level": alpha.level,
-        "judges_alpha_samples": alpha.units,
-        "judges_alpha_judges": alpha.raters,
-    }
+def _more_scorers(
+    setup: TaskSetup,
+    records: list[SampleRecord],
+    stats: dict[str, dict[str, MetricStat]] | None,
+    corrected: dict[str, CorrectedMean] | None,
+) -> list[ScorerResults]:
+    """The results of the scorers after the first (a task of several), each over its
+    own scores."""
+    names = setup.scorer_names[1:] if stats else []
+    return [
+        ScorerResults(
+            name,
+            {metric: stat.value for metric, stat in (stats or {}).get(name, {}).items()},
+            (stats or {}).get(name, {}),
+            _scored_samples(records, name),
+            panel_metadata(records, name),
+            (corrected or {}).get(name),
+        )
+        for name in names
+    ]
+
+
+def _scored_samples(records: list[SampleRecord], scorer: str | None) -> int:
+    return sum(
+        1
+        for r in records
+        if r.error is None and (score := r.score_by(scorer)) is not None and score.value is not None
+    )
 
 
 def eval_error(exc: BaseException) -> log_schema.EvalError:

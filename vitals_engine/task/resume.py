@@ -209,7 +209,7 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
         if sample.error is not None and not finishing:
             continue  # failed: run it again, unless the run ended well with it
         record = sample_record(sample, default_model, ours=True)
-        for chat in (record.solver_chat, record.score.chat if record.score else None):
+        for chat in (record.solver_chat, *record.judge_chats):
             if chat is not None and chat.provider.model_id in by_model:
                 chat._provider = by_model[chat.provider.model_id].provider
         add_chat_usage(record, ledger, record.usage)
@@ -247,14 +247,15 @@ def _one_model(resumed: Resumed) -> str | None:
 
 
 def _setup_changes(
-    resumed: Resumed, solver: str | None, scorer: str | None, model: str | None
+    resumed: Resumed, solver: str | None, scorers: list[str] | None, model: str | None
 ) -> list[str]:
     changes = []
     if resumed.solver and solver and resumed.solver != solver:
         changes.append(f"the solver {resumed.solver!r} (this run's is {solver!r})")
-    scorers = sorted({name for sample in resumed.logged.values() for name in sample.scores or {}})
-    if scorer and scorers and scorers != [scorer]:
-        changes.append(f"the scorer {', '.join(map(repr, scorers))} (this run's is {scorer!r})")
+    logged = sorted({name for sample in resumed.logged.values() for name in sample.scores or {}})
+    if scorers and logged and logged != sorted(scorers):
+        was, now = ", ".join(map(repr, logged)), ", ".join(map(repr, scorers))
+        changes.append(f"the scorer {was} (this run's: {now})")
     was, now = _known(resumed.model) or _one_model(resumed), _known(model)
     if was and now and was != now:
         changes.append(f"the model {was!r} (this run's is {now!r})")
@@ -269,14 +270,14 @@ def _still_valid(
     sample: s.EvalSample,
     record: SampleRecord,
     row: DatasetRow,
-    scorer: str | None,
+    scorers: list[str] | None,
     model: str | None,
 ) -> bool:
     if not _same_json(sample.input, logged_input(row.input)):
         return False
     if not _same_json(sample.target, row.target):
         return False
-    if scorer and sample.scores and list(sample.scores) != [scorer]:
+    if scorers and sample.scores and list(sample.scores) != scorers:
         return False  # (a sample without scores failed: kept only when finishing)
     now = _known(model)
     chat = record.solver_chat
@@ -289,14 +290,14 @@ def reconcile(
     epochs: int,
     *,
     solver: str | None,
-    scorer: str | None,
+    scorers: list[str] | None,
     model: str | None,
     anyway: bool = False,
 ) -> Resumed:
     """What of `resumed` this run may reuse, given its dataset `rows`, `epochs`, solver
-    label, scorer label and solver model (None: not known before the run). See the
+    label, scorers' names and solver model (None: not known before the run). See the
     module docstring. Raises `ConfigError` for a changed setup unless `anyway`."""
-    changes = _setup_changes(resumed, solver, scorer, model)
+    changes = _setup_changes(resumed, solver, scorers, model)
     if changes and not anyway:
         raise ConfigError(
             f"Cannot resume from '{resumed.source}': it was run with {'; '.join(changes)}. "
@@ -315,7 +316,7 @@ def reconcile(
         if row is None or key[1] > epochs:
             continue
         record = resumed.finished[key]
-        if _still_valid(sample, record, row, scorer, model):
+        if _still_valid(sample, record, row, scorers, model):
             if row.id != key[0]:  # the record under the dataset's own id
                 record.sample = dataclasses.replace(record.sample, id=row.id)
             live = (row.id, key[1])

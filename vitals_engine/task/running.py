@@ -30,7 +30,7 @@ from typing import Any
 
 import anyio
 
-from .._errors import ConfigError, EvalFailedError, LogWriteError, VitalsError
+from .._errors import ConfigError, EvalFailedError, LogWriteError
 from .._sync import INTERRUPTS
 from .._words import plural
 from ..caching.lookup import CacheUse
@@ -47,11 +47,9 @@ from ..log.compose import compose_header, compose_sample
 from ..log.journal_format import encode_sample
 from ..log.live import LiveFile, LiveSample, input_excerpt, live_path
 from ..log.writer import LogWriter, log_file_name, new_id
-from ..metrics import measure_records
 from ..pacing.budget import Budget
 from ..progress import ProgressBar
 from ..samples import SampleRecord
-from ..statistics.intervals import MetricStat
 from ..storage.shipper import Shipper
 from ..transport.pool import transport_scope
 from .logfile import (
@@ -63,6 +61,7 @@ from .logfile import (
     rehydrate_records,
     run_header,
 )
+from .measuring import scored_so_far
 from .resume import UNFINISHED, Resumed, load_resume, newest_run, reconcile
 from .spill import SPILL_AFTER, WholeSamples, shared_whole_samples
 from .state import RunState, TaskSetup
@@ -180,7 +179,7 @@ class _TaskRun:
             self.rows,
             self.epochs,
             solver=setup.solver_spec.label,
-            scorer=setup.scorer_label if self.score else None,
+            scorers=setup.scorer_names if self.score else None,
             model=configured_solver_model(setup, self.solver_kwargs),
             anyway=self.options.resume_anyway,
         )
@@ -479,7 +478,9 @@ def _finish_run(
         state.error = log_schema.EvalError(reason, reason, reason)
     elif failed is not None:
         if score:
-            state.partial_metrics = _metrics_so_far(setup, records)
+            by_scorer = scored_so_far(setup, records)
+            state.partial_metrics = next(iter(by_scorer.values())) if by_scorer else None
+            state.scorer_stats = by_scorer if by_scorer and len(by_scorer) > 1 else None
         # Ctrl-C and sys.exit() alike: the process stopping, not the run failing
         cancelled = isinstance(failed, (anyio.get_cancelled_exc_class(), *INTERRUPTS))
         state.status = "cancelled" if cancelled else "error"
@@ -488,21 +489,6 @@ def _finish_run(
         failures = sum(1 for r in records if r.error is not None)
         allowed = allowed_failures(options.fail_on_error, len(records))
         state.status = "error" if failures > allowed else "success"
-
-
-def _metrics_so_far(setup: TaskSetup, records: list[SampleRecord]) -> dict[str, MetricStat] | None:
-    """Metrics, with their statistics, over the samples scored before the run stopped,
-    for its log."""
-    scored = [r for r in records if r.score is not None and r.error is None]
-    if not scored:
-        return None
-    try:
-        stats = measure_records(
-            scored, setup.metric_fns, reducer=setup.reducer, cluster=setup.cluster_of
-        )
-    except VitalsError:  # a metric that cannot cope with a partial run: leave it out
-        return None
-    return stats or None
 
 
 def raise_if_failed(state: RunState, options: RunOptions) -> None:

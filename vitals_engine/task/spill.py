@@ -104,7 +104,7 @@ def rehydrate(records: Sequence[SampleRecord], path: Path, live: Sequence[Chat])
         if record is None:
             continue
         back = sample_record(sample, default, ours=True)
-        for chat in (back.solver_chat, back.score.chat if back.score else None):
+        for chat in (back.solver_chat, *back.judge_chats):
             if chat is not None and chat.provider.model_id in by_model:
                 chat._provider = by_model[chat.provider.model_id].provider
         record.result, record.solver_metadata = back.result, back.solver_metadata
@@ -112,6 +112,6 @@ def rehydrate(records: Sequence[SampleRecord], path: Path, live: Sequence[Chat])
         record.logged_batch = back.logged_batch
         record.logged_cache = back.logged_cache
         if record.score is not None and back.score is not None:  # not reset for rescoring
-            record.score = back.score
+            record.score, record.scores = back.score, back.scores
         add_chat_usage(record, record.usage)
         record.spilled = False

@@ -12,6 +12,7 @@ True only when a scoring run ends without failing. Each run starts with `status`
 with their standard errors and intervals, `partial_metrics` those of a run that did
 not succeed, for its log. The ledgers hold the usage of every run since the last
 reset, by role; the cache's counts, those of every run since the last solving one.
+With several scorers, `scorer_stats` holds each one's statistics by name.
 `writer` is the journal of the current run: one per solving run, reopened under the
 same name by a scoring run.
 """
@@ -27,12 +28,14 @@ from ..caching.lookup import CacheUse
 from ..chats.chat import Chat
 from ..dataset import DatasetRow
 from ..engine.options import DEFAULT_CONCURRENCY, RunOptions
+from ..engine.scorer_set import scorer_names
 from ..engine.user_functions import FunctionSpec
 from ..log import schema as log_schema
 from ..log.journal_format import written_key
 from ..log.writer import LogWriter
 from ..metrics import Metric
 from ..samples import Sample, SampleRecord
+from ..statistics.corrected import CorrectedMean
 from ..statistics.intervals import MetricStat
 from ..storage.location import Store
 from ..storage.shipper import Shipper
@@ -61,6 +64,8 @@ class TaskSetup:
     cluster: str | None = None
     #: The object store the logs go to (`dir` is then its local staging directory).
     store: Store | None = None
+    #: The metadata column of human grades (None: none; see task/human_grades.py).
+    human: str | None = None
     positions: dict[Any, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -70,7 +75,14 @@ class TaskSetup:
 
     @property
     def scorer_label(self) -> str | None:
-        return self.scorer_spec.label if self.scorer_spec else None
+        """The primary scorer's name (the first of several)."""
+        names = self.scorer_names
+        return names[0] if names else None
+
+    @property
+    def scorer_names(self) -> list[str]:
+        """The names the scores are kept and logged under, one per scorer, in order."""
+        return scorer_names(self.scorer, self.scorer_spec.label if self.scorer_spec else None)
 
     def live_chats(self) -> list[Chat]:
         candidates = (
@@ -103,6 +115,13 @@ class RunState:
     metric_stats: dict[str, MetricStat] | None = None
     #: Metrics over the samples scored before a run was cancelled or failed (the log's).
     partial_metrics: dict[str, MetricStat] | None = None
+    #: With several scorers, every scorer's metric statistics by its name, the primary's
+    #: (`metric_stats`) first; of a run that did not succeed, over what it scored.
+    scorer_stats: dict[str, dict[str, MetricStat]] | None = None
+    #: Each scorer's mean corrected by the human grades (`Task(human=)`), by name, and
+    #: how many scored samples have a human grade (None: no human grades).
+    corrected: dict[str, CorrectedMean] | None = None
+    human_graded: int | None = None
     solve_ledger: UsageLedger = field(default_factory=UsageLedger)
     score_ledger: UsageLedger = field(default_factory=UsageLedger)
     run_id: str | None = None
@@ -135,6 +154,8 @@ class RunState:
     #: over the runs since the last solving one; None when none of them used a cache.
     cache_hits: int | None = None
     cache_misses: int | None = None
+    #: What the log's eval metadata adds (`rescored_from`: the log a re-scoring run scored).
+    header_metadata: dict[str, Any] | None = None
 
     def count_cache(self, use: CacheUse | None) -> None:
         """Add a finished run's cache counts (a run without a cache adds nothing).
@@ -161,9 +182,11 @@ class RunState:
         self.metrics = None
         self.metric_stats = None
         self.partial_metrics = None
+        self.scorer_stats = None
+        self.corrected = self.human_graded = None
         self.score_ledger = UsageLedger()
         for record in self.records or []:
-            record.score = None
+            record.clear_score()
             record.score_started = record.score_completed = None
             record.usage.drop_role("scorer")
             if record.error is not None and record.error.stage == "score":

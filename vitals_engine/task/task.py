@@ -11,7 +11,7 @@ import copy
 import functools
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
@@ -22,17 +22,21 @@ from .._words import plural
 from ..chats.chat import Chat
 from ..dataset import DatasetRow, dataset_name, load_dataset
 from ..engine.options import OPTION_NAMES, EvalKeywords, RunOptions, check_epochs
+from ..engine.scorer_set import as_scorer
 from ..engine.user_functions import describe, route_kwargs
 from ..frames import dataset_frame, records_frame
 from ..log.writer import clean_task_name
-from ..metrics import Metric, check_metrics, measure_records
+from ..metrics import Metric, check_metrics
 from ..pacing.limits import Limits
 from ..pacing.retry import Retry
+from ..statistics.corrected import CorrectedMean
 from ..statistics.intervals import MetricStat
 from ..statistics.reducers import check_reducer
 from ..vocab.usage import UsageLedger
 from .estimate import Estimate, estimate_cost
+from .human_grades import check_human, correct_by_humans
 from .logfile import rehydrate_records, write_log
+from .measuring import measure_scorers
 from .running import raise_if_failed, resumable, run_task
 from .spending import budget_error, known_chats, make_budget
 from .state import RunState, TaskSetup
@@ -61,7 +65,9 @@ class Task:
             result string (a number is taken as its text), or a `Solution` with the
             chat it used. See `generate()`.
         scorer: a function of a `SolvedSample` returning a grade, a number, a
-            bool or a `Score`. See `detect_includes()` and friends.
+            bool or a `Score`. See `detect_includes()` and friends. A list of
+            several: each scores every sample and has its own metrics (the first's
+            are `task.metrics`; each one's in `task.metrics_by_scorer`).
         metrics: a dict of name -> function(scores) -> number; default accuracy.
         epochs: how many times to run each sample (default 1).
         name: the task's name in logs (default: the dataset file's name, or "task").
@@ -75,6 +81,9 @@ class Task:
         cluster: a metadata column whose values cluster the scores for the metrics'
             standard errors (default: a sample's epochs are one cluster). Every row
             needs a value.
+        human: a metadata column of human grades (C/P/I, numbers or booleans) that some
+            rows have: each scorer's mean is then also reported corrected by them, with
+            its 95% interval (`task.corrected`; README: "Grading").
 
     Example:
         >>> task = Task(
@@ -90,7 +99,7 @@ class Task:
         self,
         dataset: Any,
         solver: Callable[..., Any],
-        scorer: Callable[..., Any] | None = None,
+        scorer: Callable[..., Any] | Sequence[Callable[..., Any]] | None = None,
         metrics: dict[str, Metric] | None = None,
         epochs: int | None = None,
         name: str | None = None,
@@ -98,24 +107,27 @@ class Task:
         log_format: str = "json",
         reducer: str | None = None,
         cluster: str | None = None,
+        human: str | None = None,
     ) -> None:
         if log_format not in ("json", "eval"):
             raise ConfigError(f"`log_format` must be 'json' or 'eval', not {log_format!r}.")
         self.log_format = log_format
         rows = load_dataset(dataset)
+        chosen: Callable[..., Any] | None = as_scorer(scorer)
         # Checked in this order, so the first bad argument is the one reported.
         self._setup = TaskSetup(
             rows=rows,
             solver_spec=describe(solver, "solver"),
-            scorer_spec=describe(scorer, "scorer") if scorer is not None else None,
+            scorer_spec=describe(chosen, "scorer") if chosen is not None else None,
             solver=solver,
-            scorer=scorer,
+            scorer=chosen,
             metric_fns=check_metrics(metrics),
             epochs=check_epochs(epochs),
             name=clean_task_name(name or dataset_name(dataset) or "task"),
             dir=Path(),
             reducer=check_reducer(reducer, epochs),
             cluster=_check_cluster(cluster, rows),
+            human=check_human(human, rows),
         )
         self._state = RunState()
         self.dir = dir
@@ -168,6 +180,46 @@ class Task:
         return self._state.metric_stats
 
     @property
+    def metrics_by_scorer(self) -> dict[str, dict[str, float]] | None:
+        """Each scorer's metrics by scorer name, the primary's first (None before
+        `measure()`). With one scorer, its name and `task.metrics`.
+
+        Example:
+            >>> task = Task(ds, solver, scorer=[detect_includes(), model_graded_qa()])
+            >>> task.eval().metrics_by_scorer
+            {'detect_includes': {'accuracy': 0.8}, 'model_graded_qa': {'accuracy': 0.7}}
+        """
+        state = self._state
+        if state.scorer_stats is not None and state.metrics is not None:
+            return {
+                name: {metric: stat.value for metric, stat in stats.items()}
+                for name, stats in state.scorer_stats.items()
+            }
+        if state.metrics is None or self._setup.scorer_label is None:
+            return None
+        return {self._setup.scorer_label: dict(state.metrics)}
+
+    @property
+    def corrected(self) -> dict[str, CorrectedMean] | None:
+        """Each scorer's mean corrected by the human grades of `Task(human=)`, by scorer
+        name (None before `measure()` or without human grades; a scorer is missing when
+        fewer than 2 of its scored samples have a human grade). Each holds the corrected
+        mean with its 95% interval, the judge's and the humans' means, the judge's bias
+        and its agreement with the humans.
+
+        Example:
+            >>> task = Task(ds, solver, scorer=model_graded_qa(), human="grade").eval()
+            >>> task.corrected["model_graded_qa"].corrected.value
+            0.71
+        """
+        return self._state.corrected
+
+    @property
+    def scorer_names(self) -> list[str]:
+        """The names of the task's scorers, as its scores and log name them."""
+        return self._setup.scorer_names
+
+    @property
     def log_path(self) -> Path | None:
         return self._state.log_path
 
@@ -190,7 +242,7 @@ class Task:
 
     @property
     def scorer(self) -> Callable[..., Any] | None:
-        """The scorer, as given."""
+        """The scorer, as given (several are a `ScorerSet`: `.scorers` lists them)."""
         return self._setup.scorer
 
     def takes(self, argument: str) -> bool:
@@ -215,10 +267,11 @@ class Task:
         self._state.reset_solutions()
         return self
 
-    def set_scorer(self, scorer: Callable[..., Any]) -> Task:
-        """Use another scorer; clears scores and metrics."""
-        self._setup.scorer_spec = describe(scorer, "scorer")
-        self._setup.scorer = scorer
+    def set_scorer(self, scorer: Callable[..., Any] | Sequence[Callable[..., Any]]) -> Task:
+        """Use another scorer (or a list of several); clears scores and metrics."""
+        chosen: Callable[..., Any] = as_scorer(scorer)
+        self._setup.scorer_spec = describe(chosen, "scorer")
+        self._setup.scorer = chosen
         self._state.reset_scores()
         return self
 
@@ -239,6 +292,7 @@ class Task:
         state.score_ledger = _copy_ledger(state.score_ledger)
         state.metrics = dict(state.metrics) if state.metrics is not None else None
         state.metric_stats = dict(state.metric_stats) if state.metric_stats is not None else None
+        state.scorer_stats = dict(state.scorer_stats) if state.scorer_stats is not None else None
         return twin
 
     # -- running -----------------------------------------------------------------
@@ -439,11 +493,13 @@ class Task:
         state, setup = self._state, self._setup
         if not state.scored or state.records is None:
             raise TaskStateError("Task has not been scored yet. Run task.score() first.")
-        stats = measure_records(
-            state.records, setup.metric_fns, reducer=setup.reducer, cluster=setup.cluster_of
-        )
+        by_scorer = measure_scorers(setup, state.records)
+        stats = next(iter(by_scorer.values()))
         self.metrics = {name: stat.value for name, stat in stats.items()}
         state.metric_stats = stats
+        state.scorer_stats = by_scorer if len(by_scorer) > 1 else None
+        if setup.human is not None:
+            state.corrected, state.human_graded = correct_by_humans(setup, state.records)
         return self.metrics
 
     def get_samples(self) -> pl.DataFrame:

@@ -263,6 +263,9 @@ def summary_row(sample: LiteSample, key: str) -> dict[str, Any]:
     cached = _cached(sample, requests)
     if cached:  # the cost table's cached rows; absent from most rows, which stay light
         row["cached"] = cached
+    if sample.scores and len(sample.scores) > 1:  # the other scorers' (a task of several)
+        others = list(sample.scores.items())[1:]
+        row["more_scores"] = {name: _score_value(other) for name, other in others}
     return row
 
 

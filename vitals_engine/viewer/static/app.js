@@ -1074,7 +1074,8 @@
       el("td", { class: "cell-clip cell-wide", title: r.input, text: r.input }),
       el("td", { class: "cell-clip", title: r.target, text: r.target }),
       el("td", { class: "cell-clip cell-wide", title: r.result, text: r.result }),
-      el("td", {}, scoreBadge(r.score)),
+      el("td", { class: "nowrap" }, scoreBadge(r.score), Object.entries(r.more_scores || {}).map(
+        ([name, value]) => el("span", { class: "more-score", title: name }, " ", scoreBadge(value)))),
       el("td", { class: "num", text: fmtInt(r.tokens) }),
       el("td", { class: "num", text: fmtSeconds(r.time) }),
       el("td", {}, r.error ? el("span", { class: "flag-error", title: r.error, text: "error" }) : null))));

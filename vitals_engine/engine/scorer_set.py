@@ -1,0 +1,149 @@
+"""Several scorers of one task: each scores every sample, under a name of its own.
+
+`Task(scorer=[a, b])` makes the list a `ScorerSet`, which the engine calls as it calls
+one scorer. It calls each member on the solved sample at once (judges of different
+providers wait on their own endpoints' limits, not on each other), hands each keyword
+to the members whose signatures take it, and returns a `ScoreSet`: each member's
+score by name, in the list's order. The first member's is the sample's primary score.
+
+Names are the members' labels (a repeated one numbered: `detect_includes()`,
+`detect_includes()_2`), or the keys of a dict of scorers (`{"judge": ..., "includes":
+...}`). A member that fails fails the sample's scoring, as one scorer's failure does.
+Members are per-sample scorers: a `@batch_scorer` scores a whole run at once and cannot
+share samples with others.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from .._errors import ConfigError
+from ..samples import Score, ScoreSet, SolvedSample
+from .user_functions import FunctionSpec, call_scorer, describe
+
+__all__ = ["ScorerSet", "as_scorer", "scorer_names"]
+
+
+class ScorerSet:
+    """Several scorers called as one; see the module docstring.
+
+    Example:
+        >>> both = ScorerSet([detect_includes(), detect_exact()])
+        >>> both.names
+        ['detect_includes', 'detect_exact']
+    """
+
+    __vitals_label__ = "scorers"
+
+    def __init__(
+        self, scorers: Sequence[Callable[..., Any]], names: Sequence[str] | None = None
+    ) -> None:
+        self.members: list[FunctionSpec] = []
+        for position, scorer in enumerate(scorers):
+            try:
+                spec = describe(scorer, "scorer")
+            except ConfigError as exc:
+                raise ConfigError(f"Scorer {position + 1} of the list: {exc}") from exc
+            if isinstance(scorer, ScorerSet):
+                raise ConfigError(
+                    f"Scorer {position + 1} of the list is itself several scorers: give them "
+                    "all in one list."
+                )
+            if spec.is_batch:
+                raise ConfigError(
+                    f"Scorer {position + 1} of the list ({spec.name}) is a @batch_scorer: it "
+                    "scores the whole run at once and cannot be one of several scorers. Give "
+                    "it alone, or write it as a per-sample scorer."
+                )
+            self.members.append(spec)
+        self.scorers = list(scorers)
+        self.names = list(names) if names is not None else _unique([s.label for s in self.members])
+        self.__signature__ = _signature(self.members)
+
+    @property
+    def judges(self) -> list[Any]:
+        """The chats of the members that grade with a model (a panel's, or one judge)."""
+        found: list[Any] = []
+        for scorer in self.scorers:
+            found += getattr(scorer, "judges", None) or [getattr(scorer, "scorer_chat", None)]
+        return [chat for chat in found if chat is not None]
+
+    async def __call__(self, solved: SolvedSample, **kwargs: Any) -> ScoreSet:
+        scores: dict[str, Score] = {}
+        failures: list[Exception] = []
+        limiter = anyio.to_thread.current_default_thread_limiter()
+
+        async def one(name: str, spec: FunctionSpec, group: anyio.abc.TaskGroup) -> None:
+            taken = {k: v for k, v in kwargs.items() if spec.takes_var_kwargs or k in spec.params}
+            try:
+                scored = await call_scorer(spec, solved, taken, limiter)
+                assert isinstance(scored, Score)  # members are single scorers (see __init__)
+                scores[name] = scored
+            except Exception as exc:  # the first failure is the sample's, as it was raised
+                failures.append(exc)
+                group.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as group:
+            for name, spec in zip(self.names, self.members, strict=True):
+                group.start_soon(one, name, spec, group)
+        if failures:
+            raise failures[0]
+        return ScoreSet({name: scores[name] for name in self.names})
+
+    def __repr__(self) -> str:
+        return f"ScorerSet({', '.join(self.names)})"
+
+
+def as_scorer(scorer: Any) -> Any:
+    """The scorer a task runs: a list or tuple of several becomes a `ScorerSet`, and so
+    does a dict of them by name; a list of one is its only member; anything else is
+    returned as is (and checked later)."""
+    if isinstance(scorer, Mapping):
+        bad = [repr(name) for name in scorer if not isinstance(name, str) or not name]
+        if bad or not scorer:
+            raise ConfigError(
+                "scorer= as a dict maps names (non-empty strings) to scorers, e.g. "
+                "{'includes': ve.detect_includes(), 'judge': ve.model_graded_qa()}"
+                + (f"; not {', '.join(bad)}." if bad else "; this one is empty.")
+            )
+        return ScorerSet(list(scorer.values()), names=list(scorer))
+    if not isinstance(scorer, list | tuple):
+        return scorer
+    if not scorer:
+        raise ConfigError("scorer= is an empty list: give a scorer, or several in a list.")
+    members = list(scorer)
+    return ScorerSet(members) if len(members) > 1 else members[0]
+
+
+def scorer_names(scorer: Any, label: str | None) -> list[str]:
+    """The names a task's scores are kept and logged under: its scorers', in order."""
+    if isinstance(scorer, ScorerSet):
+        return list(scorer.names)
+    return [label] if label else []
+
+
+def _unique(labels: list[str]) -> list[str]:
+    names: list[str] = []
+    for label in labels:
+        name, count = label, 1
+        while name in names:
+            count += 1
+            name = f"{label}_{count}"
+        names.append(name)
+    return names
+
+
+def _signature(members: list[FunctionSpec]) -> inspect.Signature:
+    """`(solved, *, <every member's keywords>)`, with `**kwargs` when a member takes any:
+    what routes a task's keywords to its scorers (`engine/user_functions.route_kwargs`)."""
+    params = [inspect.Parameter("solved", inspect.Parameter.POSITIONAL_ONLY)]
+    names = sorted({name for spec in members for name in spec.params})
+    params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in names]
+    if any(spec.takes_var_kwargs for spec in members):
+        params.append(inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD))
+    return inspect.Signature(params)
