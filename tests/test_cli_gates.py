@@ -81,12 +81,20 @@ def test_thresholds_that_hold_exit_0_with_one_line(tmp_path, tasks_file, capsys)
 
 
 def test_an_unknown_metric_is_a_usage_error_naming_the_metrics(tmp_path, tasks_file, capsys):
-    """A name no metric has exits 2 and lists the metrics the task has."""
+    """A name no metric has exits 2 before anything runs, and lists what could be gated."""
     code = run(tmp_path, f"{tasks_file}:words", "--fail-under", "acc=0.5")
     assert code == EXIT_USAGE
     err = capsys.readouterr().err
-    assert "--fail-under: Threshold 'acc': task 'words' has no such metric." in err
-    assert "Its metrics: accuracy (detect_includes/accuracy)." in err
+    assert "--fail-under acc=0.5: no task has a metric 'acc' (these could be gated: " in err
+    assert "accuracy, detect_includes(case_sensitive=False)/accuracy, " in err
+    assert not (tmp_path / "logs").exists()
+
+
+def test_a_misspelt_scorer_is_found_before_the_run(tmp_path, tasks_file, capsys):
+    code = run(tmp_path, tasks_file, "--fail-under", "detect_include/accuracy=0.5")
+    assert code == EXIT_USAGE
+    assert "no task has a metric 'detect_include/accuracy'" in capsys.readouterr().err
+    assert not (tmp_path / "logs").exists()
 
 
 @pytest.mark.parametrize("value", ["accuracy", "accuracy=most"])

@@ -14,7 +14,7 @@ from ..pacing.limits import Limits
 from ..report import summary
 from ..task.eval_set import EvalSetFailedError, eval_set, model_chat
 from ..task.task import Task
-from .gates import FinishedRun, gated, gating
+from .gates import FinishedRun, check_gate_names, gated, gating
 from .shared import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, report, say
 from .task_file import find_tasks_or_fail, imported
 
@@ -65,6 +65,7 @@ def run_eval(args: argparse.Namespace) -> int:
         raise UsageError("--fail-under and --junit check a run: leave out --estimate.")
     with imported(path) as module:
         tasks = find_tasks_or_fail(module, path, name)
+        check_gate_names([task for _, task in tasks], args)
         if isinstance(args.resume, str) and len(tasks) > 1:
             names = ", ".join(n for n, _ in tasks)
             raise UsageError(

@@ -3,7 +3,9 @@ metrics against the thresholds, a line per failure, the JUnit report, and the ex
 
 The metrics are read from each run's log (`check_thresholds`), so what is gated is what
 was logged. A threshold whose name matches no metric of a run is a usage error (exit 2)
-that lists the metrics there are; it is found once the run has logged them. A metric
+that lists the metrics there are. A name no task could log (a misspelt metric or
+scorer) is found before anything runs (`check_gate_names`); the rest once the run has
+logged its metrics. A metric
 below its threshold makes `vitals eval` exit with `EXIT_BELOW_THRESHOLD` (3), unless a
 run failed or was interrupted: those codes (1, 130) say more, and win.
 """
@@ -18,11 +20,12 @@ from pathlib import Path
 from .._errors import ConfigError, LogFormatError
 from ..log.logged_eval import LoggedEval
 from ..log.reader import read_log
+from ..task.task import Task
 from ..thresholds import ThresholdCheck, check_thresholds
 from .junit import JUnitRun, write_junit
 from .shared import EXIT_BELOW_THRESHOLD, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
-__all__ = ["FinishedRun", "apply_gates", "gated", "gating"]
+__all__ = ["FinishedRun", "apply_gates", "check_gate_names", "gated", "gating"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,40 @@ class FinishedRun:
 def gating(args: argparse.Namespace) -> bool:
     """Whether the command has gates to apply or a report to write after its runs."""
     return bool(getattr(args, "fail_under", None) or getattr(args, "junit", None))
+
+
+def check_gate_names(tasks: Sequence[Task], args: argparse.Namespace) -> None:
+    """Before any run: a usage error for a `--fail-under` name that no task's metrics
+    could have (its metric names, `accuracy_corrected` with human grades, under each of
+    its scorers' names or their functions' names).
+
+    Example:
+        >>> check_gate_names([task], parse(["--fail-under", "acuracy=0.8"]))
+        Traceback (most recent call last):
+        UsageError: --fail-under acuracy=0.8: no task has a metric 'acuracy' ...
+    """
+    for name, limit in getattr(args, "fail_under", None) or []:
+        if any(name in _gate_names(task) for task in tasks):
+            continue
+        known = sorted({n for task in tasks for n in _gate_names(task)})
+        raise UsageError(
+            f"--fail-under {name}={limit:g}: no task has a metric {name!r} "
+            f"(these could be gated: {', '.join(known)})."
+        )
+
+
+def _gate_names(task: Task) -> set[str]:
+    """The threshold names a run of `task` will log: each metric alone, and as
+    `scorer/metric` under each scorer's name and its function's name."""
+    setup = task._setup  # the configured metrics, known before any run
+    metrics = list(setup.metric_fns or {"accuracy": None})
+    if setup.human is not None:
+        metrics.append("accuracy_corrected")
+    names = set(metrics)
+    for scorer in task.scorer_names:
+        for label in {scorer, scorer.split("(", 1)[0]}:
+            names.update(f"{label}/{metric}" for metric in metrics)
+    return names
 
 
 def gated(code: int, runs: Sequence[FinishedRun], args: argparse.Namespace) -> int:
