@@ -269,3 +269,14 @@ def expand_epochs(rows: Sequence[DatasetRow], epochs: int) -> Iterator[Sample]:
         yield row
         for epoch in range(2, epochs + 1):
             yield dataclasses.replace(row, epoch=epoch)
+
+
+def known_columns(rows: Sequence[DatasetRow]) -> str:
+    """The metadata columns of `rows`, quoted, for an error message ("none" without).
+
+    Example:
+        >>> known_columns(load_dataset([{"input": "a", "target": "b", "topic": "x"}]))
+        "'topic'"
+    """
+    columns = sorted({k for row in rows for k in row.metadata})
+    return ", ".join(repr(c) for c in columns) or "none"

@@ -457,14 +457,7 @@ def metric_stats_of(score: s.EvalScore) -> dict[str, MetricStat]:
             continue
         ours = metric.metadata or {}
         if "n" in ours or "stderr" in ours:
-            stats[name] = MetricStat(
-                _value(metric.value),
-                _number(ours.get("stderr")),
-                _number(ours.get("ci_low")),
-                _number(ours.get("ci_high")),
-                _count(ours.get("n")),
-                _count(ours.get("clusters")),
-            )
+            stats[name] = _our_stat(metric)
             continue
         partner = entries.get(partners.get(name, ""))
         stats[name] = MetricStat(
@@ -485,17 +478,22 @@ def _ours(metric: s.EvalMetric) -> bool:
 def corrected_of(score: s.EvalScore) -> MetricStat | None:
     """The scorer's mean corrected by human grades, as we log it (None: none)."""
     for metric in score.metrics.values():
-        ours = metric.metadata or {}
-        if s.CORRECTED_OF in ours:
-            return MetricStat(
-                _value(metric.value),
-                _number(ours.get("stderr")),
-                _number(ours.get("ci_low")),
-                _number(ours.get("ci_high")),
-                _count(ours.get("n")),
-                _count(ours.get("clusters")),
-            )
+        if s.CORRECTED_OF in (metric.metadata or {}):
+            return _our_stat(metric)
     return None
+
+
+def _our_stat(metric: s.EvalMetric) -> MetricStat:
+    """A metric with the statistics we write in its metadata."""
+    ours = metric.metadata or {}
+    return MetricStat(
+        _value(metric.value),
+        _number(ours.get("stderr")),
+        _number(ours.get("ci_low")),
+        _number(ours.get("ci_high")),
+        _count(ours.get("n")),
+        _count(ours.get("clusters")),
+    )
 
 
 def _value(value: Any) -> float:

@@ -17,7 +17,7 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from .._errors import ConfigError
-from ..dataset import DatasetRow
+from ..dataset import DatasetRow, known_columns
 from ..samples import SampleRecord
 from ..statistics.corrected import CorrectedMean, corrected_mean
 from ..statistics.reducers import numeric_value, reduce_epochs
@@ -62,11 +62,10 @@ def check_human(human: Any, rows: Sequence[DatasetRow]) -> str | None:
             "grade is C, P or I, a number or a boolean (empty where nobody graded it)."
         )
     if not graded:
-        columns = sorted({k for r in rows for k in r.metadata})
-        known = ", ".join(repr(c) for c in columns) or "none"
         raise ConfigError(
             f"`human={human!r}`: no row has a human grade in that column (metadata columns: "
-            f"{known}). A dataset read with read_dataset(human=...) keeps them as 'human'."
+            f"{known_columns(rows)}). A dataset read with read_dataset(human=...) keeps them "
+            "as 'human'."
         )
     return human
 

@@ -20,7 +20,7 @@ from .._errors import ConfigError, TaskStateError
 from .._sync import run_sync
 from .._words import plural
 from ..chats.chat import Chat
-from ..dataset import DatasetRow, dataset_name, load_dataset
+from ..dataset import DatasetRow, dataset_name, known_columns, load_dataset
 from ..engine.options import OPTION_NAMES, EvalKeywords, RunOptions, check_epochs
 from ..engine.scorer_set import as_scorer
 from ..engine.user_functions import describe, route_kwargs
@@ -649,11 +649,10 @@ def _check_cluster(cluster: Any, rows: list[DatasetRow]) -> str | None:
     for row in rows:
         value = row.metadata.get(cluster)
         if value is None or (isinstance(value, float) and math.isnan(value)):
-            columns = sorted({k for r in rows for k in r.metadata})
-            known = ", ".join(repr(c) for c in columns) or "none"
             raise ConfigError(
                 f"`cluster={cluster!r}`: sample {row.id!r} has no value in column "
-                f"{cluster!r}; every row needs one to cluster by (metadata columns: {known})."
+                f"{cluster!r}; every row needs one to cluster by (metadata columns: "
+                f"{known_columns(rows)})."
             )
     return cluster
 
