@@ -790,3 +790,23 @@ def test_a_task_of_several_scorers_shows_each_ones_metrics_and_scores(page, tmp_
         expect(page.locator("#scores h3", has_text="includes")).to_have_count(1)
         expect(page.locator("#scores h3", has_text="exact")).to_have_count(1)
     assert page.problems == []
+
+
+def test_a_mean_corrected_by_human_grades_has_its_card(page, tmp_path: Path) -> None:
+    """Beside the judge's accuracy, the mean corrected by the human grades, with its
+    interval and how many human grades made it."""
+    judged = ["C"] * 8
+    graded = ["C", "I", "C", "I", None, None, None, None]
+    data = [
+        {"input": f"q{i}", "target": "x", "judge": j, "grade": g}
+        for i, (j, g) in enumerate(zip(judged, graded, strict=True))
+    ]
+    task = ve.Task(data, lambda x: "x", lambda s: s.metadata["judge"], dir=tmp_path, human="grade")
+    task.eval()
+    with ViewServer(tmp_path).start() as server:
+        page.goto(log_url(server.url, task.log_path.name))
+        card = page.locator("#log-cards .metric.corrected")
+        expect(card.locator(".label")).to_have_text("corrected by 4 human grades")
+        expect(card.locator(".value")).to_have_text("0.5")
+        expect(card.locator(".stat .interval")).to_contain_text("8 samples")
+    assert page.problems == []

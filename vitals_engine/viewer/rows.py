@@ -346,6 +346,7 @@ def log_entry(
             "scorer": score.scorer,
             "metrics": metric_values_of(score),
             "stats": _stats(score),
+            **_corrected(score),
         }
         for score in (results.scores if results is not None else [])
     ]
@@ -387,6 +388,19 @@ def log_entry(
         "mtime": stat.st_mtime if stat else None,
         "version": version,
     }
+
+
+def _corrected(score: s.EvalScore) -> dict[str, Any]:
+    """A scorer's mean corrected by human grades, for its card (`{}`: none): the value,
+    its statistics as `_stats` gives them, and how many human grades made it."""
+    for metric in score.metrics.values():
+        ours = metric.metadata or {}
+        if s.CORRECTED_OF in ours and isinstance(metric.value, int | float):
+            fields = {k: ours.get(k) for k in ("stderr", "n", "clusters", "human_grades")}
+            fields |= {"low": ours.get("ci_low"), "high": ours.get("ci_high")}
+            kept = {k: v for k, v in fields.items() if isinstance(v, int | float)}
+            return {"corrected": {"value": metric.value, **kept}}
+    return {}
 
 
 def _stats(score: s.EvalScore) -> dict[str, dict[str, Any]]:

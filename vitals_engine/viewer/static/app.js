@@ -1014,9 +1014,15 @@
         entry.error ? el("div", { class: "error-banner", role: "alert", text: "The run failed: " + entry.error }) : null);
       const metricCards = [];
       for (const score of entry.scores || []) {
+        const prefix = entry.scores.length > 1 ? score.name + " · " : "";
         for (const [name, value] of Object.entries(score.metrics || {})) {
-          metricCards.push(card((entry.scores.length > 1 ? score.name + " · " : "") + name, fmtNum(value), "metric",
+          metricCards.push(card(prefix + name, fmtNum(value), "metric",
             metricNote((score.stats || {})[name])));
+        }
+        const fixed = score.corrected;
+        if (fixed) {  // the mean corrected by human grades (Task(human=)), beside the judge's
+          metricCards.push(card(prefix + "corrected by " + plural(fixed.human_grades, "human grade"),
+            fmtNum(fixed.value), "metric corrected", metricNote({ ...fixed, clusters: undefined })));
         }
       }
       replace(cards, metricCards,
