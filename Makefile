@@ -1,6 +1,9 @@
 # Two commands on a fresh machine with python3 (3.11+) and make:
 #   make demo   set up the runtime dependencies alone, then run the quickstart eval offline
-#   make test   set up everything (dev tools, extras, a browser if it can), then run the suite
+#   make test   set up everything (dev tools, extras, a browser if it can), build the docs
+#               (as `make docs`), then run the suite
+# Also: `make docs` builds the documentation site into site/ (strict: a broken link or any
+# warning fails it); `make docs-serve` serves it at http://127.0.0.1:8000/ while you edit.
 PYTHON ?= python3
 TOOLS := .tools
 UV := $(TOOLS)/bin/uv
@@ -10,7 +13,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 CHROMIUM := /usr/bin/chromium
 APT_CHROMIUM := env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
-.PHONY: setup demo test lint bench browser clean
+.PHONY: setup demo test lint docs docs-serve bench browser clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -45,7 +48,7 @@ setup: $(VENV)/.synced-dev browser
 demo: $(VENV)/.synced-runtime
 	$(VENV)/bin/python examples/quickstart.py
 
-test: setup
+test: setup docs
 	$(VENV)/bin/python -m pytest -q
 
 lint: $(VENV)/.synced-dev
@@ -54,8 +57,20 @@ lint: $(VENV)/.synced-dev
 	$(VENV)/bin/pyright
 	$(VENV)/bin/lint-imports --no-cache --no-logo
 
+# The site, offline (mkdocs.yml: no fonts or scripts from elsewhere) and strict: a broken
+# link, a missing API reference or any warning fails the build.
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
+DOCS_ADDR ?= 127.0.0.1:8000
+
+docs: $(VENV)/.synced-dev
+	$(MKDOCS) build --strict
+
+docs-serve: $(VENV)/.synced-dev
+	@echo "Serving the docs at http://$(DOCS_ADDR)/ (rebuilt on each change; Ctrl-C stops)"
+	$(MKDOCS) serve --dev-addr $(DOCS_ADDR)
+
 bench: $(VENV)/.synced-dev
 	$(VENV)/bin/python bench/throughput.py
 
 clean:
-	rm -rf $(TOOLS) $(VENV) .pytest_cache
+	rm -rf $(TOOLS) $(VENV) .pytest_cache site

@@ -1,8 +1,9 @@
-"""The house's shape: imports run one way, the README draws the same stack, names mean one thing.
+"""The house's shape: imports run one way, the docs draw the same stack, names mean one thing.
 
 The import contracts live in pyproject.toml (`[tool.importlinter]`). These tests run them,
-show that they catch what they are meant to catch, and keep the README's table of layers
-equal to the contract and to the imports the code really makes.
+show that they catch what they are meant to catch, and keep the table of layers of
+docs/architecture.md ("How it is built") equal to the contract and to the imports the
+code really makes.
 """
 
 from __future__ import annotations
@@ -100,15 +101,22 @@ def test_a_crossing_breaks_the_check(tmp_path, module, added, reported):
     assert reported in result.stdout
 
 
-# -- the README's table ----------------------------------------------------------------------
+# -- the table of docs/architecture.md -------------------------------------------------------
+
+#: The page "How it is built", and the header row of its table of layers.
+ARCHITECTURE_PAGE = ROOT / "docs" / "architecture.md"
+LAYER_TABLE_HEADER = "| layer | holds | imports |"
 
 
-def readme_layers() -> list[tuple[list[str], set[str]]]:
-    """The rows of the README's layer table: (the layer's packages, the packages it imports)."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## How it is built", 1)[1].split("\n## ", 1)[0]
+def drawn_layers() -> list[tuple[list[str], set[str]]]:
+    """The rows of the docs' layer table: (the layer's packages, the packages it imports)."""
+    text = ARCHITECTURE_PAGE.read_text()
+    assert LAYER_TABLE_HEADER in text, f"{ARCHITECTURE_PAGE} has no table of layers"
+    table = text.split(LAYER_TABLE_HEADER, 1)[1].lstrip("\n")
     rows = []
-    for line in section.splitlines():
+    for line in table.splitlines():
+        if not line.startswith("|"):
+            break  # the table's end
         if not line.startswith("| `"):
             continue
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
@@ -118,18 +126,18 @@ def readme_layers() -> list[tuple[list[str], set[str]]]:
     return rows
 
 
-def test_the_readme_draws_the_contracts_stack():
-    """The README's table lists the same layers, in the same order, as the contract."""
-    drawn = [sorted(names) for names, _ in readme_layers()]
+def test_the_docs_draw_the_contracts_stack():
+    """The docs' table lists the same layers, in the same order, as the contract."""
+    drawn = [sorted(names) for names, _ in drawn_layers()]
     assert drawn == [sorted(layer) for layer in stack_contract()]
 
 
-def test_the_readme_says_what_each_layer_imports():
+def test_the_docs_say_what_each_layer_imports():
     """Each row's last column is exactly what that layer's modules import (the bottom layer,
     which nearly every layer uses, left out)."""
     graph = grimp.build_graph(PACKAGE, cache_dir=None)
     foundation = set(stack_contract()[-1])
-    for names, drawn in readme_layers():
+    for names, drawn in drawn_layers():
         imported = set()
         for name in names:
             top = f"{PACKAGE}.{name}"

@@ -1,4 +1,5 @@
-"""The environment: every `VITALS_*` variable is read in `config.py` and listed in README."""
+"""The environment: every `VITALS_*` variable is read in `config.py` and listed in the docs
+(docs/guide/command-line.md, "Environment variables")."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from vitals_engine import config
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "vitals_engine"
+#: The page with the table of environment variables.
+VARIABLES_PAGE = ROOT / "docs" / "guide" / "command-line.md"
 
 
 def configured() -> set[str]:
@@ -38,10 +41,12 @@ def test_only_config_reads_them():
     assert not readers, "\n".join(readers)
 
 
-def test_the_readme_lists_them_in_one_table():
-    """README's "Environment variables" table has one row per variable: its name, what
-    it does, its default."""
-    section = (ROOT / "README.md").read_text().split("## Environment variables", 1)[1]
+def test_the_docs_list_them_in_one_table():
+    """The "Environment variables" table of the command line's page has one row per
+    variable: its name, what it does, its default."""
+    text = VARIABLES_PAGE.read_text()
+    assert "## Environment variables" in text, f"{VARIABLES_PAGE} has no such section"
+    section = text.split("## Environment variables", 1)[1]
     rows = [line for line in section.split("\n## ", 1)[0].splitlines() if line.startswith("| `")]
     cells = [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
     assert {row[0].strip("`") for row in cells} == configured()

@@ -10,6 +10,8 @@ import vitals_engine as ve
 from vitals_engine import _errors
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The page that draws the tree of errors ("Every error is a `ve.VitalsError`").
+ERRORS_PAGE = ROOT / "docs" / "guide" / "running-at-scale.md"
 
 
 def test_all_is_sorted_and_complete():
@@ -83,14 +85,16 @@ def drawn_tree(text: str) -> dict[str, str]:
 
 def test_the_error_trees_draw_every_error():
     """`_errors.py`'s docstring draws every exported error under its real parent, and the
-    README's tree ("Every error is a `ve.VitalsError`") names every one."""
+    docs' tree ("Every error is a `ve.VitalsError`", in docs/guide/running-at-scale.md)
+    names every one."""
     errors = exported_errors()
     parents = drawn_tree(_errors.__doc__ or "")
     assert set(parents) | {"VitalsError"} == set(errors)
     for name, parent in parents.items():
         assert errors[name].__bases__ == (errors[parent],), name
-    readme = (ROOT / "README.md").read_text()
-    tree = readme.split("Every error is a `ve.VitalsError`:", 1)[1].split("```", 2)[1]
+    page = ERRORS_PAGE.read_text()
+    assert "Every error is a `ve.VitalsError`:" in page, f"{ERRORS_PAGE} draws no tree"
+    tree = page.split("Every error is a `ve.VitalsError`:", 1)[1].split("```", 2)[1]
     named = re.sub(r"\([^)]*\)", "", tree)  # the notes in parentheses left out
     assert set(re.findall(r"\b[A-Z]\w+", named)) == set(errors)
 

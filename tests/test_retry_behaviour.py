@@ -193,16 +193,17 @@ async def test_retries_are_logged_and_logging_is_left_alone(server, tmp_path, ca
     assert (root.level, list(root.handlers)) == root_before
 
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+#: The page whose example of a logged retry's reason (`metadata.retries`) is checked.
+LOGS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "logs.md"
 
 
 def _text(path: Path) -> str:
     return path.read_text()
 
 
-async def test_the_readme_shows_a_retry_reason_as_logs_hold_it(server, tmp_path):
-    """The README's example of a logged retry's reason is what a 429 of the mock server with
-    Retry-After 0.05 s leaves in the log's model event (`metadata.retries`)."""
+async def test_the_docs_show_a_retry_reason_as_logs_hold_it(server, tmp_path):
+    """The example of a logged retry's reason in docs/guide/logs.md is what a 429 of the mock
+    server with Retry-After 0.05 s leaves in the log's model event (`metadata.retries`)."""
     server.fail("429", retry_after=0.05)
     task = ve.Task(
         sums(1), solver=ve.generate(openai(server)), scorer=ve.detect_includes(), dir=tmp_path
@@ -212,8 +213,8 @@ async def test_the_readme_shows_a_retry_reason_as_logs_hold_it(server, tmp_path)
     (event,) = [e for e in log["samples"][0]["events"] if e["event"] == "model" and e["retries"]]
     (note,) = event["metadata"]["retries"]
     assert sorted(note) == ["at", "attempt", "reason", "wait"]
-    readme = " ".join(_text(README).split())
-    assert f'`"{note["reason"]}"`' in readme
+    page = " ".join(_text(LOGS_PAGE).split())
+    assert f'`"{note["reason"]}"`' in page
 
 
 async def test_a_run_cancelled_while_calls_wait_to_retry_logs_what_finished(server, tmp_path):

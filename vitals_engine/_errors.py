@@ -81,37 +81,109 @@ __all__ = [
 
 
 class VitalsError(Exception):
-    """The root of every error raised by vitals-engine."""
+    """The root of every error raised by vitals-engine.
+
+    Example:
+        >>> try:
+        ...     ve.Task([{"input": "What's 2+2?", "target": "4"}], lambda x: "4",
+        ...             ve.detect_includes(), epochs=0)
+        ... except ve.VitalsError as error:  # every error of the package is one
+        ...     print(type(error).__name__)
+        ConfigError
+    """
 
 
 class ConfigError(VitalsError):
-    """An argument or option is wrong; the message says which and how to fix it."""
+    """An argument or option is wrong; the message says which and how to fix it.
+
+    Example:
+        >>> try:
+        ...     ve.Retry(max_attempts=0)
+        ... except ve.ConfigError as error:
+        ...     print(error)
+        Retry(max_attempts=0) must be a whole number of at least 1.
+    """
 
 
 class DatasetError(VitalsError):
-    """A dataset cannot be read, or lacks the columns a task needs."""
+    """A dataset cannot be read, or lacks the columns a task needs.
+
+    Example:
+        >>> try:
+        ...     ve.read_dataset([{"question": "What's 2+2?", "target": "4"}])
+        ... except ve.DatasetError as error:
+        ...     print(error)
+        Dataset has no column 'input' (for input=). Its columns: question, target.
+    """
 
 
 class TaskStateError(VitalsError):
-    """A task step was run before the step it depends on."""
+    """A task step was run before the step it depends on.
+
+    Example:
+        >>> task = ve.Task([{"input": "What's 2+2?", "target": "4"}], lambda x: "4",
+        ...                ve.detect_includes())
+        >>> try:
+        ...     task.score()
+        ... except ve.TaskStateError as error:
+        ...     print(error)
+        Task has not been solved yet. Run task.solve() first.
+    """
 
 
 class SolverError(VitalsError):
-    """A solver broke its contract, e.g. returned a value of the wrong shape."""
+    """A solver broke its contract, e.g. returned a value of the wrong shape.
+
+    Example:
+        >>> task = ve.Task([{"input": "What's 2+2?", "target": "4"}], lambda x: ["4"],
+        ...                ve.detect_includes())
+        >>> try:
+        ...     task.eval(progress=False)
+        ... except ve.SolverError as error:
+        ...     print(str(error).split(";")[0])
+        The solver <lambda> returned a list
+    """
 
 
 class ScorerError(VitalsError):
-    """A scorer broke its contract, e.g. returned a value of the wrong shape."""
+    """A scorer broke its contract, e.g. returned a value of the wrong shape.
+
+    Example:
+        >>> task = ve.Task([{"input": "What's 2+2?", "target": "4"}], lambda x: "4",
+        ...                lambda sample: ["C"])
+        >>> try:
+        ...     task.eval(progress=False)
+        ... except ve.ScorerError as error:
+        ...     print(str(error).split(";")[0])
+        The scorer <lambda> returned a list
+    """
 
 
 class InvalidScore(VitalsError):
     """A scorer gave one sample a score that is no number (NaN, or infinite): that sample
     is recorded with this error, as a scorer that raised would be, and the run goes on;
-    a metric never sees it, and a log never holds it."""
+    a metric never sees it, and a log never holds it.
+
+    Example:
+        >>> task = ve.Task([{"input": "What's 2+2?", "target": "4"}], lambda x: "4",
+        ...                lambda sample: float("nan"))
+        >>> task.eval(progress=False, fail_on_error=False).get_samples()["error"].to_list()
+        ['InvalidScore while scoring: The scorer <lambda> scored this sample nan: ...']
+    """
 
 
 class MetricError(VitalsError):
-    """A metric function returned something other than a single finite number."""
+    """A metric function returned something other than a single finite number.
+
+    Example:
+        >>> task = ve.Task([{"input": "What's 2+2?", "target": "4"}], lambda x: "4",
+        ...                ve.detect_includes(), metrics={"share": lambda scores: "all"})
+        >>> try:
+        ...     task.eval(progress=False)
+        ... except ve.MetricError as error:
+        ...     print(error)
+        Each metric function must return a single number; metric 'share' returned a str ('all').
+    """
 
 
 class ProviderError(VitalsError):
@@ -121,6 +193,17 @@ class ProviderError(VitalsError):
     a response), the provider's request id, whether a retry may succeed, and
     `retry_after`: the seconds the provider asked to wait before one (RFC 9110
     gives Retry-After to 429 and 503; providers send it on 529 too).
+
+    Example:
+        >>> from vitals_engine.testing import MockServer
+        >>> with MockServer() as server:
+        ...     server.fail("404")
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x")
+        ...     try:
+        ...         chat.chat("What's 2+2?")
+        ...     except ve.ProviderError as error:
+        ...         print(error.provider, error.model, error.status, error.retryable)
+        OpenAI gpt-4.1-mini 404 False
     """
 
     retryable: bool = False
@@ -162,7 +245,22 @@ class ProviderError(VitalsError):
 
 
 class RateLimitError(ProviderError):
-    """The provider answered 429; `retry_after` is the wait it asked for, in seconds."""
+    """The provider answered 429; `retry_after` is the wait it asked for, in seconds.
+
+    Calls are retried on it (`Retry`); it reaches the caller once the attempts are spent.
+
+    Example:
+        >>> from vitals_engine.testing import MockServer
+        >>> with MockServer() as server:
+        ...     server.fail("429", retry_after=2)
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x",
+        ...                           retry=ve.Retry(max_attempts=1))
+        ...     try:
+        ...         chat.chat("What's 2+2?")
+        ...     except ve.RateLimitError as error:
+        ...         print(error.status, error.retry_after)
+        429 2.0
+    """
 
     retryable = True
 
@@ -170,13 +268,37 @@ class RateLimitError(ProviderError):
 class QuotaExhausted(ProviderError):
     """The account behind the API key has no quota or credit left (OpenAI's
     `insufficient_quota`, Gemini's per-day quota, Anthropic's credit balance): waiting will
-    not help, so it is not retried, and the run stops with its finished samples kept."""
+    not help, so it is not retried, and the run stops with its finished samples kept.
+
+    Example:
+        >>> from vitals_engine.testing import MockServer
+        >>> with MockServer() as server:
+        ...     server.fail("quota")
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x")
+        ...     try:
+        ...         chat.chat("What's 2+2?")
+        ...     except ve.QuotaExhausted as error:
+        ...         print(error.status, error.retryable, error.stops_run)
+        429 False True
+    """
 
     stops_run = True
 
 
 class AuthenticationError(ProviderError):
-    """The API key is missing, wrong, or not allowed to use this model."""
+    """The API key is missing, wrong, or not allowed to use this model.
+
+    Example:
+        >>> from vitals_engine.testing import MockServer
+        >>> with MockServer() as server:
+        ...     server.fail("401")
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x")
+        ...     try:
+        ...         chat.chat("What's 2+2?")
+        ...     except ve.AuthenticationError as error:
+        ...         print(error.status)
+        401
+    """
 
 
 class ProviderUnavailable(ProviderError):
@@ -185,25 +307,74 @@ class ProviderUnavailable(ProviderError):
     A refused connection (`refused` is True) is retried only at an address that answered
     before in this process; where nothing ever answered (a typo in `base_url`, a local
     server not started) it fails at once (`retryable` False), saying nothing listens there.
+
+    Example:
+        >>> from vitals_engine.testing import MockServer
+        >>> with MockServer() as server:
+        ...     server.fail("529")
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x",
+        ...                           retry=ve.Retry(max_attempts=1))
+        ...     try:
+        ...         chat.chat("What's 2+2?")
+        ...     except ve.ProviderUnavailable as error:
+        ...         print(error.status, error.retryable)
+        529 True
     """
 
     retryable = True
 
 
 class ProviderTimeout(ProviderError):
-    """Connecting to the provider or reading its answer took too long."""
+    """Connecting to the provider or reading its answer took too long.
+
+    The limits are the chat's `timeouts=` (`Timeouts`).
+
+    Example:
+        >>> from vitals_engine.testing import MockServer
+        >>> with MockServer() as server:
+        ...     server.fail("hang")  # never answers
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x",
+        ...                           timeouts=ve.Timeouts(read=0.2),
+        ...                           retry=ve.Retry(max_attempts=1))
+        ...     try:
+        ...         chat.chat("What's 2+2?")
+        ...     except ve.ProviderTimeout as error:
+        ...         print(error.retryable)
+        True
+    """
 
     retryable = True
 
 
 class MalformedResponse(ProviderError):
-    """The provider's body is not valid JSON, or lacks fields its API promises."""
+    """The provider's body is not valid JSON, or lacks fields its API promises.
+
+    Example:
+        >>> from vitals_engine.testing import MockServer
+        >>> with MockServer() as server:
+        ...     server.fail("malformed")
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x",
+        ...                           retry=ve.Retry(max_attempts=1))
+        ...     try:
+        ...         chat.chat("What's 2+2?")
+        ...     except ve.MalformedResponse as error:
+        ...         print(error.message)
+        malformed response: the body is not valid JSON. Body: '{"choices": [oops'
+    """
 
     retryable = True
 
 
 class BatchUnsupported(ProviderError):
-    """The server has no batch API (it answered the batch endpoint with 404)."""
+    """The server has no batch API (it answered the batch endpoint with 404).
+
+    It is never retried. A run in batch mode turns it into a `ConfigError` that names the
+    endpoint and says to run without batch mode (docs: guide/batch-mode.md).
+
+    Example:
+        >>> issubclass(ve.BatchUnsupported, ve.ProviderError), ve.BatchUnsupported.retryable
+        (True, False)
+    """
 
     retryable = False
 
@@ -212,6 +383,16 @@ class ExtractionError(VitalsError):
     """A structured-output reply did not validate against the requested type.
 
     `raw` holds the model's reply as received.
+
+    Example:
+        >>> import msgspec
+        >>> class Answer(msgspec.Struct):
+        ...     answer: int
+        >>> try:
+        ...     ve.chat_mock(replies=["forty-two"]).extract_data("What's 6*7?", type=Answer)
+        ... except ve.ExtractionError as error:
+        ...     print(error.raw)
+        forty-two
     """
 
     def __init__(self, message: str, *, raw: str) -> None:
@@ -224,6 +405,19 @@ class EvalFailedError(VitalsError):
 
     `failed` is the number of failed samples, `total` the number run,
     `log_path` where the log with every finished sample lies.
+
+    Example:
+        >>> def solver(input):
+        ...     raise RuntimeError("the service is down")
+        >>> task = ve.Task([{"input": "What's 2+2?", "target": "4"}], solver,
+        ...                ve.detect_includes())
+        >>> try:
+        ...     task.eval(progress=False)
+        ... except ve.EvalFailedError as error:
+        ...     print(error.failed, error.total, error.log_path is not None)
+        1 1 True
+        >>> task.eval(progress=False, fail_on_error=False).get_samples()["error"].to_list()
+        ['RuntimeError while solving: the service is down']
     """
 
     def __init__(
@@ -238,7 +432,20 @@ class EvalFailedError(VitalsError):
 class EvalSetFailedError(EvalFailedError):
     """Some runs of an eval set failed; the others ran to the end and every log was
     written. `errors` maps each failed run ("task on model") to its error, `eval_set`
-    is the whole set; `failed` and `total` count runs."""
+    is the whole set; `failed` and `total` count runs.
+
+    Example:
+        >>> rows = [{"input": "What's 2+2?", "target": "4"}]
+        >>> def down(input):
+        ...     raise RuntimeError("the service is down")
+        >>> tasks = [ve.Task(rows, down, ve.detect_includes(), name="broken"),
+        ...          ve.Task(rows, ve.generate(ve.chat_mock()), ve.detect_includes(), name="fine")]
+        >>> try:
+        ...     ve.eval_set(tasks)
+        ... except ve.EvalSetFailedError as error:
+        ...     print(list(error.errors), error.failed, error.total)
+        ['broken'] 1 2
+    """
 
     def __init__(self, message: str, *, eval_set: Any, errors: dict[str, Exception]) -> None:
         super().__init__(message, failed=len(errors), total=len(eval_set.tasks))
@@ -255,6 +462,17 @@ class BudgetExceeded(VitalsError):
 
     `reason` says which budget ("budget reached: $4.98 of $5.00"), `spent` the dollars
     (or tokens) spent against it, `log_path` where the log lies.
+
+    Example:
+        >>> task = ve.Task([{"input": "What's 2+2?", "target": "4"}],
+        ...                ve.generate(ve.chat_mock()), ve.detect_includes())
+        >>> try:
+        ...     task.eval(max_tokens=1, progress=False)
+        ... except ve.BudgetExceeded as error:
+        ...     print(error.reason)
+        token budget reached: 0 of 1 tokens
+        >>> task.eval(resume=True, max_tokens=100, progress=False).metrics
+        {'accuracy': 1.0}
     """
 
     def __init__(
@@ -267,17 +485,48 @@ class BudgetExceeded(VitalsError):
 
 
 class LogFormatError(VitalsError):
-    """A log or journal cannot be read: the message names the file and the position."""
+    """A log or journal cannot be read: the message names the file and the position.
+
+    Example:
+        >>> from pathlib import Path
+        >>> _ = Path("cut.json").write_text('{"version": 2, "eval": ')
+        >>> try:
+        ...     ve.read_log("cut.json")
+        ... except ve.LogFormatError as error:
+        ...     print(error)
+        cut.json: cannot read the log: Input data was truncated (at byte 23, the end of the data).
+    """
 
 
 class NotALogError(LogFormatError):
-    """A JSON file that is valid JSON but not an eval log (a manifest, a schema ...)."""
+    """A JSON file that is valid JSON but not an eval log (a manifest, a schema ...).
+
+    Example:
+        >>> from pathlib import Path
+        >>> _ = Path("manifest.json").write_text('{"files": []}')
+        >>> try:
+        ...     ve.read_log("manifest.json")
+        ... except ve.NotALogError as error:
+        ...     print(error)
+        manifest.json: not an eval log: Object missing required field `eval`.
+    """
 
 
 class LogWriteError(VitalsError):
     """A log, journal or listing cannot be written: the message names the file and why.
 
     `path` is the file that could not be written; the OS error is the `__cause__`.
+
+    Example:
+        >>> from pathlib import Path
+        >>> _ = Path("a-file").write_text("")
+        >>> task = ve.Task([{"input": "What's 2+2?", "target": "4"}], lambda x: "4",
+        ...                ve.detect_includes(), dir="a-file/logs")
+        >>> try:
+        ...     task.eval(progress=False)
+        ... except ve.LogWriteError as error:
+        ...     print(error.path.startswith("a-file/logs/"))
+        True
     """
 
     def __init__(self, message: str, *, path: str) -> None:
@@ -290,6 +539,12 @@ class StoreError(VitalsError):
 
     `url` is the log directory's URL; the message says what was being done and what to
     do about it. The backend's own error is the `__cause__`.
+
+    Example:
+        >>> try:
+        ...     task.eval(dir="s3://team-evals/qa")
+        ... except ve.StoreError as error:  # or one of its kinds: StoreNotFound ...
+        ...     print(error.url, error)
     """
 
     def __init__(self, message: str, *, url: str) -> None:
@@ -298,24 +553,59 @@ class StoreError(VitalsError):
 
 
 class StoreNotFound(StoreError):
-    """The bucket (or container) of a log directory's URL does not exist."""
+    """The bucket (or container) of a log directory's URL does not exist.
+
+    Example:
+        >>> try:
+        ...     task.eval(dir="s3://team-evals/qa")
+        ... except ve.StoreNotFound as error:
+        ...     print(error)  # names the bucket: create it, or correct the URL
+    """
 
 
 class StoreAccessDenied(StoreError):
-    """The store refused the credentials found (environment, profile): access denied."""
+    """The store refused the credentials found (environment, profile): access denied.
+
+    Example:
+        >>> try:
+        ...     ve.read_logs("s3://team-evals/qa")
+        ... except ve.StoreAccessDenied as error:
+        ...     print(error)  # then set AWS_PROFILE (or the AWS_* variables) and try again
+    """
 
 
 class StoreUnreachable(StoreError):
-    """The store's endpoint could not be reached (DNS, refused or dropped connections)."""
+    """The store's endpoint could not be reached (DNS, refused or dropped connections).
+
+    Example:
+        >>> try:
+        ...     task.eval(dir="s3://team-evals/qa")
+        ... except ve.StoreUnreachable as error:
+        ...     print(error)  # check the network, and AWS_ENDPOINT_URL_S3 if set
+    """
 
 
 class StoreThrottled(StoreError):
-    """The store kept answering 503 SlowDown (or another throttling reply) after retries."""
+    """The store kept answering 503 SlowDown (or another throttling reply) after retries.
+
+    Example:
+        >>> try:
+        ...     task.eval(dir="s3://team-evals/qa")
+        ... except ve.StoreThrottled:
+        ...     time.sleep(60)  # the store asks for fewer requests: try again later
+    """
 
 
 class JournalInUseError(ConfigError):
     """A run's journal is locked by another run still writing it: the message says which
-    process (pid, host, since when). `path` is the journal."""
+    process (pid, host, since when). `path` is the journal.
+
+    Example:
+        >>> try:
+        ...     task.eval(dir="s3://team-evals/qa", resume=True)
+        ... except ve.JournalInUseError as error:
+        ...     print(error)  # the run that holds it: pid, host, since when
+    """
 
     def __init__(self, message: str, *, path: str) -> None:
         super().__init__(message)
@@ -371,6 +661,13 @@ class WorkerLostError(VitalsError):
 
     `left` is the number of samples not finished. The finished ones were journaled:
     running the task again with `resume=True` runs only those left.
+
+    Example:
+        >>> try:
+        ...     task.eval(backend=ve.Ray())
+        ... except ve.WorkerLostError as error:
+        ...     print(f"{error.left} samples left")
+        ...     task.eval(backend=ve.Ray(), resume=True)
     """
 
     def __init__(self, message: str, *, left: int) -> None:

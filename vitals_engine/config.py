@@ -1,5 +1,6 @@
 """Process-wide settings read from the environment: every `VITALS_*` variable the
-package reads is read here, and README's "Environment variables" lists them.
+package reads is read here, and the docs list them (guide/command-line.md,
+"Environment variables").
 
 - `VITALS_LOG_DIR`: where logs go when `Task(dir=)` does not say (else `./logs`);
 - `VITALS_CACHE_DIR`: the cache of model replies' home when `Cache(dir=)` does not say
@@ -70,7 +71,15 @@ def log_dir() -> str | None:
 
 
 def log_dir_set(dir: str | os.PathLike[str] | None) -> str | None:
-    """Set `VITALS_LOG_DIR` (None unsets it) and return its previous value."""
+    """Set `VITALS_LOG_DIR` (None unsets it) and return its previous value.
+
+    Example:
+        >>> previous = ve.log_dir_set("evals")
+        >>> ve.log_dir()
+        'evals'
+        >>> ve.log_dir_set(previous)  # as it was
+        'evals'
+    """
     previous = log_dir()
     if dir is None:
         os.environ.pop(ENV_LOG_DIR, None)

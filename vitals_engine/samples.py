@@ -43,7 +43,16 @@ GRADES = ("I", "P", "C")
 class Sample:
     """One dataset row in one epoch.
 
-    `metadata` holds every dataset column other than id, input and target.
+    `metadata` holds every dataset column other than id, input and target. A solver
+    with a `sample` parameter receives it.
+
+    Example:
+        >>> def solver(input: str, sample: ve.Sample) -> str:
+        ...     return f"{sample.id}/{sample.epoch}: {sample.metadata['level']}"
+        >>> task = ve.Task([{"input": "What's 2+2?", "target": "4", "level": "easy"}],
+        ...                solver, ve.detect_includes(), epochs=2)
+        >>> task.eval(progress=False).get_samples()["result"].to_list()
+        ['1/1: easy', '1/2: easy']
     """
 
     id: int | str
@@ -70,7 +79,16 @@ class Solution:
 
 @dataclass(frozen=True, slots=True)
 class SolvedSample:
-    """A sample and its solution: what a scorer is given."""
+    """A sample and its solution: what a scorer is given.
+
+    Example:
+        >>> def ends_with_target(sample: ve.SolvedSample) -> bool:
+        ...     return sample.result.endswith(sample.target)
+        >>> task = ve.Task([{"input": "What's 2+2?", "target": "4"}],
+        ...                ve.generate(ve.chat_mock()), ends_with_target)
+        >>> task.eval(progress=False).metrics
+        {'accuracy': 1.0}
+    """
 
     id: int | str
     epoch: int
@@ -139,7 +157,21 @@ class SampleError:
 
 @dataclass(slots=True)
 class SampleRecord:
-    """The engine's working record of one (sample, epoch)."""
+    """The engine's working record of one (sample, epoch).
+
+    `task.stream_async()` hands each one over as it finishes.
+
+    Example:
+        >>> import asyncio
+        >>> task = ve.Task([{"input": "What's 2+2?", "target": "4"}],
+        ...                ve.generate(ve.chat_mock()), ve.detect_includes())
+        >>> async def records(task):
+        ...     async with task.stream_async(progress=False) as samples:
+        ...         return [record async for record in samples]
+        >>> record = asyncio.run(records(task))[0]
+        >>> record.sample.id, record.result, record.score.value, record.retries
+        (1, '2 + 2 = 4', 'C', 0)
+    """
 
     sample: Sample
     result: str | None = None

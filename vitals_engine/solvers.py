@@ -49,7 +49,18 @@ def _prompt_parts(input: Any) -> tuple[Any, ...]:
 
 
 class Generate:
-    """The solver `generate()` returns: one fresh chat per sample, one prompt each."""
+    """The solver `generate()` returns: one fresh chat per sample, one prompt each.
+
+    Example:
+        >>> import asyncio
+        >>> solver = ve.generate(ve.chat_mock())
+        >>> solver
+        <generate(mock/mock-model)>
+        >>> isinstance(solver, ve.Generate)
+        True
+        >>> asyncio.run(solver("What's 2+2?")).result  # as a run calls it, per sample
+        '2 + 2 = 4'
+    """
 
     __name__ = "generate"
 
@@ -90,7 +101,20 @@ def generate(solver_chat: ChatSource | None = None) -> Generate:
 
 
 class GenerateStructured(Generate):
-    """The solver `generate_structured()` returns: one structured reply per sample."""
+    """The solver `generate_structured()` returns: one structured reply per sample.
+
+    Example:
+        >>> import asyncio
+        >>> import msgspec
+        >>> class Answer(msgspec.Struct):
+        ...     answer: int
+        >>> solver = ve.generate_structured(ve.chat_mock(), type=Answer)
+        >>> isinstance(solver, ve.GenerateStructured), solver.type is Answer
+        (True, True)
+        >>> solution = asyncio.run(solver("What's 6*7?"))  # the mock fills the shape
+        >>> solution.result, solution.metadata
+        ('{"answer":1}', {'answer': 1})
+    """
 
     __name__ = "generate_structured"
 

@@ -66,7 +66,22 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 
 
 class Tool:
-    """A registered tool: its definition for the model and the function to call."""
+    """A registered tool: its definition for the model and the function to call.
+
+    `Chat.register_tool()` makes one from a function (its docstring and typed parameters
+    tell the model what it does).
+
+    Example:
+        >>> chat = ve.chat_mock()
+        >>> def add(a: int, b: int) -> int:
+        ...     '''Add two numbers.'''
+        ...     return a + b
+        >>> tool = chat.register_tool(add)
+        >>> tool.name, chat.tools
+        ('add', [<Tool add>])
+        >>> chat.chat("Use add to add 3 and 4")  # the mock calls the tool the prompt names
+        'The tool returned 7.'
+    """
 
     def __init__(self, fn: Callable[..., Any], definition: ToolDef, hints: dict[str, Any]):
         self.fn = fn

@@ -45,19 +45,20 @@ _DATA_FILE = "data/ape.jsonl"
 def ape() -> pl.DataFrame:
     """ "An Python Eval": 31 challenging Python and data-science questions, one row each.
 
-    Columns:
-        id: a unique slug naming the question, e.g. "asyncio-gather-orphaned-tasks".
-        input: the question, usually with a code snippet (a traceback to debug,
-            code to write, pandas to translate into polars, R into Python ...).
-        target: grading guidance for a judge: what a full answer contains and
-            what earns partial credit.
-        domain: "Programming" or "Data analysis".
-        task: "Debugging", "New code" or "Translation".
-        source: where the question comes from; None for every row (all were
-            written for this eval).
-        knowledge: tags of what the question draws on, such as "asyncio",
-            "pandas", "polars", "numpy", "typing", "stdlib", "testing" or
-            "packaging".
+    The columns:
+
+    - `id`: a unique slug naming the question, e.g. "asyncio-gather-orphaned-tasks".
+    - `input`: the question, usually with a code snippet (a traceback to debug,
+      code to write, pandas to translate into polars, R into Python ...).
+    - `target`: grading guidance for a judge: what a full answer contains and
+      what earns partial credit.
+    - `domain`: "Programming" or "Data analysis".
+    - `task`: "Debugging", "New code" or "Translation".
+    - `source`: where the question comes from; None for every row (all were
+      written for this eval).
+    - `knowledge`: tags of what the question draws on, such as "asyncio",
+      "pandas", "polars", "numpy", "typing", "stdlib", "testing" or
+      "packaging".
 
     Rows are sorted by `id`. `input` and `target` become the samples' input and
     target in a `Task`; the other columns are per-sample metadata, handy for

@@ -59,7 +59,7 @@ class EvalOptions(TypedDict, total=False):
     """The run options `Task.eval()`, `eval_async()`, `stream_async()` and `ve.eval_set()`
     take as keywords (each optional).
 
-    Keys:
+    Attributes:
         epochs: runs per sample (default: `Task(epochs=)`, else 1).
         max_concurrency: samples in flight at once (default 32).
         limits: `Limits(max_concurrency=, rpm=, tpm=)` for every model of the run (a

@@ -43,7 +43,17 @@ Role = Literal["solver", "scorer"]
 
 
 class BatchFunction:
-    """A solver or scorer that takes every sample at once (declared with a decorator)."""
+    """A solver or scorer that takes every sample at once (declared with a decorator).
+
+    Example:
+        >>> @ve.batch_solver
+        ... def shout(inputs: list[str]) -> dict:
+        ...     return {"result": [text.upper() for text in inputs]}
+        >>> isinstance(shout, ve.BatchFunction), shout.role
+        (True, 'solver')
+        >>> shout(["hello"])  # still the function
+        {'result': ['HELLO']}
+    """
 
     def __init__(self, fn: Callable[..., Any], role: Role) -> None:
         if not callable(fn):

@@ -23,6 +23,13 @@ class Provider(ABC):
 
     A provider is immutable configuration (model, base URL, key, parameters)
     shared by every clone of a chat; it holds no conversation state.
+
+    Example:
+        >>> chat = ve.chat_anthropic("claude-sonnet-4-5", api_key="x")
+        >>> chat.provider.name, chat.provider.model_id
+        ('Anthropic', 'anthropic/claude-sonnet-4-5')
+        >>> chat.clone().provider is chat.provider
+        True
     """
 
     #: Display name used in cost tables and price lookups ("OpenAI", "Anthropic" ...).

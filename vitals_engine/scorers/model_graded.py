@@ -141,7 +141,17 @@ def _judge_chat(scorer_chat: Any, sample: SolvedSample) -> Chat:
 
 
 class ModelGraded:
-    """A judge scorer; `model_graded_qa()` and `model_graded_fact()` make these."""
+    """A judge scorer; `model_graded_qa()` and `model_graded_fact()` make these.
+
+    Example:
+        >>> judge = ve.model_graded_qa(scorer_chat=ve.chat_mock())
+        >>> isinstance(judge, ve.ModelGraded), judge.partial_credit
+        (True, False)
+        >>> task = ve.Task([{"input": "What's 2+2?", "target": "4"}],
+        ...                ve.generate(ve.chat_mock()), judge)
+        >>> task.eval(progress=False).get_samples()["score"].to_list()
+        ['C']
+    """
 
     def __init__(
         self,

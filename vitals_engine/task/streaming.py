@@ -35,7 +35,28 @@ Sink = Callable[[SampleRecord], Awaitable[None]]
 
 
 class SampleStream:
-    """The samples of a run, as they finish. See the module docstring."""
+    """The samples of a run, as they finish.
+
+    `task.stream_async()` returns it: an async context manager that starts the run and,
+    inside the block, an async iterator over each sample (a `SampleRecord`) as it is
+    solved and scored. A slow consumer slows the run; leaving the block before the end
+    cancels it (the finished samples are logged with status "cancelled").
+
+    Example:
+        >>> import asyncio
+        >>> rows = [{"input": f"What's 2+{n}?", "target": str(2 + n)} for n in (1, 2, 3)]
+        >>> task = ve.Task(rows, ve.generate(ve.chat_mock()), ve.detect_includes())
+        >>> async def main():
+        ...     async with task.stream_async(max_concurrency=1, progress=False) as samples:
+        ...         async for record in samples:
+        ...             print(record.sample.id, record.result)
+        >>> asyncio.run(main())
+        1 2 + 1 = 3
+        2 2 + 2 = 4
+        3 2 + 3 = 5
+        >>> task.metrics
+        {'accuracy': 1.0}
+    """
 
     def __init__(self, run: Callable[[Sink], Awaitable[None]]) -> None:
         self._run = run

@@ -72,8 +72,8 @@ class Task:
         epochs: how many times to run each sample (default 1).
         name: the task's name in logs (default: the dataset file's name, or "task").
         dir: where logs are written (default: VITALS_LOG_DIR, else ./logs): a local
-            directory, or any fsspec URL (`s3://bucket/prefix`; README: "Logs in object
-            storage").
+            directory, or any fsspec URL (`s3://bucket/prefix`; docs: guide/logs.md,
+            "Logs in object storage").
         log_format: "json" (one JSON file) or "eval" (Inspect's zip format).
         reducer: how each sample's epochs become one score before the metrics: None
             (default: every epoch's score counts), "mean", "mode", "max" or
@@ -83,7 +83,8 @@ class Task:
             needs a value.
         human: a metadata column of human grades (C/P/I, numbers or booleans) that some
             rows have: each scorer's mean is then also reported corrected by them, with
-            its 95% interval (`task.corrected`; README: "Grading").
+            its 95% interval (`task.corrected`; docs: guide/grading.md, "Human grades
+            correct the judge").
 
     Example:
         >>> task = Task(

@@ -48,6 +48,24 @@ __all__ = [
 
 @dataclass(slots=True)
 class MockToolCall:
+    """A tool call in a request's history, or one a scripted `MockReply` makes.
+
+    Example:
+        >>> from vitals_engine.testing import MockReply, MockServer, MockToolCall
+        >>> def script(request):
+        ...     if request.messages[-1].role == "user":  # then, after the tool: the mock's own
+        ...         return MockReply(tool_calls=[MockToolCall("call_1", "add", {"a": 3, "b": 4})])
+        >>> def add(a: int, b: int) -> int:
+        ...     '''Add two numbers.'''
+        ...     return a + b
+        >>> with MockServer() as server:
+        ...     server.script(script)
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x")
+        ...     _ = chat.register_tool(add)
+        ...     chat.chat("What's 3+4?")
+        'The tool returned 7.'
+    """
+
     id: str
     name: str
     arguments: dict[str, Any]
@@ -55,7 +73,17 @@ class MockToolCall:
 
 @dataclass(slots=True)
 class MockMessage:
-    """One message as the mock sees it: role, text, and tool traffic."""
+    """One message as the mock sees it: role, text, and tool traffic.
+
+    Example:
+        >>> from vitals_engine.testing import MockServer
+        >>> with MockServer() as server:
+        ...     server.script(lambda request: " ".join(m.role for m in request.messages))
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x")
+        ...     _ = chat.chat("Hello")
+        ...     chat.chat("Again")
+        'user assistant user'
+    """
 
     role: str  # "user" | "assistant" | "tool"
     text: str = ""
@@ -70,7 +98,21 @@ class MockMessage:
 
 @dataclass(slots=True)
 class MockRequest:
-    """A request in any wire format, reduced to what the mock needs."""
+    """A request in any wire format, reduced to what the mock needs.
+
+    A script (`MockServer.script()`) is given one.
+
+    Example:
+        >>> from vitals_engine.testing import MockRequest, MockServer
+        >>> def echo(request: MockRequest) -> str:
+        ...     return f"{request.model} ({request.system}): {request.prompt}"
+        >>> with MockServer() as server:
+        ...     server.script(echo)
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x",
+        ...                           system_prompt="Be brief.")
+        ...     chat.chat("Hello")
+        'gpt-4.1-mini (Be brief.): Hello'
+    """
 
     format: str
     model: str
@@ -109,7 +151,16 @@ class MockRequest:
 
 @dataclass(slots=True)
 class MockReply:
-    """What the mock answers, before a wire format renders it."""
+    """What the mock answers, before a wire format renders it.
+
+    Example:
+        >>> from vitals_engine.testing import MockReply, MockServer
+        >>> with MockServer() as server:
+        ...     server.script(lambda request: MockReply(text="It is", finish="max_tokens"))
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x")
+        ...     print(chat.chat("What's 2+2?"), chat.last_turn().finish_reason)
+        It is max_tokens
+    """
 
     text: str = ""
     tool_calls: list[MockToolCall] = field(default_factory=list)

@@ -190,7 +190,17 @@ def _message(status: int) -> str:
 
 @dataclass(slots=True)
 class Failure:
-    """A planned failure: what kind, for which model, how many more times."""
+    """A planned failure: what kind, for which model, how many more times.
+
+    `MockServer.fail()` and `failure_rate()` plan them.
+
+    Example:
+        >>> from vitals_engine.testing import Failure
+        >>> Failure("429", times=2, retry_after=0.5).applies("gpt-4.1-mini", streaming=False)
+        True
+        >>> Failure("cut").applies("gpt-4.1-mini", streaming=False)  # streamed replies only
+        False
+    """
 
     kind: str
     times: int | None = 1  # None: every time
@@ -212,6 +222,17 @@ class StreamHold:
 
     Made by `MockServer.hold_stream()`. A reply waits at most `timeout` seconds, then
     goes on and `timed_out` says so. `release()` may be called from any thread.
+
+    Example:
+        >>> import threading
+        >>> from vitals_engine.testing import MockServer
+        >>> with MockServer() as server:
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x",
+        ...                           stream=True)
+        ...     hold = server.hold_stream()
+        ...     threading.Timer(0.05, hold.release).start()  # what the test checks meanwhile
+        ...     print(chat.chat("What's 2+2?"), hold.held, hold.timed_out)
+        2 + 2 = 4 1 False
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
@@ -236,7 +257,19 @@ class StreamHold:
 
 @dataclass(slots=True)
 class RecordedRequest:
-    """A request the server received: when, in which format, for which model, what it said."""
+    """A request the server received: when, in which format, for which model, what it said.
+
+    `MockServer.log` holds them, oldest first.
+
+    Example:
+        >>> from vitals_engine.testing import MockServer
+        >>> with MockServer() as server:
+        ...     server.fail("429", retry_after=0.1)
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x")
+        ...     _ = chat.chat("What's 2+2?")  # answered on the second attempt
+        >>> [(entry.model, entry.request.prompt, entry.outcome) for entry in server.log]
+        [('gpt-4.1-mini', "What's 2+2?", '429'), ('gpt-4.1-mini', "What's 2+2?", 'ok')]
+    """
 
     at: float
     format: str
@@ -291,11 +324,20 @@ class MockServer(BatchKnobs):
 
     Args:
         port: 0 for a free port.
+        host: the address to listen on.
         latency: seconds before each answer, or a (low, high) range.
         seed: seed of the random draws (latency ranges, failure rates).
         keep_log: remember every request in `server.log` (turn off for benchmarks).
         stream_delay: seconds between two events of a streamed reply.
         batch_delay: seconds from a batch's submission until it has ended.
+
+    Example:
+        >>> from vitals_engine.testing import MockServer
+        >>> with MockServer(latency=0.01) as server:
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x")
+        ...     server.fail("429", retry_after=0.1)  # the next request; the chat retries it
+        ...     print(chat.chat("What's 2+2?"), server.requests)
+        2 + 2 = 4 2
     """
 
     def __init__(
@@ -790,11 +832,29 @@ class MockServer(BatchKnobs):
 
 @contextlib.contextmanager
 def mock_server(**kwargs: Any) -> Iterator[MockServer]:
-    """`with mock_server(latency=0.1) as server: ...` (same as `with MockServer(...)`)."""
+    """`with mock_server(latency=0.1) as server: ...` (same as `with MockServer(...)`).
+
+    Example:
+        >>> from vitals_engine.testing import mock_server
+        >>> with mock_server(latency=0.01) as server:
+        ...     chat = ve.chat_anthropic("claude-sonnet-4-5", api_key="x",
+        ...                              base_url=server.base_url("anthropic"))
+        ...     chat.chat("What's 2+2?")
+        '2 + 2 = 4'
+    """
     with MockServer(**kwargs) as server:
         yield server
 
 
 def reply(text: str = "", **kwargs: Any) -> MockReply:
-    """A scripted reply (text, tool_calls, reasoning, finish, token counts)."""
+    """A scripted reply (text, tool_calls, reasoning, finish, token counts).
+
+    Example:
+        >>> from vitals_engine.testing import MockServer, reply
+        >>> with MockServer() as server:
+        ...     server.script(lambda request: reply("scripted", output_tokens=3))
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x")
+        ...     print(chat.chat("What's 2+2?"), chat.last_turn().tokens.output)
+        scripted 3
+    """
     return MockReply(text=text, **kwargs)

@@ -83,7 +83,21 @@ class BatchSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class BatchRecord(BatchSummary, kw_only=True, omit_defaults=True):
     """What is known of one batch, with its requests (in the journal; in a log only those
-    of samples the run did not finish)."""
+    of samples the run did not finish).
+
+    `LoggedEval.batches` lists a run's batches (without their requests).
+
+    Example:
+        >>> from vitals_engine.testing import MockServer
+        >>> rows = [{"input": f"What's 2+{n}?", "target": str(2 + n)} for n in (2, 3)]
+        >>> with MockServer() as server:  # it speaks the providers' batch APIs
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x")
+        ...     task = ve.Task(rows, ve.generate(chat), ve.detect_includes())
+        ...     _ = task.eval(batch=ve.Batch(poll=0.05), progress=False)
+        >>> batches = ve.read_log(task.log_path).batches
+        >>> [(b.provider, b.model, b.requests, b.status) for b in batches]
+        [('OpenAI', 'gpt-4.1-mini', 2, 'completed')]
+    """
 
     entries: list[BatchRequest] | None = None
 

@@ -83,7 +83,25 @@ class JournaledReply(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 @dataclass(frozen=True, slots=True)
 class RetryNote:
-    """One retried attempt: when, of which model, why, and how long we waited."""
+    """One retried attempt: when, of which model, why, and how long we waited.
+
+    A sample's notes are `SampleRecord.retry_notes`.
+
+    Example:
+        >>> import asyncio
+        >>> from vitals_engine.testing import MockServer
+        >>> async def retries(task):
+        ...     async with task.stream_async(progress=False) as samples:
+        ...         return [note async for record in samples for note in record.retry_notes]
+        >>> with MockServer() as server:
+        ...     server.fail("429", retry_after=0.1)  # the first request
+        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x")
+        ...     task = ve.Task([{"input": "What's 2+2?", "target": "4"}], ve.generate(chat),
+        ...                    ve.detect_includes())
+        ...     notes = asyncio.run(retries(task))
+        >>> [(note.model, note.attempt, note.reason[:8]) for note in notes]
+        [('openai/gpt-4.1-mini', 1, 'HTTP 429')]
+    """
 
     at: float
     model: str

@@ -24,7 +24,12 @@ __all__ = [
 
 
 class ContentText(msgspec.Struct, tag="text", tag_field="type", frozen=True):
-    """Plain text."""
+    """Plain text.
+
+    Example:
+        >>> ve.Turn("user", [ve.ContentText("What's 2+2?")]).text
+        "What's 2+2?"
+    """
 
     text: str
 
@@ -55,7 +60,19 @@ class ContentImage(msgspec.Struct, tag="image", tag_field="type", frozen=True, o
 
 
 class ContentToolRequest(msgspec.Struct, tag="tool_request", tag_field="type", frozen=True):
-    """The model asks to call tool `name` with `arguments`."""
+    """The model asks to call tool `name` with `arguments`.
+
+    Example:
+        >>> chat = ve.chat_mock()
+        >>> def add(a: int, b: int) -> int:
+        ...     '''Add two numbers.'''
+        ...     return a + b
+        >>> _ = chat.register_tool(add)
+        >>> chat.chat("Use add to add 3 and 4")
+        'The tool returned 7.'
+        >>> chat.turns[1].contents
+        [ContentToolRequest(id='call_0_add', name='add', arguments={'a': 3, 'b': 4})]
+    """
 
     id: str
     name: str
@@ -65,7 +82,14 @@ class ContentToolRequest(msgspec.Struct, tag="tool_request", tag_field="type", f
 class ContentToolResult(
     msgspec.Struct, tag="tool_result", tag_field="type", frozen=True, omit_defaults=True
 ):
-    """What a tool returned (or the error it raised) for request `id`."""
+    """What a tool returned (or the error it raised) for request `id`.
+
+    Example:
+        >>> ve.ContentToolResult("call_0_add", "add", value=7).text
+        '7'
+        >>> ve.ContentToolResult("call_0_add", "add", error="TypeError: bad operand").text
+        'Error: TypeError: bad operand'
+    """
 
     id: str
     name: str
@@ -87,7 +111,19 @@ class ContentThinking(
 ):
     """The model's reasoning, as the provider returned it: its text (a summary, where the
     provider shows no more), the provider's signature or encrypted form of it, and its item
-    id where the provider names it (OpenAI's Responses API), so it can be sent back."""
+    id where the provider names it (OpenAI's Responses API), so it can be sent back.
+
+    Example:
+        >>> from vitals_engine.testing import MockServer, reply
+        >>> with MockServer() as server:
+        ...     server.script(lambda request: reply("4", reasoning="Two and two make four."))
+        ...     chat = ve.chat_anthropic("claude-sonnet-4-5", api_key="x",
+        ...                              base_url=server.base_url("anthropic"))
+        ...     chat.chat("What's 2+2?")
+        '4'
+        >>> chat.last_turn().contents[0].thinking
+        'Two and two make four.'
+    """
 
     thinking: str
     signature: str | None = None

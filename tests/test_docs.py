@@ -1,11 +1,13 @@
-"""Every Python block of README.md runs as written, offline, and prints what it says.
+"""Every Python block of README.md and of the documentation (docs/**/*.md) runs as
+written, offline, and prints what it says.
 
 pytest-examples finds the blocks and runs each one alone, as a reader pasting it
 into a fresh file would (no block relies on another). A `print(...)` followed by
-`#> ...` lines must print exactly that: the block fails otherwise. To refresh
-those lines after a deliberate change:
+`#> ...` lines must print exactly that: the block fails otherwise. A block's test
+id is its page and first line, e.g. `docs/guide/logs.md:144`. To refresh those
+lines after a deliberate change (in whichever page holds them):
 
-    pytest tests/test_readme.py --update-examples
+    pytest tests/test_docs.py --update-examples
 
 Blocks that need a real provider (they say so in a comment) run against the
 local mock server: the test sets OPENAI_BASE_URL, which `chat_openai()` reads as
@@ -28,10 +30,12 @@ pytest.importorskip("pytest_examples")  # a dev dependency (`make setup`)
 import pytest_examples.run_code
 from pytest_examples import CodeExample, EvalExample, find_examples
 
-README = Path(__file__).parent.parent / "README.md"
-EXAMPLES = list(find_examples(README))
+ROOT = Path(__file__).resolve().parents[1]
+#: The pages whose blocks run: the README (the front page) and every page of the site.
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+EXAMPLES = list(find_examples(*PAGES))
 
-#: What changes from one run to the next, and what the README shows in its place.
+#: What changes from one run to the next, and what the pages show in its place.
 _VARYING = [
     # the run's time in a summary's first line
     (re.compile(r"(\d+ samples?, \d+ failed), [^\n]*"), r"\1, 0.01s"),
@@ -44,17 +48,22 @@ _VARYING = [
 
 
 def _steady(text: str) -> str:
-    """`text` with what changes from run to run written as the README shows it."""
+    """`text` with what changes from run to run written as the pages show it."""
     for pattern, replacement in _VARYING:
         text = pattern.sub(replacement, text)
     return text
+
+
+def _where(example: CodeExample) -> str:
+    """The block's page (relative to the repository) and first line: its test id."""
+    return f"{Path(example.path).resolve().relative_to(ROOT).as_posix()}:{example.start_line}"
 
 
 @pytest.fixture(autouse=True)
 def _python_tracebacks_before_312(monkeypatch):
     """A failing block's traceback as Python made it (in the block's temporary copy).
 
-    pytest-examples 0.0.18 rewrites tracebacks to point into README.md, but on Python
+    pytest-examples 0.0.18 rewrites tracebacks to point into the page, but on Python
     3.11 it builds their code objects with the old line table (`co_lnotab`), and
     pytest's report then dies with an INTERNALERROR instead of showing the failure.
     """
@@ -64,15 +73,17 @@ def _python_tracebacks_before_312(monkeypatch):
         )
 
 
-def test_the_readme_has_python_blocks():
-    """The blocks are found (a change of fence style would otherwise test nothing)."""
-    assert len(EXAMPLES) >= 15
+def test_the_pages_have_python_blocks():
+    """The blocks are found, in the README and across the site (a change of fence style,
+    or of where the pages live, would otherwise test nothing)."""
+    where = [_where(example).split(":")[0] for example in EXAMPLES]
+    assert "README.md" in where, "the README's quickstart block is not found"
+    assert sum(page.startswith("docs/guide/") for page in where) >= 30, where
+    assert len(EXAMPLES) >= 35, where
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: f"README.md:{e.start_line}")
-def test_readme_block_runs(
-    example: CodeExample, eval_example: EvalExample, server, tmp_path, monkeypatch
-):
+@pytest.mark.parametrize("example", EXAMPLES, ids=_where)
+def test_block_runs(example: CodeExample, eval_example: EvalExample, server, tmp_path, monkeypatch):
     """The block runs alone in an empty directory, offline, and prints what its `#>`
     lines say (unless it is marked `{test="run"}`)."""
     monkeypatch.chdir(tmp_path)
@@ -90,3 +101,13 @@ def test_readme_block_runs(
         eval_example.run_print_update(example)
     else:
         eval_example.run_print_check(example)
+
+
+def test_the_readme_is_a_front_page_that_links_every_guide():
+    """The README stays short, and its tour links every page of the user guide (a new
+    guide page shows up on the front page too)."""
+    readme = (ROOT / "README.md").read_text()
+    assert readme.count("\n") < 250
+    guides = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs" / "guide").glob("*.md"))
+    linked = set(re.findall(r"\]\((docs/guide/[\w-]+\.md)\)", readme))
+    assert [g for g in guides if g not in linked] == []
