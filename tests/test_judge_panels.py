@@ -157,3 +157,15 @@ def test_bad_panel_arguments_are_config_errors(server):
         ve.model_graded_qa(judges=["gpt-5.4"])  # pyright: ignore[reportArgumentType]
     with pytest.raises(ve.ConfigError, match="combine must be one of"):
         ve.model_graded_qa(judges=judges, combine="median")
+
+
+async def test_a_logged_panel_prices_each_judge_model(server, tmp_path):
+    """Read back from the log, the scorer's usage is split by judge model (the log's
+    usage by model, the solver's model aside), as the run's own cost table has it; how
+    many requests each judge made is not in the log."""
+    task = await run(server, tmp_path, "majority")
+    assert task.log_path is not None
+    columns = ["role", "provider", "model", "input_tokens", "output_tokens", "cost"]
+    logged = ve.read_log(task.log_path).get_cost()
+    assert logged.select(columns).rows() == task.get_cost().select(columns).rows()
+    assert logged.filter(logged["role"] == "scorer")["requests"].to_list() == [None] * 3

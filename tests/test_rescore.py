@@ -172,12 +172,25 @@ def test_rescore_log_from_sync_code_into_another_dir(server, tmp_path):
 
 async def test_the_rebuilt_task_cannot_solve(server, tmp_path):
     """The task a re-scoring returns has a placeholder solver, named as the logged one,
-    which raises TaskStateError when anything asks it to solve."""
+    which raises TaskStateError when anything asks it to solve; the task itself refuses
+    to run its solver before any run starts."""
     task = await solved(server, tmp_path)
     new = await ve.read_log(task.log_path).rescore_async(ve.detect_exact(), progress=False)
     with pytest.raises(ve.TaskStateError, match=r"rebuilt from the log .* it cannot solve"):
         new.solver("What's 2+2?")
     assert new.solved
+    assert new.scored
+    # eval(), solve() and a stream are refused before anything runs or is logged
+    logs = sorted(tmp_path.rglob("*"))
+    metrics = new.metrics
+    for attempt in (new.eval_async, new.solve_async):
+        with pytest.raises(ve.TaskStateError, match=r"Score it again with task\.score\(\)"):
+            await attempt()
+    with pytest.raises(ve.TaskStateError, match="cannot solve"):
+        new.stream_async()
+    assert sorted(tmp_path.rglob("*")) == logs
+    assert new.metrics == metrics
+    await new.score_async(progress=False)  # scoring again is what it can do
     assert new.scored
 
 

@@ -328,12 +328,12 @@ def _rebuilt_task(
     """A Task whose state is the log's finished records, solved, not scored, named and
     logged as a new run of the logged task."""
     from .log.writer import log_file_name, new_id
-    from .task.task import Task
+    from .task.rescored import RescoredTask
 
     header = logged.header
     epochs = header.eval.config.epochs or max(r.sample.epoch for r in records)
     rows = _rows(records)
-    task = Task(
+    task = RescoredTask(
         rows,
         _LoggedSolver(_solver_label(header), logged.source),
         scorer,
@@ -344,6 +344,7 @@ def _rebuilt_task(
         reducer=_reducer(header, epochs),
         cluster=_cluster(logged.cluster, rows),
         human=human,
+        source=logged.source,
     )
     task.name = header.eval.task  # as logged (Task() makes a name fit for files)
     state = task._state

@@ -26,12 +26,19 @@ from ..providers.replay import provider_display_name, split_model_id
 from ..samples import SampleRecord
 from ..statistics.intervals import MetricStat
 from ..vocab.batch_records import BatchRecord
-from ..vocab.usage import UsageRow, cost_schema
+from ..vocab.usage import UsageLedger, UsageRow, cost_schema
 from . import schema as s
 from .formats import read_parts
 from .journal_format import JOURNAL_SUFFIX, JournalDamage, bulk_objects, read_journal_batches
 from .logged_batches import logged_batches
-from .logged_sample import first_score, is_batched, logged_cache, normalize_model, sample_record
+from .logged_sample import (
+    add_chat_usage,
+    first_score,
+    is_batched,
+    logged_cache,
+    normalize_model,
+    sample_record,
+)
 from .logged_turns import usage_tokens
 
 if TYPE_CHECKING:
@@ -298,6 +305,9 @@ class LoggedEval:
         total = UsageRow(0, usage_tokens(usage), usage.total_cost, self._timed_out(role=role))
         if self.header_only:
             return [_CostRow(role, model, None, None, total, None)]
+        if model is None and role != "solver":
+            split = self._rows_by_model(role) or self._rows_by_other_models(role, total)
+            return split or [_CostRow(role, None, False, False, total, None)]
         parts: dict[_Kind, UsageRow] = {}
         for sample, kind in zip(self.samples, self._kinds(role), strict=True):
             logged = sample.role_usage.get(role)
@@ -317,6 +327,36 @@ class LoggedEval:
             _CostRow(role, model, *kind, parts[kind], self._requests(role, kind))
             for kind in sorted(parts)
         ]
+
+    def _rows_by_model(self, role: str) -> list[_CostRow]:
+        """`role`'s rows by model, batch and cached, from the replies of the rebuilt chats:
+        for a role whose calls went to several models (judges of a panel, or of several
+        scorers), which the log's usage, by role or by model but not both, cannot split."""
+        ledger = UsageLedger()
+        for record in self.records():
+            add_chat_usage(record, ledger)
+        return [
+            _CostRow(role, f"{provider}/{model}", batch, cached, row, row.requests)
+            for (of, provider, model, batch, cached), row in sorted(ledger.rows.items())
+            if of == role
+        ]
+
+    def _rows_by_other_models(self, role: str, total: UsageRow) -> list[_CostRow]:
+        """`role`'s rows from the header's usage by model (a judge panel, whose judges'
+        chats are not logged): every model but the solver's, when together they are
+        exactly `role`'s total (no model served both roles). Requests unknown."""
+        solver = normalize_model(self.header.eval.model)
+        others = {
+            normalize_model(key): usage
+            for key, usage in self.header.stats.model_usage.items()
+            if normalize_model(key) != solver
+        }
+        rows = [
+            _CostRow(role, key, False, False, UsageRow(0, usage_tokens(u), u.total_cost), None)
+            for key, u in sorted(others.items())
+        ]
+        summed = sum(row.usage.tokens.total for row in rows)
+        return rows if rows and summed == total.tokens.total else []
 
     def _all_of(self, flags: Iterable[dict[str, bool] | None]) -> bool:
         """Whether every model call of the samples is one the per-sample `flags` (by

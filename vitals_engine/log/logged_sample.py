@@ -105,9 +105,11 @@ _messages_type = list[s.ChatMessage]
 
 
 def _scorer_chat(
-    score: s.LogScore, sample: s.EvalSample, default_model: str
+    score: s.LogScore, sample: s.EvalSample, default_model: str, alone: bool = True
 ) -> tuple[Chat | None, Any]:
-    """The judge's chat (from `metadata["grading"]`) and the rest of the score's metadata."""
+    """The judge's chat (from `metadata["grading"]`) and the rest of the score's metadata.
+    The sample's scorer usage is its reply's when it is the sample's only judge (`alone`);
+    judges of several scorers get theirs afterwards (`_judges_usage`)."""
     metadata = dict(score.metadata or {})
     grading = metadata.pop("grading", None)
     rest: Any = metadata or None
@@ -123,7 +125,7 @@ def _scorer_chat(
     judge = metadata.get("judge_model")
     model_id = normalize_model(str(judge or transcript.model or default_model))
     replies = transcript.replies
-    role = sample.role_usage.get("scorer")
+    role = sample.role_usage.get("scorer") if alone else None
     if replies and role is not None and len(replies) == 1:
         replies[0].tokens, replies[0].cost = usage_tokens(role), role.total_cost
     for reply in replies:
@@ -313,10 +315,15 @@ def sample_record(sample: s.EvalSample, default_model: str, ours: bool) -> Sampl
         metadata = dict(metadata)
         solver_metadata = metadata.pop("solver_metadata")
     _, logged = first_score(sample.scores)
+    judged = sum(1 for one in (sample.scores or {}).values() if "grading" in (one.metadata or {}))
     scores = {
-        name: _logged_score(one, sample, default_model)
+        name: _logged_score(one, sample, default_model, alone=judged <= 1)
         for name, one in (sample.scores or {}).items()
     }
+    if judged > 1:
+        _judges_usage(
+            sample, [s.chat for s in scores.values() if s.chat is not None], default_model
+        )
     record = SampleRecord(
         Sample(sample.id, sample.epoch, _input(sample.input), sample.target, metadata),
         result=sample_result(sample, logged),
@@ -332,9 +339,28 @@ def sample_record(sample: s.EvalSample, default_model: str, ours: bool) -> Sampl
     return record
 
 
-def _logged_score(logged: s.LogScore, sample: s.EvalSample, default_model: str) -> Score:
-    chat, rest = _scorer_chat(logged, sample, default_model)
+def _logged_score(
+    logged: s.LogScore, sample: s.EvalSample, default_model: str, alone: bool = True
+) -> Score:
+    chat, rest = _scorer_chat(logged, sample, default_model, alone)
     return Score(score_value(logged), logged.answer, logged.explanation, rest, chat)
+
+
+def _judges_usage(sample: s.EvalSample, judges: list[Chat], default_model: str) -> None:
+    """The judges' replies' usage when several scorers of a sample graded with a model:
+    a log keeps a sample's usage by role and by model, not both, so a judge's is its
+    model's when no other chat of the sample (the solver's, another judge's) used that
+    model and it replied once; the others' stay unknown rather than counted twice."""
+    by_model: dict[str, list[Chat]] = {}
+    for chat in judges:
+        by_model.setdefault(chat.provider.model_id, []).append(chat)
+    logged = {normalize_model(key): usage for key, usage in sample.model_usage.items()}
+    solver = normalize_model(default_model)
+    for model_id, chats in by_model.items():
+        replies = [t for chat in chats for t in chat.turns if t.role == "assistant"]
+        usage = logged.get(model_id)
+        if usage is not None and model_id != solver and len(replies) == 1:
+            replies[0].tokens, replies[0].cost = usage_tokens(usage), usage.total_cost
 
 
 def add_chat_usage(record: SampleRecord, *ledgers: UsageLedger) -> None:
