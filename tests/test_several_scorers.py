@@ -237,3 +237,19 @@ async def test_a_resumed_run_keeps_samples_scored_by_the_same_scorers(tmp_path):
     assert resumed.get_samples()["score_exact"].to_list() == ["I"] * 4
     assert resumed.metrics_by_scorer is not None
     assert list(resumed.metrics_by_scorer) == ["includes", "exact"]
+
+
+def test_the_scorers_of_a_set_borrow_the_runs_threads(tmp_path):
+    """A set's sync members run on the run's threads (as many as `max_concurrency`), not
+    on anyio's default 40: what the set reads while it is called."""
+    from vitals_engine.engine.user_functions import run_threads
+
+    seen = []
+
+    async def looks(sample):
+        seen.append(run_threads().total_tokens)
+        return "C"
+
+    scorers = {"looks": looks, "exact": ve.detect_exact()}
+    mock_task(tmp_path, scorers).eval(max_concurrency=75)
+    assert seen == [75] * len(SUMS)

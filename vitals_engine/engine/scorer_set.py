@@ -24,7 +24,7 @@ import anyio.abc
 
 from .._errors import ConfigError
 from ..samples import Score, ScoreSet, SolvedSample
-from .user_functions import FunctionSpec, call_scorer, describe
+from .user_functions import FunctionSpec, call_scorer, describe, run_threads
 
 __all__ = ["ScorerSet", "as_scorer", "scorer_names"]
 
@@ -76,7 +76,7 @@ class ScorerSet:
     async def __call__(self, solved: SolvedSample, **kwargs: Any) -> ScoreSet:
         scores: dict[str, Score] = {}
         failures: list[Exception] = []
-        limiter = anyio.to_thread.current_default_thread_limiter()
+        limiter = run_threads()
 
         async def one(name: str, spec: FunctionSpec, group: anyio.abc.TaskGroup) -> None:
             taken = {k: v for k, v in kwargs.items() if spec.takes_var_kwargs or k in spec.params}

@@ -13,6 +13,7 @@ import functools
 import inspect
 import math
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,6 +37,7 @@ __all__ = [
     "normalise_score",
     "normalise_solution",
     "route_kwargs",
+    "run_threads",
     "writable_text",
 ]
 
@@ -215,6 +217,21 @@ def route_kwargs(
     return to_solver, to_scorer
 
 
+#: The threads of the run calling a user's function: an async one that calls sync ones in
+#: turn (several scorers called as one) lends them the run's threads, not anyio's 40.
+_THREADS: ContextVar[anyio.CapacityLimiter | None] = ContextVar("vitals_threads", default=None)
+
+
+def run_threads() -> anyio.CapacityLimiter:
+    """The thread limiter of the run whose solver or scorer is being called (anyio's
+    default one outside a run).
+
+    Example:
+        >>> await anyio.to_thread.run_sync(blocking_work, limiter=run_threads())
+    """
+    return _THREADS.get() or anyio.to_thread.current_default_thread_limiter()
+
+
 async def _invoke(
     spec: FunctionSpec,
     args: tuple[Any, ...],
@@ -222,7 +239,11 @@ async def _invoke(
     limiter: anyio.CapacityLimiter,
 ) -> Any:
     if spec.is_async:
-        return await spec.fn(*args, **kwargs)
+        token = _THREADS.set(limiter)
+        try:
+            return await spec.fn(*args, **kwargs)
+        finally:
+            _THREADS.reset(token)
     # A thread cannot be stopped: past its sample_timeout (or when the run is cancelled)
     # the sample stops waiting for it, and the thread finishes on its own.
     value = await anyio.to_thread.run_sync(
