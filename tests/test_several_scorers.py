@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 
+import anyio
 import pytest
 
 import vitals_engine as ve
@@ -253,3 +254,27 @@ def test_the_scorers_of_a_set_borrow_the_runs_threads(tmp_path):
     scorers = {"looks": looks, "exact": ve.detect_exact()}
     mock_task(tmp_path, scorers).eval(max_concurrency=75)
     assert seen == [75] * len(SUMS)
+
+
+async def test_scorers_that_wait_run_at_once_quick_ones_in_line(tmp_path):
+    """Two scorers that each wait for the other finish only if they run at once (a
+    handshake; run one after the other, the first would wait out its deadline); the
+    quick built-in one beside them runs in line and is kept as well."""
+    events: dict[tuple[int | str, str], anyio.Event] = {}
+
+    def handshake(me: str, other: str):
+        async def scorer(sample):
+            events.setdefault((sample.id, me), anyio.Event()).set()
+            with anyio.fail_after(10):
+                await events.setdefault((sample.id, other), anyio.Event()).wait()
+            return "C"
+
+        return scorer
+
+    scorers = {"a": handshake("a", "b"), "includes": ve.detect_includes(), "b": handshake("b", "a")}
+    task = mock_task(tmp_path, scorers)
+    await task.eval_async()
+    samples = task.get_samples()
+    assert "error" not in samples.columns
+    assert samples["score_a"].to_list() == samples["score_b"].to_list() == ["C"] * 4
+    assert task.scorer_names == ["a", "includes", "b"]

@@ -24,6 +24,8 @@ def _named(fn: Callable[..., object], name: str, args: str) -> None:
     fn.__name__ = name
     fn.__qualname__ = name
     fn.__vitals_label__ = f"{name}({args})"  # type: ignore[attr-defined]
+    # Quick and waits on nothing: one of several scorers runs it in line, not as a task.
+    fn.__vitals_quick__ = True  # type: ignore[attr-defined]
 
 
 def _quote_targets(targets: list[str]) -> str:
