@@ -300,3 +300,12 @@ def test_jsonl_line_not_an_object(tmp_path):
     path.write_text(json.dumps(ROWS[0]) + '\n["What\'s 3+5?", "8"]\n')
     with pytest.raises(ve.DatasetError, match=r"line 2|row 2"):
         load_dataset(path)
+
+
+def test_a_missing_column_error_says_how_to_map_other_names(tmp_path):
+    path = tmp_path / "qa.csv"
+    path.write_text("question,answer\nWhat's 2+2?,4\n")
+    with pytest.raises(ve.DatasetError, match=r"Found columns: question, answer\. .*read_dataset"):
+        ve.Task(str(path), lambda x: x, ve.detect_includes())
+    rows = ve.read_dataset(path, input="question", target="answer")
+    assert ve.Task(rows, lambda x: x, ve.detect_includes(), dir=tmp_path).eval().metrics

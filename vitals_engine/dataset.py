@@ -181,7 +181,8 @@ def load_dataset(data: Any) -> list[DatasetRow]:
         plural = "column" if len(missing) == 1 else "columns"
         raise DatasetError(
             f"The dataset is missing required {plural} {names}. "
-            f"Found columns: {', '.join(columns) or 'none'}."
+            f"Found columns: {', '.join(columns) or 'none'}. Columns of other names map with "
+            "ve.read_dataset(data, input=..., target=...)."
         )
     has_id = "id" in columns
     rows: list[DatasetRow] = []
