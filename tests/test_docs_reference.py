@@ -145,3 +145,37 @@ def test_every_reference_page_is_in_the_nav():
         if f"reference/{page.name}" not in reference
     ]
     assert missing == []
+
+
+def test_every_public_docstring_example_is_python():
+    """The reference shows the docstrings' `>>>` examples: each one (and each public
+    method's) is Python that compiles (top-level `await` allowed), so a typo in an
+    example fails here, not in a reader's paste."""
+    import ast
+    import doctest
+    import inspect
+
+    import vitals_engine as ve
+    import vitals_engine.statistics as statistics
+    import vitals_engine.testing as testing
+
+    def documented(module):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            yield f"{module.__name__}.{name}", obj
+            if inspect.isclass(obj):
+                for member in vars(obj):
+                    if not member.startswith("_"):
+                        yield f"{module.__name__}.{name}.{member}", getattr(obj, member)
+
+    parser = doctest.DocTestParser()
+    broken, seen = [], 0
+    for where, obj in (pair for m in (ve, statistics, testing) for pair in documented(m)):
+        for example in parser.get_examples(inspect.getdoc(obj) or ""):
+            seen += 1
+            try:
+                compile(example.source, where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+            except SyntaxError as exc:
+                broken.append(f"{where}: {example.source.strip()[:60]!r}: {exc.msg}")
+    assert seen > 250
+    assert broken == []
