@@ -353,15 +353,20 @@ async def test_metrics_count_tokens_durations_cost_and_retries(server, tmp_path)
 # -- logs -------------------------------------------------------------------------------
 
 
-async def test_log_records_carry_the_run_task_sample_and_span(server, tmp_path, spans, caplog):
-    """What the library logs during a traced run (a retry here) carries the run's id, the
-    task, the sample's id and epoch, and the ids of the span it was logged in."""
+async def _logged_retry(server, tmp_path, caplog) -> tuple[logging.LogRecord, str | None]:
+    """The library's log record of a retried call (one 429) in a run, and the run's id."""
     caplog.set_level(logging.INFO, logger="vitals_engine")
     server.fail("429", times=1, retry_after=0.01)
     done = await task(server, tmp_path, 1).eval_async()
     assert done.log_path is not None
-    run_id = ve.read_log(done.log_path).run_id
     (record,) = [r for r in caplog.records if "retrying model call" in r.getMessage()]
+    return record, ve.read_log(done.log_path).run_id
+
+
+async def test_log_records_carry_the_run_task_sample_and_span(server, tmp_path, spans, caplog):
+    """What the library logs during a traced run (a retry here) carries the run's id, the
+    task, the sample's id and epoch, and the ids of the span it was logged in."""
+    record, run_id = await _logged_retry(server, tmp_path, caplog)
     assert record.__dict__["run_id"] == run_id
     assert record.__dict__["task"] == "sums"
     assert (record.__dict__["sample_id"], record.__dict__["epoch"]) == (1, 1)
@@ -373,12 +378,7 @@ async def test_log_records_carry_the_run_task_sample_and_span(server, tmp_path, 
 
 async def test_log_records_carry_the_run_and_sample_without_tracing(server, tmp_path, caplog):
     """Untraced, the records still carry the run, task and sample, and no span ids."""
-    caplog.set_level(logging.INFO, logger="vitals_engine")
-    server.fail("429", times=1, retry_after=0.01)
-    done = await task(server, tmp_path, 1).eval_async()
-    assert done.log_path is not None
-    run_id = ve.read_log(done.log_path).run_id
-    (record,) = [r for r in caplog.records if "retrying model call" in r.getMessage()]
+    record, run_id = await _logged_retry(server, tmp_path, caplog)
     assert (record.__dict__["run_id"], record.__dict__["task"]) == (run_id, "sums")
     assert record.__dict__["sample_id"] == 1
     assert "trace_id" not in record.__dict__
