@@ -560,3 +560,63 @@ async def test_a_log_in_object_storage_is_rescored_into_the_store(s3):
     assert new.log_path is not None
     assert other.endswith(new.log_path.name)
     assert rescored_from(new.log_path)["log"] == url
+
+
+# -- re-scores and resume -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rescore_fails", [False, True])
+async def test_a_resume_continues_the_tasks_own_run_not_a_rescore(server, tmp_path, rescore_fails):
+    """A run killed after 1 of 3 samples, then its journal re-scored (finished, or with a
+    failed grading): resume=True continues the killed run's journal, the re-score's log
+    newer beside it notwithstanding; only the 2 unanswered samples are solved again."""
+    task = await solved(server, tmp_path)
+    original = task.log_path
+    journal = await helpers.killed_journal(task, keep=1)
+    if rescore_fails:
+        server.fail("400", model="judge")
+    rescored = await ve.read_log(journal).rescore_async(
+        ve.model_graded_qa(scorer_chat=openai(server, "judge")), progress=False
+    )
+    assert rescored.log_path is not None
+    assert rescored.log_path.parent == journal.parent
+    solver_before = server.requests_by_model["solver"]
+
+    again = ve.Task(
+        SUMS,
+        ve.generate(openai(server, "solver")),
+        ve.detect_includes(),
+        name="sums",
+        dir=tmp_path,
+    )
+    await again.eval_async(progress=False, resume=True)
+
+    assert server.requests_by_model["solver"] - solver_before == 2
+    assert again.log_path is not None
+    assert again.log_path == original
+    assert not journal.exists()
+    assert again.get_samples().height == 3
+    assert rescored_from(rescored.log_path)["log"] == str(journal)
+
+
+async def test_a_rescore_is_not_resumed_by_its_path(server, tmp_path):
+    """resume= naming a re-score's log is refused before anything is sent: the error says
+    it is a re-score and which log it came from, and suggests nothing that solves again."""
+    task = await solved(server, tmp_path)
+    server.fail("400", model="judge")
+    rescored = await ve.read_log(task.log_path).rescore_async(
+        ve.model_graded_qa(scorer_chat=openai(server, "judge")), progress=False
+    )
+    sent = server.requests
+    again = ve.Task(
+        SUMS,
+        ve.generate(openai(server, "solver")),
+        ve.detect_includes(),
+        name="sums",
+        dir=tmp_path,
+    )
+    with pytest.raises(ve.ConfigError, match="re-score") as raised:
+        await again.eval_async(progress=False, resume=rescored.log_path)
+    assert str(task.log_path) in str(raised.value)
+    assert "resume_anyway" not in str(raised.value)
+    assert server.requests == sent

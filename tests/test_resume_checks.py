@@ -79,8 +79,10 @@ async def test_fewer_epochs_leave_the_later_epochs_out(tmp_path: Path) -> None:
 
 
 async def test_another_model_is_refused_unless_resumed_anyway(tmp_path: Path) -> None:
-    """A run resumed on another model is a ConfigError that says how to go on; with
-    resume_anyway=True every sample of the old model is solved again on the new one."""
+    """A run resumed on another model is a ConfigError that says none of its samples would
+    be kept and suggests a new run, not resuming anyway (which would buy every reply
+    again); with resume_anyway=True every sample of the old model is solved again on the
+    new one."""
     asked = Asked()
     done = task_of(sums(range(1, 5)), asked.solver(), tmp_path)
     await done.eval_async(solver_chat=ve.chat_mock(model="old-model"))
@@ -88,8 +90,10 @@ async def test_another_model_is_refused_unless_resumed_anyway(tmp_path: Path) ->
 
     task = task_of(sums(range(1, 5)), asked.solver(), tmp_path)
     new_model = ve.chat_mock(model="new-model")
-    with pytest.raises(ve.ConfigError, match=r"mock/old-model.*resume_anyway=True"):
+    with pytest.raises(ve.ConfigError, match=r"mock/old-model.*None of its 3") as refused:
         await task.eval_async(resume=True, solver_chat=new_model)
+    assert "run without resume" in str(refused.value)
+    assert "resume_anyway" not in str(refused.value)
     asked.inputs.clear()
     await task.eval_async(resume=True, resume_anyway=True, solver_chat=new_model)
     assert len(asked.inputs) == 4
@@ -112,6 +116,8 @@ async def test_another_scorer_or_solver_is_refused(tmp_path: Path) -> None:
         return input
 
     solver = task_of(sums(range(1, 4)), other, tmp_path)
-    with pytest.raises(ve.ConfigError, match="the solver 'answer'"):
+    with pytest.raises(ve.ConfigError, match="the solver 'answer'") as refused:
         await solver.eval_async(resume=journal)
+    assert "resume_anyway=True" in str(refused.value)
+    assert "keeps 2 of 2 finished samples" in str(refused.value)
     assert journal.exists()  # a refused resume touches nothing

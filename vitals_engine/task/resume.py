@@ -26,6 +26,11 @@ only when it finished without error and its input, target, solver model and
 scorer match this run's row of the same id and epoch; the others run again.
 Samples whose id (or epoch) is no longer in the dataset are left out of the
 final log.
+
+A re-score (`read_log(...).rescore()`, `vitals score`) writes its log under the task's
+name beside the run it scored, but it is not a run of the task: `resume=True` passes it
+by, and naming it is refused. Resuming it would solve every sample again under the
+re-score's scorer and leave the task's own unfinished run behind.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import msgspec
 
 from .._errors import ConfigError, LogFormatError, VitalsError
 from .._logging import log
+from .._words import plural
 from ..chats.chat import Chat
 from ..dataset import DatasetRow
 from ..log import schema as s
@@ -141,13 +147,26 @@ def newest_run(directory: Path, task: str) -> tuple[Path, str] | None:
             header = read_log(path, header_only=True).header
         except VitalsError:  # damaged, not a log, or gone since the listing
             continue
-        if header.eval.task != task:
+        if header.eval.task != task or rescored_from(header) is not None:
             continue
         status = header.status if path.suffix != JOURNAL_SUFFIX else "started"
         if status not in UNFINISHED and journal_path(path).exists():
             return journal_path(path), "started"  # to finish what its run left
         return path, status
     return None
+
+
+def rescored_from(header: s.EvalLog) -> str | None:
+    """The log a re-score scored, when `header` is a re-score's (else None).
+
+    Example:
+        >>> rescored_from(read_log("logs/rescored.json", header_only=True).header)
+        'logs/2026-01-14T16-19-11-06-00_sums_abc.json'
+    """
+    source = (header.eval.metadata or {}).get("rescored_from")
+    if not isinstance(source, dict):
+        return None
+    return str(source.get("log") or "another log")
 
 
 def find_resumable(directory: Path, task: str) -> Path | None:
@@ -188,6 +207,12 @@ def load_resume(path: Path, task_name: str, live: list[Chat]) -> Resumed:
         raise ConfigError(
             f"Cannot resume task '{task_name}' from '{path}': it is a log of task "
             f"'{header.eval.task}'."
+        )
+    if (scored := rescored_from(header)) is not None:
+        raise ConfigError(
+            f"Cannot resume task '{task_name}' from '{path}': it is a re-score of "
+            f"'{scored}', not a run of the task. Resume the task's own run (resume=True "
+            "finds it), or re-score that log again."
         )
     # a journal that says success lacks its final log: finish it (see the module docstring)
     finishing = header.status == "success" and path.suffix == JOURNAL_SUFFIX
@@ -284,6 +309,27 @@ def _still_valid(
     return not (now and chat is not None and chat.provider.model_id.lower() != now)
 
 
+def _refusal(resumed: Resumed, changes: list[str], kept: int) -> ConfigError:
+    """Why a changed setup is not resumed, and what resuming anyway would keep: it is
+    suggested only when it keeps a finished sample (else it re-buys every reply)."""
+    done = len(resumed.logged)
+    said = (
+        f"Cannot resume from '{resumed.source}': it was run with {'; '.join(changes)}. "
+        "Its samples would mix two setups in one log."
+    )
+    if kept == 0:
+        return ConfigError(
+            f"{said} None of its {plural(done, 'finished sample')} would be kept under this "
+            "setup: run without resume for a new run."
+        )
+    return ConfigError(
+        f"{said} Run without resume for a new run, or resume anyway with "
+        "eval(resume=..., resume_anyway=True) (`vitals eval --resume --resume-anyway`): it "
+        f"keeps {kept} of {plural(done, 'finished sample')} (those whose input, target, "
+        "solver model and scorer still match) and runs the rest again."
+    )
+
+
 def reconcile(
     resumed: Resumed,
     rows: Iterable[DatasetRow],
@@ -298,14 +344,6 @@ def reconcile(
     label, scorers' names and solver model (None: not known before the run). See the
     module docstring. Raises `ConfigError` for a changed setup unless `anyway`."""
     changes = _setup_changes(resumed, solver, scorers, model)
-    if changes and not anyway:
-        raise ConfigError(
-            f"Cannot resume from '{resumed.source}': it was run with {'; '.join(changes)}. "
-            "Its samples would mix two setups in one log. Run without resume for a new "
-            "run, or resume anyway with eval(resume=..., resume_anyway=True) (`vitals eval "
-            "--resume --resume-anyway`): samples whose input, target, solver model and "
-            "scorer still match are kept, the rest run again."
-        )
     # the source's ids as logged: a lone surrogate in an id is read back escaped
     by_id = {written_key((row.id, 1))[0]: row for row in rows}
     finished: dict[tuple[Any, int], SampleRecord] = {}
@@ -317,12 +355,15 @@ def reconcile(
             continue
         record = resumed.finished[key]
         if _still_valid(sample, record, row, scorers, model):
-            if row.id != key[0]:  # the record under the dataset's own id
-                record.sample = dataclasses.replace(record.sample, id=row.id)
             live = (row.id, key[1])
             finished[live], logged[live] = record, sample
         else:
             changed += 1
+    if changes and not anyway:
+        raise _refusal(resumed, changes, len(finished))
+    for (live_id, _), record in finished.items():
+        if record.sample.id != live_id:  # the record under the dataset's own id
+            record.sample = dataclasses.replace(record.sample, id=live_id)
     gone = sum(1 for key in resumed.keys if key[0] not in by_id or key[1] > epochs)
     # Every sample of the source not reused: the final log holds it only once this run
     # logs it anew, so a resumed run that stops again logs (and counts) what it holds.
