@@ -216,6 +216,116 @@ async def test_a_call_that_fails_is_a_failed_span(server, tmp_path, spans):
     assert sample.status.status_code.name == "ERROR"
 
 
+async def test_a_run_with_too_many_failed_samples_ends_its_span_failed(server, tmp_path, spans):
+    """A run that fails (EvalFailedError: more samples failed than fail_on_error allows)
+    ends its span with an error status and `error.type`, as its samples' spans do."""
+    server.fail("401", times=2)
+    with pytest.raises(ve.EvalFailedError):
+        await task(server, tmp_path, 2).eval_async()
+    (run,) = named(list(spans.get_finished_spans()), "eval ")
+    assert run.status.status_code.name == "ERROR"
+    assert attributes(run)["error.type"] == "EvalFailedError"
+
+
+async def test_a_run_stopped_by_its_budget_ends_its_span_failed(server, tmp_path, spans):
+    """A run its budget stops (BudgetExceeded) ends its span with an error status and
+    `error.type`, the samples it did not start never spanned."""
+    with pytest.raises(ve.BudgetExceeded):
+        await task(server, tmp_path, 40).eval_async(max_cost=0.00001, max_concurrency=2)
+    (run,) = named(list(spans.get_finished_spans()), "eval ")
+    assert run.status.status_code.name == "ERROR"
+    assert attributes(run)["error.type"] == "BudgetExceeded"
+
+
+async def test_a_run_that_allows_its_failures_ends_its_span_well(server, tmp_path, spans):
+    """A run whose failed samples fail_on_error allows ends its span without error."""
+    server.fail("401", times=1)
+    await task(server, tmp_path, 2).eval_async(fail_on_error=1)
+    (run,) = named(list(spans.get_finished_spans()), "eval ")
+    assert run.status.status_code.name != "ERROR"
+    assert "error.type" not in attributes(run)
+
+
+class Faulty:
+    """A span processor with a bug: raises on every span's start or end."""
+
+    def __init__(self, when: str) -> None:
+        self.when = when
+        self.calls = 0
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if self.when == "start":
+            self.calls += 1
+            raise RuntimeError("the host's span processor broke on start")
+
+    def _on_ending(self, span: Any) -> None:
+        pass
+
+    def on_end(self, span: Any) -> None:
+        if self.when == "end":
+            self.calls += 1
+            raise RuntimeError("the host's span processor broke on end")
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("when", ["start", "end"])
+async def test_a_broken_span_processor_never_stops_a_run(server, tmp_path, caplog, when):
+    """A span processor of the host's that raises on every span's start (or end): the run
+    of 20 samples finishes with all of them logged, the error reported once, and a
+    healthy processor before it gets every span."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    faulty = Faulty(when)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))  # the SDK's order: it first
+    provider.add_span_processor(faulty)
+    caplog.set_level(logging.WARNING, logger="vitals_engine")
+    with use_providers(tracer_provider=provider):
+        done = await task(server, tmp_path, 20).eval_async()
+    assert faulty.calls > 20
+    assert done.log_path is not None
+    assert len(ve.read_log(done.log_path).samples) == 20
+    assert done.metrics == {"accuracy": 1.0}
+    reported = [r for r in caplog.records if "tracing" in r.getMessage().lower()]
+    assert len(reported) == 1
+    assert "the host's span processor broke" in reported[0].getMessage()
+    found = list(exporter.get_finished_spans())
+    assert len(named(found, "sample ")) == (20 if when == "end" else 0)
+    assert len(named(found, "eval ")) == (1 if when == "end" else 0)
+    provider.shutdown()
+
+
+class BrokenMeterProvider:
+    """A meter provider of the host's whose every measurement raises."""
+
+    def get_meter(self, *args: Any, **kwargs: Any) -> BrokenMeterProvider:
+        return self
+
+    def create_histogram(self, *args: Any, **kwargs: Any) -> BrokenMeterProvider:
+        return self
+
+    create_counter = create_histogram
+
+    def record(self, *args: Any, **kwargs: Any) -> None:
+        raise ValueError("the host's metric view broke")
+
+    add = record
+
+
+async def test_a_broken_meter_never_stops_a_run(server, tmp_path, caplog):
+    """A meter whose every measurement raises: the run finishes, the error said once."""
+    caplog.set_level(logging.WARNING, logger="vitals_engine")
+    with use_providers(meter_provider=BrokenMeterProvider()):
+        done = await task(server, tmp_path, 5).eval_async()
+    assert done.metrics == {"accuracy": 1.0}
+    reported = [r for r in caplog.records if "the host's metric view broke" in r.getMessage()]
+    assert len(reported) == 1
+
+
 async def test_a_cache_hit_is_a_span_that_says_so(server, tmp_path, spans):
     """The second run of the same samples with the reply cache: each call a span marked as
     a hit, at cost 0, and nothing sent; the first run's calls are marked as kept."""

@@ -9,7 +9,9 @@ worker, by each parcel at once) shares what the first opening decided, and the l
 leave closes it. Around each sample stage, `stage(record)` binds the sample to what is
 logged and, when traced, makes the sample's span current (started at its first stage);
 `done(record)` ends that span when the sample is handed on; the run's end closes the
-spans of the samples that did not finish, then the run's.
+spans of the samples that did not finish, then the run's: failed when an error stopped
+the run, or when its `outcome` (asked at the end: the type of the error the run's end
+will raise, as for too many failed samples or a budget reached) names one.
 
 A run that is not traced pays, per sample stage, for binding its fields (a context
 variable set and reset), and nothing of OpenTelemetry is imported.
@@ -75,8 +77,14 @@ class RunObserver:
         self._open = 0
 
     @contextmanager
-    def running(self, progress: Callable[[], Progress] | None = None) -> Iterator[None]:
-        """The run, open while inside; `progress`: its figures, for its span's end."""
+    def running(
+        self,
+        progress: Callable[[], Progress] | None = None,
+        outcome: Callable[[], str | None] | None = None,
+    ) -> Iterator[None]:
+        """The run, open while inside; `progress`: its figures, for its span's end;
+        `outcome`: the type of the error the run will end with when it ends without one
+        here (None: it ended well), asked when the last opening leaves."""
         if not self._open:
             self._start()
         self._open += 1
@@ -95,7 +103,7 @@ class RunObserver:
             reset_fields(fields)
             self._open -= 1
             if not self._open:
-                self._end(progress, error)
+                self._end(progress, error, outcome)
 
     def _start(self) -> None:
         fields = {"run_id": self.run_id, "task": self.task}
@@ -110,10 +118,16 @@ class RunObserver:
         self.trace = trace
         self._fields = LogFields(fields, trace.span_ids if trace is not None else None)
 
-    def _end(self, progress: Callable[[], Progress] | None, error: BaseException | None) -> None:
+    def _end(
+        self,
+        progress: Callable[[], Progress] | None,
+        error: BaseException | None,
+        outcome: Callable[[], str | None] | None,
+    ) -> None:
         trace, self.trace = self.trace, None
         if trace is not None:
-            trace.close_run(_totals(progress()) if progress is not None else {}, error)
+            ended = outcome() if outcome is not None and error is None else None
+            trace.close_run(_totals(progress()) if progress is not None else {}, error, ended)
 
     def carrier_out(self) -> dict[str, str] | None:
         """The open run's trace context, for the processes that continue it (None: not

@@ -30,7 +30,7 @@ from typing import Any
 
 import anyio
 
-from .._errors import ConfigError, EvalFailedError, LogWriteError
+from .._errors import BudgetExceeded, ConfigError, EvalFailedError, LogWriteError
 from .._sync import INTERRUPTS
 from .._words import plural
 from ..caching.lookup import CacheUse
@@ -275,11 +275,23 @@ class _TaskRun:
         at the end, however it ends."""
         writer, live = self.writer, self.live
         try:
-            with self.run.observer.running(self.run.progress):
+            with self.run.observer.running(self.run.progress, self._outcome):
                 await self._execute_with_writer(writer, live)
         finally:
             if self.owns_journal:  # a run refused the journal leaves the running run's sidecar
                 live.remove()  # its actor has ended with the task group
+
+    def _outcome(self) -> str | None:
+        """The type of the error an `eval()` whose samples all ended will raise: its budget
+        reached, or more samples failed than it allows (None: it ended well)."""
+        if not (self.solve and self.score):
+            return None  # solve() and score() alone raise neither
+        budget = self.run.budget
+        if budget is not None and budget.reached is not None:
+            return BudgetExceeded.__name__
+        if _too_many_failed(self.records, self.options):
+            return EvalFailedError.__name__
+        return None
 
     async def _execute_with_writer(self, writer: LogWriter, live: LiveFile) -> None:
         async with (
@@ -491,13 +503,18 @@ def _finish_run(
         state.status = "error" if failures > allowed else "success"
 
 
+def _too_many_failed(records: Sequence[SampleRecord], options: RunOptions) -> bool:
+    failed = sum(1 for record in records if record.error is not None)
+    return failed > allowed_failures(options.fail_on_error, len(records))
+
+
 def raise_if_failed(state: RunState, options: RunOptions) -> None:
     """Raise `EvalFailedError` when more samples failed than `fail_on_error` allows."""
     records = state.records or []
+    if not _too_many_failed(records, options):
+        return
     failed = [r for r in records if r.error is not None]
     allowed = allowed_failures(options.fail_on_error, len(records))
-    if len(failed) <= allowed:
-        return
     reasons = collections.Counter(str(r.error) for r in failed)
     common = "; ".join(f"{why} ({n}x)" for why, n in reasons.most_common(3))
     allowance = "none" if allowed == 0 else f"at most {allowed:g}"

@@ -15,6 +15,15 @@ explicit parent (the run's context) and made current around each stage (`enter` 
 `leave`), never left current in a worker between samples. A model call's span is
 current while the call is under way, so what is logged meanwhile carries its ids.
 
+The application's OpenTelemetry setup is the application's code: a span processor
+that raises on a span's start or end, or a metric view that raises on a measurement,
+is reported once per run (a warning) and never stops it; a span that could not start
+is replaced by a non-recording one, so its children still run.
+
+A run that fails (more failed samples than allowed), stops on its budget or is
+cancelled ends its span with an error status and `error.type`: its outcome, known
+only once its samples are done, is handed to `close_run`.
+
 Across processes, the run's context travels as W3C trace context (`carrier()`, a dict of
 `traceparent` / `tracestate`); a Ray worker's `RunTrace` continues it
 (`RunTrace(providers, carrier)`), its samples children of the driver's run span.
@@ -23,9 +32,10 @@ Across processes, the run's context travels as W3C trace context (`carrier()`, a
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .._logging import log
 from .._version import version
 from ..vocab.model_calls import ChatRequest, RetryNote
 from ..vocab.turns import ContentToolResult, Turn
@@ -60,6 +70,7 @@ class RunTrace:
 
     __slots__ = (
         "_context",
+        "_reported",
         "_samples",
         "api",
         "contents",
@@ -87,6 +98,45 @@ class RunTrace:
         self.run_context: Any = self.parent
         #: The spans of the samples started and not done, by (id, epoch).
         self._samples: dict[tuple[Any, int], Any] = {}
+        self._reported = False
+
+    # -- the application's code, shielded -------------------------------------------------
+
+    def report(self, error: Exception, doing: str) -> None:
+        """Say, once per run, that the application's OpenTelemetry setup raised."""
+        if self._reported:
+            return
+        self._reported = True
+        log.warning(
+            "tracing: the application's OpenTelemetry setup raised; the run goes on, and "
+            "its spans or metrics may be incomplete (see the error: a span processor, "
+            "exporter or metric view of the application's)",
+            doing=doing,
+            error=f"{type(error).__name__}: {error}",
+        )
+
+    def start_span(self, name: str, **options: Any) -> Any:
+        """A span started by the application's tracer; a non-recording one when its setup
+        raised (reported)."""
+        try:
+            return self.tracer.start_span(name, **options)
+        except Exception as error:
+            self.report(error, f"starting span {name!r}")
+            return self.api.INVALID_SPAN
+
+    def end(self, span: Any) -> None:
+        """End `span`, whatever the application's span processors do on its end."""
+        try:
+            span.end()
+        except Exception as error:
+            self.report(error, "ending a span")
+
+    def measure(self, record: Callable[..., None], *args: Any) -> None:
+        """Record a measurement, whatever the application's metric setup does with it."""
+        try:
+            record(*args)
+        except Exception as error:
+            self.report(error, "recording a metric")
 
     # -- the run -------------------------------------------------------------------------
 
@@ -95,7 +145,7 @@ class RunTrace:
         driver's run: none; the driver's is the run's)."""
         if self.parent is None:
             name = f"eval {task}" if task else "eval"
-            self.run_span = self.tracer.start_span(name, attributes=attributes)
+            self.run_span = self.start_span(name, attributes=attributes)
             self.run_context = self.api.set_span_in_context(self.run_span)
 
     def enter_run(self) -> Any:
@@ -104,19 +154,29 @@ class RunTrace:
             return None
         return self._context.attach(self.run_context)
 
-    def close_run(self, attributes: Mapping[str, Any], error: BaseException | None) -> None:
-        """End what is still open of the run: samples that did not finish, its span."""
+    def close_run(
+        self,
+        attributes: Mapping[str, Any],
+        error: BaseException | None,
+        outcome: str | None = None,
+    ) -> None:
+        """End what is still open of the run: samples that did not finish, its span.
+        `error`: what stopped it; `outcome`: the type of the error its end will raise
+        (a run with too many failed samples, one stopped by its budget), else None."""
         for span in self._samples.values():
             span.set_attribute("vitals.sample.finished", False)
-            span.end()
+            self.end(span)
         self._samples.clear()
         span = self.run_span
         if span is None:
             return
         span.set_attributes(attributes)
-        if isinstance(error, Exception):
+        if error is not None:
             _failed(self.api, span, error)
-        span.end()
+        elif outcome is not None:
+            span.set_attribute(ERROR_TYPE, outcome)
+            span.set_status(self.api.Status(self.api.StatusCode.ERROR))
+        self.end(span)
 
     def carrier(self) -> dict[str, str]:
         """The run's context as W3C trace context headers, for another process."""
@@ -133,7 +193,7 @@ class RunTrace:
         span = self._samples.get(key)
         if span is None:
             sample_id, epoch = key
-            span = self._samples[key] = self.tracer.start_span(
+            span = self._samples[key] = self.start_span(
                 f"sample {sample_id}",
                 context=self.run_context,
                 attributes={"vitals.sample.id": str(sample_id), "vitals.sample.epoch": epoch},
@@ -157,7 +217,7 @@ class RunTrace:
         if error is not None:
             span.set_attribute(ERROR_TYPE, error)
             span.set_status(self.api.Status(self.api.StatusCode.ERROR))
-        span.end()
+        self.end(span)
 
     # -- calls ---------------------------------------------------------------------------
 
@@ -174,14 +234,14 @@ class RunTrace:
         attributes = call_attributes(provider, model, role)
         if self.contents:
             attributes.update(input_messages(request))
-        span = self.tracer.start_span(
+        span = self.start_span(
             f"chat {model}", kind=self.api.SpanKind.CLIENT, attributes=attributes
         )
         return CallSpan(self, span, attributes, notes)
 
     def tool(self, name: str, call_id: str) -> ToolSpan:
         """The span of a tool call, started (current once entered: `with`)."""
-        span = self.tracer.start_span(
+        span = self.start_span(
             f"execute_tool {name}",
             attributes={
                 OPERATION: "execute_tool",
@@ -250,7 +310,14 @@ class CallSpan:
         if instruments is not None:
             self.attributes.update(attributes)
             seconds = time.perf_counter() - self.started
-            instruments.replied(self.attributes, turn.tokens, seconds, turn.cost, len(self.notes))
+            trace.measure(
+                instruments.replied,
+                self.attributes,
+                turn.tokens,
+                seconds,
+                turn.cost,
+                len(self.notes),
+            )
 
     def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
         trace, span, notes = self.trace, self.span, self.notes
@@ -271,8 +338,14 @@ class CallSpan:
             _failed(trace.api, span, error)
             if trace.instruments is not None:
                 seconds = time.perf_counter() - self.started
-                trace.instruments.failed(self.attributes, type(error).__name__, seconds, len(notes))
-        span.end()
+                trace.measure(
+                    trace.instruments.failed,
+                    self.attributes,
+                    type(error).__name__,
+                    seconds,
+                    len(notes),
+                )
+        trace.end(span)
 
 
 class ToolSpan:
@@ -307,10 +380,10 @@ class ToolSpan:
         self.trace.leave(self.token)
         if isinstance(error, Exception):
             _failed(self.trace.api, self.span, error)
-        self.span.end()
+        self.trace.end(self.span)
 
 
-def _failed(trace: Any, span: Any, error: Exception) -> None:
+def _failed(trace: Any, span: Any, error: BaseException) -> None:
     """Mark `span` failed with `error`'s type (its message may hold what must not leave)."""
     span.set_attribute(ERROR_TYPE, type(error).__name__)
     span.set_status(trace.Status(trace.StatusCode.ERROR))
