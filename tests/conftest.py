@@ -25,7 +25,7 @@ def no_retries(monkeypatch):
 
     import vitals_engine as ve
 
-    calls = importlib.import_module("vitals_engine.chats.calls")
+    calls = importlib.import_module("vitals_engine.chats.dispatch")
     monkeypatch.setattr(calls, "DEFAULT_RETRY", ve.Retry(max_attempts=1))
 
 

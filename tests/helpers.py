@@ -30,8 +30,11 @@ import anyio.to_thread
 import vitals_engine as ve
 
 if TYPE_CHECKING:
-    from vitals_engine.pacing.clock import VirtualClock
+    from vitals_engine.pacing.clock import Clock
+    from vitals_engine.pacing.scope import CallScope, TextSink
     from vitals_engine.testing import MockServer
+    from vitals_engine.testing.clock import VirtualClock
+    from vitals_engine.vocab.model_calls import ModelCall
 
 __all__ = [
     "PATIENCE",
@@ -39,6 +42,7 @@ __all__ = [
     "drive",
     "evaluating",
     "openai",
+    "stage_scope",
     "sums",
     "until",
     "wait_until",
@@ -49,6 +53,32 @@ T = TypeVar("T")
 #: The longest a test waits for anything before it fails (generous: only a failing test
 #: waits that long, and a loaded machine is slow).
 PATIENCE = 60.0
+
+
+# -- a sample stage's scope ------------------------------------------------------------------
+
+
+def stage_scope(
+    role: str = "solver",
+    *,
+    calls: list[ModelCall] | None = None,
+    on_text: TextSink | None = None,
+    retry: ve.Retry | None = None,
+    clock: Clock | None = None,
+    **stacks: Any,
+) -> CallScope:
+    """The scope of one sample stage whose calls pass call stacks built as a run builds
+    them, from `stacks` (`CallStacks`' keywords: `limits=`, `cache=`, `budget=` ...),
+    `retry` (default: the default policy) and `clock` (default: the system's)."""
+    from vitals_engine.chats import dispatch
+    from vitals_engine.chats.layers.stacks import CallStacks
+    from vitals_engine.pacing.clock import SystemClock
+    from vitals_engine.pacing.scope import CallScope
+
+    built = CallStacks(
+        retry=retry or dispatch.DEFAULT_RETRY, clock=clock or SystemClock(), **stacks
+    )
+    return CallScope(role=role, stacks=built, calls=calls, on_text=on_text)
 
 
 # -- data and models ------------------------------------------------------------------------

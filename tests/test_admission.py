@@ -15,8 +15,8 @@ import pytest
 import vitals_engine as ve
 from tests.helpers import drive, sums
 from vitals_engine.pacing.admission import Admission, Places, backlog
-from vitals_engine.pacing.clock import VirtualClock
 from vitals_engine.pacing.limits import Limits
+from vitals_engine.testing.clock import VirtualClock
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,8 @@ import pytest
 import vitals_engine as ve
 from tests.test_batch_queues import StandIn, provider, request
 from vitals_engine.batching.queues import BatchQueues, ask_in_terminal
-from vitals_engine.pacing.clock import VirtualClock
 from vitals_engine.providers.batch_api import BatchState, BatchUnsupported
+from vitals_engine.testing.clock import VirtualClock
 from vitals_engine.vocab.batch_records import BatchRecord
 
 pytestmark = pytest.mark.anyio

@@ -7,9 +7,9 @@ import pytest
 
 import vitals_engine as ve
 from vitals_engine.batching.queues import BatchQueues
-from vitals_engine.pacing.clock import VirtualClock
 from vitals_engine.providers.batch_api import BatchApi, BatchOutcome, BatchState, BatchUnsupported
 from vitals_engine.providers.openai import OpenAIProvider
+from vitals_engine.testing.clock import VirtualClock
 from vitals_engine.vocab.model_calls import ChatRequest
 from vitals_engine.vocab.turns import ContentText, Turn
 

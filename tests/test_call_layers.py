@@ -4,6 +4,8 @@ new layer slotted in with one line where the stack is built."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -11,7 +13,7 @@ import pytest
 
 import vitals_engine as ve
 from vitals_engine.caching.lookup import CacheUse
-from vitals_engine.chats.calls import call_model, default_stacks
+from vitals_engine.chats.dispatch import call_model, default_stacks
 from vitals_engine.chats.layers.accounting import Accounting
 from vitals_engine.chats.layers.cache import ReplyCache
 from vitals_engine.chats.layers.call import Call, Layer, Send, Stack
@@ -20,10 +22,11 @@ from vitals_engine.chats.layers.replies import Replies
 from vitals_engine.chats.layers.retries import Retries
 from vitals_engine.chats.layers.stacks import CallStacks
 from vitals_engine.pacing.budget import Budget
-from vitals_engine.pacing.clock import SystemClock, VirtualClock
+from vitals_engine.pacing.clock import SystemClock
 from vitals_engine.pacing.limits import Limits, LimitsRegistry
-from vitals_engine.pacing.scope import CallScope, call_scope, current_scope
+from vitals_engine.pacing.scope import CallScope, current_scope
 from vitals_engine.providers.base import Provider
+from vitals_engine.testing.clock import VirtualClock
 from vitals_engine.vocab.model_calls import ChatRequest
 from vitals_engine.vocab.turns import TokenUsage, Turn
 from vitals_engine.vocab.usage import UsageLedger
@@ -126,29 +129,49 @@ class Resumed:
         return False
 
 
+def drawn_order(text: str) -> tuple[list[str], list[str]]:
+    """The layers a drawing of the stack names, in order (`-> Name`), and its batch mode's
+    (its note `Retries -> BatchQueue, instead of A, B and C`)."""
+    start = text.index("```\ncall_model")
+    drawing = text[start : text.index("```", start + 3)]
+    live = re.findall(r"^\s+-> (\w+)", drawing, flags=re.MULTILINE)
+    note = re.search(r"batch mode: (\w+) -> (\w+), instead of ([^:]+):", drawing)
+    assert note is not None
+    before, bottom, instead = note.groups()
+    left_out = set(re.findall(r"\w+", instead)) - {"and"}
+    kept = [name for name in live if name not in left_out]
+    assert kept[-1] == before
+    return live, [*kept, bottom]
+
+
+class Batched(Resumed):
+    """Batch queues that take every model's calls (in batch mode)."""
+
+    def takes(self, provider: Any) -> bool:
+        return True
+
+
 def test_every_layer_on_meets_a_call_in_the_order_drawn(tmp_path):
-    """Cache, accounting, the reply journal, budget, a resumed run's batches, seats,
-    retries, limits, send."""
-    stacks = CallStacks(
-        retry=ve.Retry(),
-        clock=SystemClock(),
-        cache=CacheUse(ve.Cache(dir=tmp_path)),
-        budget=Budget(max_tokens=1_000),
-        batches=Resumed(),  # type: ignore[arg-type]
-        limits=LimitsRegistry(),
-        replies=Replies(),
-    )
-    assert stacks.stack(offline()).names() == [
-        "ReplyCache",
-        "Accounting",
-        "ReplyJournal",
-        "BudgetCheck",
-        "ResumedBatches",
-        "SeatCount",
-        "Retries",
-        "EndpointLimits",
-        "ProviderSend",
-    ]
+    """The stack with every feature on (traced, cache, journal, budget, a resumed run's
+    batches, limits) is the drawing of `chats/layers/__init__.py`, layer by layer, and so
+    is the batch mode's; the architecture page shows the same drawing."""
+    from vitals_engine.chats import layers
+
+    live, batched = drawn_order(layers.__doc__ or "")
+    options: dict[str, Any] = {
+        "retry": ve.Retry(),
+        "clock": SystemClock(),
+        "cache": CacheUse(ve.Cache(dir=tmp_path)),
+        "budget": Budget(max_tokens=1_000),
+        "limits": LimitsRegistry(),
+        "replies": Replies(),
+        "trace": object(),
+    }
+    assert CallStacks(batches=Resumed(), **options).stack(offline()).names() == live  # type: ignore[arg-type]
+    assert CallStacks(batches=Batched(), **options).stack(offline()).names() == batched  # type: ignore[arg-type]
+    page = (Path(__file__).parent.parent / "docs" / "architecture.md").read_text()
+    assert drawn_order(page) == (live, batched)
+    assert len(live) == 10
 
 
 def test_a_call_outside_any_run_passes_accounting_retries_and_the_send(tmp_path):
@@ -164,19 +187,39 @@ def test_a_call_outside_any_run_passes_accounting_retries_and_the_send(tmp_path)
     ]
 
 
-async def test_a_scope_made_without_a_run_gets_stacks_from_its_own_options():
-    """`call_scope(limits=...)` alone: the call passes those limits, once built for the scope."""
+async def test_a_scope_passes_the_stacks_it_is_given():
+    """A scope given stacks built with limits: its calls pass those limits, in the stack
+    built once for the model."""
     registry = LimitsRegistry(Limits(max_concurrency=2))
+    stacks = CallStacks(retry=ve.Retry(), clock=SystemClock(), limits=registry)
     chat = ve.chat_mock()
-    with call_scope("solver", limits=registry) as scope:
+    with CallScope(role="solver", stacks=stacks):
         assert await chat.chat_async("What's 2+2?")
-        assert scope.stacks is not None
-        stacks = scope.stacks
+        stack = stacks.stack(chat.provider)
         await chat.chat_async("What's 3+3?")
-        assert scope.stacks is stacks
-        assert stacks.stack(chat.provider).names() == LIVE
+        assert stacks.stack(chat.provider) is stack
+        assert stack.names() == LIVE
     limiter = registry.get(chat.provider.endpoint, None)
     assert limiter.solver_calls
+    assert limiter.in_flight == 0
+
+
+async def test_a_scope_without_stacks_records_its_calls_through_the_default_layers():
+    """A scope of one's own, with no run's stacks: its calls are recorded in it and charged
+    to its ledger, through accounting, the seat's count, the default retries and the send."""
+    ledger = UsageLedger()
+    calls: list[Any] = []
+    chat = ve.chat_mock()
+    with CallScope(role="scorer", ledgers=(ledger,), calls=calls):
+        assert await chat.chat_async("What's 2+2?")
+    assert [call.role for call in calls] == ["scorer"]
+    assert ledger.rows
+    assert CallStacks.default(ve.Retry()).stack(chat.provider).names() == [
+        "Accounting",
+        "SeatCount",
+        "Retries",
+        "ProviderSend",
+    ]
 
 
 # -- each layer alone, over a fake send ---------------------------------------------------------
@@ -275,7 +318,7 @@ async def test_accounting_alone_prices_the_reply_and_records_the_call():
     """The reply comes back stamped with its cost and retries; the scope's ledger and list of
     calls have it."""
     ledger = UsageLedger()
-    scope = CallScope("scorer", (ledger,), [])
+    scope = CallScope(role="scorer", ledgers=(ledger,), calls=[])
     provider = offline()
     call = Call(provider, REQUEST, scope)
     turn = await Accounting()(call, Scripted(reply(tokens=TokenUsage(input=1000, output=100))))
@@ -316,7 +359,7 @@ async def test_a_new_layer_slots_in_with_one_line_where_the_stack_is_built():
 
     chat = ve.chat_mock()
     stacks = Traced(retry=ve.Retry(), clock=SystemClock(), limits=LimitsRegistry())
-    with call_scope("solver", stacks=stacks):
+    with CallScope(role="solver", stacks=stacks):
         assert "4" in await chat.chat_async("What's 2+2?")
         assert (await call_model(chat.provider, REQUEST)).text
     assert stacks.stack(chat.provider).names() == ["Tracing", *LIVE]

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 import vitals_engine as ve
-from vitals_engine.pacing.scope import call_scope
+from vitals_engine.pacing.scope import CallScope
 from vitals_engine.providers.mock import STREAM_PAUSE, mock_reply
 
 pytestmark = pytest.mark.anyio
@@ -118,7 +118,7 @@ async def test_stream_sends_the_reply_in_pieces_then_returns_the_whole_turn():
     the turn returned is the one a non-streaming mock returns."""
     sink = Sink()
     chat = ve.chat_mock(stream=True)
-    with call_scope("solver", on_text=sink):
+    with CallScope(role="solver", on_text=sink):
         assert await chat.chat_async("What's 2+2?") == "2 + 2 = 4"
     assert sink.pieces == ["2 ", "+ ", "2 ", "= ", "4"]
     assert len(sink.keys) == 1
@@ -132,7 +132,7 @@ async def test_stream_sends_the_reply_in_pieces_then_returns_the_whole_turn():
 async def test_without_stream_nothing_is_sent():
     """By default the mock does not stream, even where a sink listens."""
     sink = Sink()
-    with call_scope("solver", on_text=sink):
+    with CallScope(role="solver", on_text=sink):
         assert await ve.chat_mock().chat_async("What's 2+2?") == "2 + 2 = 4"
     assert sink.got == []
 
@@ -150,7 +150,7 @@ async def test_each_attempt_streams_under_a_fresh_key():
         retry=ve.Retry(max_attempts=2, backoff=0.0),
     )
     sink = Sink()
-    with call_scope("solver", on_text=sink):
+    with CallScope(role="solver", on_text=sink):
         assert await chat.chat_async("a") == "Right on"
         assert await chat.chat_async("b") == "Again"
     assert sink.pieces == ["Wro", "Right ", "on", "Again"]
@@ -173,7 +173,7 @@ async def test_a_reply_given_in_pieces_streams_as_they_come():
     replies: list[str] = []
 
     async def ask() -> None:
-        with call_scope("solver", on_text=sink):
+        with CallScope(role="solver", on_text=sink):
             replies.append(await chat.chat_async("x"))
 
     async with anyio.create_task_group() as tg:
@@ -190,7 +190,7 @@ async def test_a_reply_given_in_pieces_streams_as_they_come():
     assert chat.last_turn().tokens == ve.TokenUsage(input=1, output=2)
 
     quiet = Sink()
-    with call_scope("solver", on_text=quiet):
+    with CallScope(role="solver", on_text=quiet):
         assert await ve.chat_mock(pieces).chat_async("x") == "Hold on"
     assert quiet.got == []
 

@@ -15,7 +15,7 @@ import pytest
 from vitals_engine import Limits
 from vitals_engine.distributed.coordinator import LEASE_TTL, EndpointCoordinator, LimitsHub
 from vitals_engine.distributed.leases import SharedLimitsRegistry
-from vitals_engine.pacing.clock import VirtualClock
+from vitals_engine.testing.clock import VirtualClock
 
 pytestmark = pytest.mark.anyio
 

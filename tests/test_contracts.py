@@ -226,10 +226,10 @@ async def test_generate_refuses_dict_inputs(tmp_path):
 
 
 async def test_batch_solver_gets_all_inputs_at_once(tmp_path):
-    """A @batch_solver is called once with every input and returns results in order."""
+    """A @vectorized_solver is called once with every input and returns results in order."""
     calls = []
 
-    @ve.batch_solver
+    @ve.vectorized_solver
     def solver(inputs):
         calls.append(list(inputs))
         return {"result": [f"{i} -> 4" for i in inputs]}
@@ -241,9 +241,9 @@ async def test_batch_solver_gets_all_inputs_at_once(tmp_path):
 
 
 async def test_batch_scorer_gets_a_frame_of_solved_samples(tmp_path):
-    """A @batch_scorer receives a DataFrame of solved samples and returns one score each."""
+    """A @vectorized_scorer receives a DataFrame of solved samples and returns one score each."""
 
-    @ve.batch_scorer
+    @ve.vectorized_scorer
     async def scorer(samples, *, grade="C"):
         assert samples.columns[:4] == ["id", "epoch", "input", "target"]
         return {"score": [grade] * samples.height, "explanation": ["ok"] * samples.height}
@@ -255,9 +255,9 @@ async def test_batch_scorer_gets_a_frame_of_solved_samples(tmp_path):
 
 
 async def test_batch_output_of_the_wrong_length_is_an_error(tmp_path):
-    """A batch solver returning fewer results than inputs is an error naming the counts."""
+    """A vectorized solver returning fewer results than inputs is an error naming the counts."""
 
-    @ve.batch_solver
+    @ve.vectorized_solver
     def solver(inputs):
         return {"result": ["only one"]}
 
@@ -266,13 +266,13 @@ async def test_batch_output_of_the_wrong_length_is_an_error(tmp_path):
 
 
 async def test_batch_role_mismatch_is_an_error(tmp_path):
-    """A @batch_scorer given as solver is refused."""
+    """A @vectorized_scorer given as solver is refused."""
 
-    @ve.batch_scorer
+    @ve.vectorized_scorer
     def scorer(samples):
         return ["C"] * samples.height
 
-    with pytest.raises(ve.ConfigError, match="@batch_scorer was given as the solver"):
+    with pytest.raises(ve.ConfigError, match="@vectorized_scorer was given as the solver"):
         ve.Task(DATA, solver=scorer, scorer=ve.detect_includes())
 
 

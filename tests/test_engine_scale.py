@@ -12,11 +12,11 @@ import anyio
 import pytest
 
 import vitals_engine as ve
+from tests import helpers
 from tests.helpers import openai, sums
 from tests.inspect_check import assert_inspect_reads
-from vitals_engine.pacing.clock import VirtualClock
 from vitals_engine.pacing.limits import Limits, LimitsRegistry
-from vitals_engine.pacing.scope import call_scope
+from vitals_engine.testing.clock import VirtualClock
 
 pytestmark = pytest.mark.anyio
 
@@ -317,7 +317,7 @@ async def test_endpoint_pause_with_a_virtual_clock():
     chat = ve.chat_mock(reply)
 
     async def one(prompt):
-        with call_scope("solver", limits=registry, clock=clock):
+        with helpers.stage_scope(limits=registry, clock=clock):
             await chat.clone().chat_async(prompt)
 
     async with anyio.create_task_group() as tg:

@@ -8,9 +8,9 @@ import anyio
 import pytest
 
 import vitals_engine as ve
-from vitals_engine.pacing.clock import VirtualClock
 from vitals_engine.pacing.limits import EndpointLimiter, Limits, LimitsRegistry, TokenBucket
 from vitals_engine.pacing.retry import Retry, backoff_delay
+from vitals_engine.testing.clock import VirtualClock
 
 pytestmark = pytest.mark.anyio
 

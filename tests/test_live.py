@@ -20,9 +20,11 @@ import vitals_engine as ve
 from tests.helpers import until
 from tests.journals import started_journal
 from vitals_engine.cli import main
+from vitals_engine.engine.live_texts import TEXT_LIMIT, LiveTexts
 from vitals_engine.engine.options import RunOptions
-from vitals_engine.engine.run import TEXT_LIMIT, LiveTexts, Run
-from vitals_engine.engine.user_functions import describe
+from vitals_engine.engine.run import Run
+from vitals_engine.engine.user_functions import spec_of
+from vitals_engine.engine.work import RunWork
 from vitals_engine.log import live as live_module
 from vitals_engine.log.listing import read_listing
 from vitals_engine.log.live import LiveFile, live_path, read_live
@@ -141,8 +143,9 @@ async def test_the_run_keeps_each_samples_text_until_it_finishes_or_fails() -> N
 
     texts = LiveTexts()
     run = Run(
-        solver=describe(solver_of(solver_chat), "solver"),
-        scorer=describe(scorer, "scorer"),
+        work=RunWork(
+            solver=spec_of(solver_of(solver_chat), "solver"), scorer=spec_of(scorer, "scorer")
+        ),
         options=RunOptions(max_concurrency=4),
         live=texts,
     )
@@ -182,8 +185,7 @@ async def test_a_retried_call_starts_its_text_afresh() -> None:
     )
     texts = LiveTexts()
     run = Run(
-        solver=describe(solver_of(chat), "solver"),
-        scorer=None,
+        work=RunWork(solver=spec_of(solver_of(chat), "solver"), scorer=None),
         options=RunOptions(max_concurrency=1),
         live=texts,
     )

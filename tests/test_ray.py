@@ -66,9 +66,9 @@ def test_a_ray_run_gives_what_a_local_run_gives(tmp_path):
     ]
 
 
-@ve.batch_solver
+@ve.vectorized_solver
 async def answer_all(inputs, solver_chat):
-    """A batch solver with model calls of its own: one per input, on the driver."""
+    """A vectorized solver with model calls of its own: one per input, on the driver."""
     results, chats = [], []
     for text in inputs:
         chat = solver_chat.clone()
@@ -77,9 +77,9 @@ async def answer_all(inputs, solver_chat):
     return {"result": results, "solver_chat": chats}
 
 
-@ve.batch_scorer
+@ve.vectorized_scorer
 def includes_all(samples):
-    """A batch scorer: every solved sample at once."""
+    """A vectorized scorer: every solved sample at once."""
     rows = zip(samples["result"], samples["target"], strict=True)
     return {"score": ["C" if target in result else "I" for result, target in rows]}
 
@@ -91,10 +91,10 @@ def includes_all(samples):
         (ve.generate(), includes_all),
         (answer_all, includes_all),
     ],
-    ids=["batch solver", "batch scorer", "both"],
+    ids=["vectorized solver", "vectorized scorer", "both"],
 )
 def test_a_batch_stage_runs_on_the_driver_and_the_other_on_workers(tmp_path, solver, scorer):
-    """A batch solver or scorer gets every sample at once, on the driver; the per-sample
+    """A vectorized solver or scorer gets every sample at once, on the driver; the per-sample
     stage runs on the workers. Samples, scores, the cost table (each call counted once)
     and the logged chats are those of a local run."""
 

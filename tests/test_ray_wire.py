@@ -14,7 +14,7 @@ from vitals_engine.distributed.wire import (
     parcel_in,
     parcel_out,
 )
-from vitals_engine.engine.run import LiveTexts
+from vitals_engine.engine.live_texts import LiveTexts
 from vitals_engine.samples import Sample, SampleError, SampleRecord, Score
 from vitals_engine.vocab.usage import UsageLedger
 

@@ -13,7 +13,8 @@ import vitals_engine as ve
 from vitals_engine.distributed.wire import parcel_out
 from vitals_engine.distributed.worker import SampleWorker, WorkerPlan
 from vitals_engine.engine.options import RunOptions
-from vitals_engine.engine.user_functions import describe
+from vitals_engine.engine.user_functions import spec_of
+from vitals_engine.engine.work import RunWork
 from vitals_engine.samples import Sample, SampleRecord
 
 pytestmark = pytest.mark.anyio
@@ -48,10 +49,9 @@ async def test_a_worker_reports_what_its_samples_at_work_have_spent():
     finishes too, nothing is at work and its usage comes back with its record."""
     GATES.update(called=asyncio.Event(), open=asyncio.Event())
     plan = WorkerPlan(
-        solver=describe(call_then_wait, "solver"),
-        scorer=describe(ve.detect_includes(), "scorer"),
-        solver_kwargs={},
-        scorer_kwargs={},
+        work=RunWork(
+            solver=spec_of(call_then_wait, "solver"), scorer=spec_of(ve.detect_includes(), "scorer")
+        ),
         options=RunOptions(max_concurrency=4),
         concurrency=4,
         cluster_concurrency=4,

@@ -20,7 +20,7 @@ import pytest
 import vitals_engine as ve
 from tests.recordings.cassettes import Interaction, load
 from tests.replay_server import ReplayServer, chat_options, replies
-from vitals_engine.chats.calls import call_model
+from vitals_engine.chats.dispatch import call_model
 from vitals_engine.vocab.model_calls import ChatRequest, ToolDef
 
 pytestmark = pytest.mark.anyio

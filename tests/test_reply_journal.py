@@ -99,7 +99,7 @@ async def test_the_layer_journals_each_reply_keyed_like_the_reply_cache():
     twice is nth 0 then 1; another question is a digest of its own)."""
     journaled: list[JournaledReply] = []
     layer = ReplyJournal(Replies(journaled.append))
-    scope = CallScope("solver", sample=(7, 2))
+    scope = CallScope(role="solver", sample=(7, 2))
     provider = ve.chat_mock().provider
     send = Sent()
     for request in (QUESTION, QUESTION, OTHER):
@@ -126,7 +126,7 @@ async def test_the_layer_answers_a_journaled_call_without_sending_it():
     provider = ve.chat_mock().provider
     first: list[JournaledReply] = []
     earlier = ReplyJournal(Replies(first.append))
-    scope = CallScope("solver", sample=("a", 1))
+    scope = CallScope(role="solver", sample=("a", 1))
     before = Sent()
     for request in (QUESTION, QUESTION):
         await earlier(Call(provider, request, scope), before)
@@ -135,14 +135,17 @@ async def test_the_layer_answers_a_journaled_call_without_sending_it():
     again: list[JournaledReply] = []
     layer = ReplyJournal(Replies(again.append, first))
     send = Sent()
-    scope = CallScope("solver", sample=("a", 1))
+    scope = CallScope(role="solver", sample=("a", 1))
     calls = [Call(provider, request, scope) for request in (QUESTION, QUESTION, OTHER)]
     turns = [await layer(call, send) for call in calls]
     assert [turn.text for turn in turns] == ["1", "2", "1"]  # two from the journal, one sent
     assert send.calls == [calls[2]]
     assert [call.batch_id for call in calls] == [None, "batch_9", None]
     assert [reply.turn.text for reply in again] == ["1"]  # only what was sent is journaled
-    for other in (CallScope("scorer", sample=("a", 1)), CallScope("solver", sample=("a", 2))):
+    for other in (
+        CallScope(role="scorer", sample=("a", 1)),
+        CallScope(role="solver", sample=("a", 2)),
+    ):
         await layer(Call(provider, QUESTION, other), send)
     assert len(send.calls) == 3
 
@@ -153,7 +156,7 @@ async def test_a_call_outside_a_sample_stage_is_neither_journaled_nor_answered()
     layer = ReplyJournal(Replies(journaled.append))
     send = Sent()
     provider = ve.chat_mock().provider
-    for scope in (None, CallScope("solver")):
+    for scope in (None, CallScope(role="solver")):
         await layer(Call(provider, QUESTION, scope), send)
     assert len(send.calls) == 2
     assert journaled == []

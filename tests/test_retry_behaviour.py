@@ -12,13 +12,13 @@ import anyio
 import pytest
 
 import vitals_engine as ve
-from tests.helpers import openai, sums, until
+from tests.helpers import openai, stage_scope, sums, until
 from tests.inspect_check import assert_inspect_reads
-from vitals_engine.chats.calls import call_model, estimate_tokens
-from vitals_engine.pacing.clock import VirtualClock
+from vitals_engine.chats.dispatch import call_model
+from vitals_engine.chats.layers.call import guess_tokens
 from vitals_engine.pacing.limits import Limits, LimitsRegistry
-from vitals_engine.pacing.scope import call_scope
 from vitals_engine.providers.base import Provider
+from vitals_engine.testing.clock import VirtualClock
 from vitals_engine.vocab.model_calls import ChatRequest
 from vitals_engine.vocab.turns import TokenUsage, Turn
 
@@ -54,7 +54,7 @@ async def two_callers_on_one_slot(server, limits: Limits) -> None:
     limiter = registry.get(chat.provider.endpoint, None)
 
     async def one(prompt):
-        with call_scope("solver", limits=registry):
+        with stage_scope(limits=registry):
             await chat.clone().chat_async(prompt)
 
     with anyio.fail_after(20):
@@ -98,13 +98,13 @@ async def test_the_token_bucket_charges_a_call_its_real_usage():
     cases = [
         (Scripted(limited, limited, reply(TokenUsage(input=100, output=20))), 120),
         (Scripted(limited, limited, limited), 0),
-        (Scripted(reply(None)), estimate_tokens(request)),
+        (Scripted(reply(None)), guess_tokens(request).total),
     ]
     for provider, charged in cases:
         provider.retry = ve.Retry(max_attempts=3)
         registry = LimitsRegistry(Limits(tpm=600_000), clock=clock)
         raises = pytest.raises(ve.ProviderError) if charged == 0 else nullcontext()
-        with call_scope("solver", limits=registry, clock=clock), anyio.fail_after(5), raises:
+        with stage_scope(limits=registry, clock=clock), anyio.fail_after(5), raises:
             await call_model(provider, request)
         bucket = registry.get(provider.endpoint, None).tokens
         assert bucket is not None
@@ -123,12 +123,12 @@ async def test_a_real_call_takes_its_estimate_before_and_its_usage_after(server)
     during = []
     server.script(lambda request: during.append(bucket.level))
     calls = []
-    with call_scope("solver", limits=registry, clock=clock, calls=calls), anyio.fail_after(10):
+    with stage_scope(limits=registry, clock=clock, calls=calls), anyio.fail_after(10):
         await chat.chat_async("What's 2+2?")
     (call,) = calls
     usage = call.reply.tokens.total
     assert usage > 0
-    assert during == [600_000 - estimate_tokens(call.request)]
+    assert during == [600_000 - guess_tokens(call.request).total]
     assert bucket.level == 600_000 - usage != during[0]
 
 

@@ -33,7 +33,7 @@ async def test_a_non_finite_score_is_its_sample_s_error(tmp_path, bad):
 
 
 async def test_a_batch_scorer_s_non_finite_score_fails_only_its_sample(tmp_path):
-    @ve.batch_scorer
+    @ve.vectorized_scorer
     def scorer(frame):
         return [math.nan if "2+2" in text else 1.0 for text in frame["input"]]
 

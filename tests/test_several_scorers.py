@@ -151,8 +151,11 @@ def test_a_failing_scorer_fails_the_sample_with_its_own_error(tmp_path):
         ({"": ve.detect_includes()}, "non-empty strings"),
         ([ve.detect_includes(), "exact"], "Scorer 2 of the list: The scorer must be a function"),
         (
-            [ve.detect_includes(), ve.batch_scorer(lambda frame: {"score": ["C"] * len(frame)})],
-            "is a @batch_scorer",
+            [
+                ve.detect_includes(),
+                ve.vectorized_scorer(lambda frame: {"score": ["C"] * len(frame)}),
+            ],
+            "is a @vectorized_scorer",
         ),
     ],
     ids=["empty-list", "empty-dict", "bad-name", "not-a-function", "batch"],

@@ -13,6 +13,7 @@ import pytest
 
 import vitals_engine as ve
 from tests.helpers import openai, sums
+from vitals_engine.chats.layers.stacks import CallStacks
 from vitals_engine.pacing.limits import Limits, RunLimits
 
 pytestmark = pytest.mark.anyio
@@ -236,8 +237,9 @@ async def test_a_finished_runs_limits_do_not_reach_a_later_run(server, tmp_path)
 
         scope = current_scope()
         assert scope is not None
-        assert scope.limits is not None
-        limiter = scope.limits.get(solver_chat.provider.endpoint, None)
+        assert isinstance(scope.stacks, CallStacks)
+        assert scope.stacks.limits is not None
+        limiter = scope.stacks.limits.get(solver_chat.provider.endpoint, None)
         seen.append((limiter.max_concurrency, limiter.paused_until > limiter.clock.now()))
         return await solver_chat.clone().chat_async(input)
 

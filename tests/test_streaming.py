@@ -11,7 +11,7 @@ import pytest
 
 import vitals_engine as ve
 from tests.helpers import sums
-from vitals_engine.pacing.scope import call_scope
+from vitals_engine.pacing.scope import CallScope
 from vitals_engine.testing import MockReply, MockRequest, MockToolCall
 from vitals_engine.testing.formats import StreamEvent
 from vitals_engine.testing.formats.anthropic import AnthropicFormat
@@ -182,7 +182,7 @@ async def test_the_sink_gets_each_text_delta_in_order(server, provider):
     one key for the attempt; thinking does not; the pieces make the reply's text."""
     server.script(lambda r: MockReply(text=TWENTY_WORDS, reasoning="secret thoughts here"))
     sink = Sink()
-    with call_scope("solver", on_text=sink):
+    with CallScope(role="solver", on_text=sink):
         reply = await chat(server, provider, stream=True).chat_async("Say twenty words")
     assert reply == TWENTY_WORDS
     (key,) = sink.keys
@@ -197,7 +197,7 @@ async def test_each_attempt_streams_under_a_fresh_key(server, provider):
     server.fail("stream-error", after=4)
     sink = Sink()
     retry = ve.Retry(max_attempts=2, backoff=0.01)
-    with call_scope("solver", on_text=sink):
+    with CallScope(role="solver", on_text=sink):
         text = await chat(server, provider, stream=True, retry=retry).chat_async(TWENTY_WORDS)
     assert text == TWENTY_WORDS
     first, second = sink.keys
@@ -226,7 +226,7 @@ async def test_the_first_delta_reaches_the_sink_before_the_stream_ends(server):
         seen.append(delta)
         hold.release()
 
-    with anyio.fail_after(30), call_scope("solver", on_text=sink):
+    with anyio.fail_after(30), CallScope(role="solver", on_text=sink):
         reply = await chat(server, "openai", stream=True).chat_async("What's 2+2?")
     assert reply == "2 + 2 = 4" == "".join(seen)
     assert hold.held == 1
@@ -403,7 +403,7 @@ async def test_a_failing_sink_never_fails_the_call(server, caplog):
         seen.append(delta)
         raise RuntimeError("the viewer's buffer broke")
 
-    with call_scope("solver", on_text=broken):
+    with CallScope(role="solver", on_text=broken):
         reply = await chat(server, "openai", stream=True).chat_async("Say twenty words")
     assert reply == TWENTY_WORDS
     assert seen == ["word0 "]

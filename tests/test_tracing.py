@@ -578,17 +578,19 @@ async def test_a_ray_worker_continues_the_drivers_trace(server, spans):
     from vitals_engine.engine.observing import RunObserver
     from vitals_engine.engine.options import RunOptions
     from vitals_engine.engine.run import Run
-    from vitals_engine.engine.user_functions import describe
+    from vitals_engine.engine.user_functions import spec_of
+    from vitals_engine.engine.work import RunWork
     from vitals_engine.samples import Sample, SampleRecord
 
     run = Run(
-        solver=describe(ve.generate(openai(server, MODEL, api_key=KEY)), "solver"),
-        scorer=None,
+        work=RunWork(
+            solver=spec_of(ve.generate(openai(server, MODEL, api_key=KEY)), "solver"), scorer=None
+        ),
         options=RunOptions(max_concurrency=2),
         observer=RunObserver(task="sums", run_id="driver-run"),
     )
     with run.observer.running():
-        payload = _plan(run, 2, 2, None, False)
+        payload = _plan(run, run.work, 2, 2, None, False)
         plan = cloudpickle.loads(payload)
         assert plan.trace_context["traceparent"].startswith("00-")
         worker = SampleWorker()

@@ -77,9 +77,9 @@ if _typing.TYPE_CHECKING:
     from .distributed.backend import Ray
     from .engine.options import EvalOptions
     from .engine.user_functions import (
-        BatchFunction,
-        batch_scorer,
-        batch_solver,
+        VectorizedFunction,
+        vectorized_scorer,
+        vectorized_solver,
     )
     from .log.logged_eval import LoggedEval
     from .metrics import accuracy
@@ -163,10 +163,10 @@ _LAZY: dict[str, str] = {
     "log_dir": ".config",
     "read_dataset": ".dataset_files",
     "log_dir_set": ".config",
-    "BatchFunction": ".engine.user_functions",
+    "VectorizedFunction": ".engine.user_functions",
     "EvalOptions": ".engine.options",
-    "batch_scorer": ".engine.user_functions",
-    "batch_solver": ".engine.user_functions",
+    "vectorized_scorer": ".engine.user_functions",
+    "vectorized_solver": ".engine.user_functions",
     "LoggedEval": ".log.logged_eval",
     "read_log": ".rescoring",
     "RescorableLog": ".rescoring",
@@ -223,7 +223,6 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "AuthenticationError",
     "Batch",
-    "BatchFunction",
     "BatchRecord",
     "BatchUnsupported",
     "BudgetExceeded",
@@ -288,12 +287,11 @@ __all__ = [
     "TokenUsage",
     "Tool",
     "Turn",
+    "VectorizedFunction",
     "ViewServer",
     "VitalsError",
     "WorkerLostError",
     "accuracy",
-    "batch_scorer",
-    "batch_solver",
     "bind",
     "bundle",
     "chat",
@@ -329,6 +327,8 @@ __all__ = [
     "rescore_log",
     "set_price",
     "summary",
+    "vectorized_scorer",
+    "vectorized_solver",
     "view",
 ]
 
@@ -336,7 +336,13 @@ __all__ = [
 def __getattr__(name: str) -> _typing.Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'vitals_engine' has no attribute {name!r}")
+        from ._deprecated import RENAMED, renamed
+
+        new = RENAMED.get(name)
+        if new is None:
+            raise AttributeError(f"module 'vitals_engine' has no attribute {name!r}")
+        renamed(name, new)
+        return __getattr__(new)
     loaded = _importlib.import_module(module, __name__)
     value = loaded if module == f".{name}" else getattr(loaded, name)
     globals()[name] = value

@@ -274,7 +274,7 @@ def check_scorer(scorer: Any, kwargs: dict[str, Any] | None = None) -> None:
         Traceback (most recent call last):
         ConfigError: model_graded_qa judges with the solver's model by default, ...
     """
-    from .engine.user_functions import describe
+    from .engine.user_functions import spec_of
 
     kwargs = kwargs or {}
 
@@ -285,7 +285,7 @@ def check_scorer(scorer: Any, kwargs: dict[str, Any] | None = None) -> None:
         )
     items = list(scorer) if isinstance(scorer, list | tuple) else [scorer]
     for item in items:
-        describe(item, "scorer")
+        spec_of(item, "scorer")
         own_judge = getattr(item, "scorer_chat", None) is not None or getattr(item, "judges", None)
         if hasattr(item, "scorer_chat") and not own_judge and "scorer_chat" not in kwargs:
             name = getattr(item, "__name__", type(item).__name__)

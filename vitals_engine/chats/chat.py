@@ -23,7 +23,7 @@ from ..providers.base import Provider
 from ..vocab.model_calls import ChatRequest
 from ..vocab.structured import parse_structured, schema_for
 from ..vocab.turns import Content, ContentText, ContentToolRequest, ContentToolResult, Turn
-from .calls import call_model
+from .dispatch import call_model
 from .tools import Tool, tool_from_function
 
 if TYPE_CHECKING:

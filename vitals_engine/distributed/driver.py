@@ -58,7 +58,6 @@ import importlib
 import itertools
 import math
 import os
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -72,6 +71,7 @@ from .._logging import log
 from .._sync import Interrupted, on_asyncio
 from .._words import plural
 from ..engine.run import Run
+from ..engine.work import RunWork
 from ..log.journal_format import decode_reply
 from ..samples import SampleError, SampleRecord
 from ..vocab.usage import UsageLedger
@@ -108,12 +108,12 @@ def _pickled(what: str, value: Any) -> bytes:
         raise ConfigError(f"{what} cannot be sent to Ray workers: {exc!r}. {_ADVICE}") from exc
 
 
-def check_sendable(run: Run, sample: Any = None) -> None:
-    """Raise a ConfigError, before any request, when the run cannot go to Ray workers.
-    A batch stage runs on the driver: it is not sent."""
+def check_sendable(work: RunWork, sample: Any = None) -> None:
+    """Raise a ConfigError, before any request, when a run of `work` cannot go to Ray
+    workers. A whole-dataset stage runs on the driver: it is not sent."""
     import_ray()
-    for spec, kwargs in ((run.solver, run.solver_kwargs), (run.scorer, run.scorer_kwargs)):
-        if spec is None or spec.is_batch:
+    for spec, kwargs in ((work.solver, work.solver_kwargs), (work.scorer, work.scorer_kwargs)):
+        if spec is None or spec.vectorized:
             continue
         _pickled(f"The {spec.role} {spec.name}", spec)
         for name, value in kwargs.items():
@@ -122,18 +122,7 @@ def check_sendable(run: Run, sample: Any = None) -> None:
         _pickled("A dataset sample", sample)
 
 
-@contextlib.contextmanager
-def _without(run: Run, stage: str) -> Iterator[None]:
-    """`run` with its solver or scorer left out (it runs on the driver), for a while."""
-    kept = getattr(run, stage)
-    setattr(run, stage, None)
-    try:
-        yield
-    finally:
-        setattr(run, stage, kept)
-
-
-async def _with_batch_stage(
+async def _with_whole_dataset_stage(
     backend: Ray,
     run: Run,
     records: Iterable[SampleRecord],
@@ -142,54 +131,66 @@ async def _with_batch_stage(
     keep_chats: bool,
     replies: Callable[[list[bytes]], None] | None,
 ) -> None:
-    """A run with a batch solver or scorer: the batch stage takes every sample at once,
-    on the driver; the other stage, per sample, runs on the workers."""
-    solver, scorer = run.solver, run.scorer
-    if (solver is None or solver.is_batch) and (scorer is None or scorer.is_batch):
+    """A run with a vectorized solver or scorer: its whole-dataset stage takes every sample
+    at once, on the driver; the other stage, per sample, runs on the workers."""
+    work, counts = run.work, run.counts
+    solver, scorer = work.solver, work.scorer
+    if (solver is None or solver.vectorized) and (scorer is None or scorer.vectorized):
         await run.execute(records, lambda record: sink([record], None))  # nothing to spread
         return
     records = list(records)
-    if solver is not None and solver.is_batch:
-        run.started_at = time.time()
-        await run.solve_batch(records)
-        with _without(run, "solver"):
-            await execute_on_ray(
-                backend,
-                run,
-                records,
-                sink,
-                scorer_label=scorer_label,
-                keep_chats=keep_chats,
-                usage_of="scorer",
-                replies=replies,
-            )
+    if solver is not None and solver.vectorized:
+        counts.start()
+        async with run.under_way() as parts:
+            await parts.whole.solve_all(records)
+        await execute_on_ray(
+            backend,
+            run,
+            records,
+            sink,
+            work=work.without("solver"),
+            scorer_label=scorer_label,
+            keep_chats=keep_chats,
+            usage_of="scorer",
+            replies=replies,
+        )
         return
     solved: list[SampleRecord] = []
 
     async def keep(finished: list[SampleRecord], lines: list[bytes] | None) -> None:
         solved.extend(finished)
 
-    with _without(run, "scorer"):
-        await execute_on_ray(backend, run, records, keep, keep_chats=True, replies=replies)
-    await run.score_batch(solved)
-    run.failed += sum(1 for r in solved if r.error is not None and r.error.stage == "score")
+    await execute_on_ray(
+        backend,
+        run,
+        records,
+        keep,
+        work=work.without("scorer"),
+        keep_chats=True,
+        replies=replies,
+    )
+    async with run.under_way() as parts:
+        await parts.whole.score_all(solved)
+    counts.failed_later(sum(1 for r in solved if r.error is not None and r.error.stage == "score"))
     await sink(solved, None)
-    run.completed_at = time.time()
+    counts.stop()
 
 
 def _plan(
-    run: Run, concurrency: int, cluster_concurrency: int, scorer_label: str | None, keep_chats: bool
+    run: Run,
+    work: RunWork,
+    concurrency: int,
+    cluster_concurrency: int,
+    scorer_label: str | None,
+    keep_chats: bool,
 ) -> bytes:
     """What every worker of the run gets (`WorkerPlan`), cloudpickled: the run's options
-    whole, each worker's share of its concurrency."""
+    whole, each worker's share of its concurrency, the `work` that runs on the workers."""
     cache = run.cache
     return _pickled(
         "The run",
         WorkerPlan(
-            solver=run.solver,
-            scorer=run.scorer,
-            solver_kwargs=run.solver_kwargs,
-            scorer_kwargs=run.scorer_kwargs,
+            work=RunWork(work.solver, work.scorer, work.solver_kwargs, work.scorer_kwargs),
             options=run.options,
             concurrency=concurrency,
             cluster_concurrency=cluster_concurrency,
@@ -258,6 +259,7 @@ async def execute_on_ray(
     records: Iterable[SampleRecord],
     sink: Callable[[list[SampleRecord], list[bytes] | None], Awaitable[None]],
     *,
+    work: RunWork | None = None,
     scorer_label: str | None = None,
     keep_chats: bool = False,
     usage_of: str | None = None,
@@ -270,24 +272,29 @@ async def execute_on_ray(
     `sink` gets each parcel's records with their journal lines, composed by the workers
     with `scorer_label` as the scorer's name (or None, for records that failed here and
     are to be composed by the sink). The records come back spilled (`SampleRecord.spill`,
-    their usage kept) unless `keep_chats`. A batch solver or scorer runs here, on every
-    sample at once. `usage_of`: the one role whose usage the records bring (the run's
-    ledger has the other's already); None: both. `replies` takes the journal lines of
-    the model replies the workers received, as they come back (the run's journal)."""
-    solver, scorer = run.solver, run.scorer
-    if (solver is not None and solver.is_batch) or (scorer is not None and scorer.is_batch):
-        await _with_batch_stage(backend, run, records, sink, scorer_label, keep_chats, replies)
-        return
+    their usage kept) unless `keep_chats`. A vectorized solver or scorer runs here, on every
+    sample at once. `work`: what runs on the workers (default: the run's). `usage_of`:
+    the one role whose usage the records bring (the run's ledger has the other's
+    already); None: both. `replies` takes the journal lines of the model replies the
+    workers received, as they come back (the run's journal)."""
+    if work is None:
+        work = run.work
+        if work.vectorized:
+            await _with_whole_dataset_stage(
+                backend, run, records, sink, scorer_label, keep_chats, replies
+            )
+            return
     ray = import_ray()
-    check_sendable(run)
+    check_sendable(work)
     source = _started(run, records)
     if source is None:  # no record: the run is over
         return
     await anyio.to_thread.run_sync(_start, ray, backend)
     shape = _Shape.of(ray, backend, run)
-    payload = _plan(run, shape.per_worker, shape.concurrency, scorer_label, keep_chats)
-    await _OnRay(ray, backend, run, shape, source, sink, usage_of, replies).execute(payload)
-    run.completed_at = time.time()
+    payload = _plan(run, work, shape.per_worker, shape.concurrency, scorer_label, keep_chats)
+    on_ray = _OnRay(ray, backend, run, work, shape, source, sink, usage_of, replies)
+    await on_ray.execute(payload)
+    run.counts.stop()
 
 
 def _started(run: Run, records: Iterable[SampleRecord]) -> Iterator[SampleRecord] | None:
@@ -295,9 +302,9 @@ def _started(run: Run, records: Iterable[SampleRecord]) -> Iterator[SampleRecord
     none (the run is over)."""
     source = iter(records)
     first = next(source, None)
-    run.started_at = time.time()
+    run.counts.start()
     if first is None:
-        run.completed_at = time.time()
+        run.counts.stop()
         return None
     _pickled("A dataset sample", first.sample)
     return itertools.chain([first], source)
@@ -318,8 +325,9 @@ class _Shape:
         cpus = int(ray.cluster_resources().get("CPU", 1))
         workers = backend.workers or max(1, cpus)
         concurrency = backend.max_concurrency or run.concurrency
-        if run.total:
-            concurrency = min(concurrency, run.total)
+        total = run.counts.total
+        if total:
+            concurrency = min(concurrency, total)
             workers = min(workers, concurrency)
         per_worker = math.ceil(concurrency / workers)
         size = max(1, min(PARCEL_SIZE, per_worker // 2 or 1))
@@ -337,13 +345,14 @@ class _OnRay:
         ray: Any,
         backend: Ray,
         run: Run,
+        work: RunWork,
         shape: _Shape,
         source: Iterator[SampleRecord],
         sink: Callable[[list[SampleRecord], list[bytes] | None], Awaitable[None]],
         usage_of: str | None,
         replies: Callable[[list[bytes]], None] | None = None,
     ) -> None:
-        self.ray, self.backend, self.run, self.shape = ray, backend, run, shape
+        self.ray, self.backend, self.run, self.work, self.shape = ray, backend, run, work, shape
         self.source, self.sink, self.usage_of = source, sink, usage_of
         self.journal_replies = replies
         #: The journal lines of the replies of each sample at work, by key.
@@ -487,11 +496,11 @@ class _OnRay:
                 continue
             for record in parcel:
                 mine[record.key] = record
-            earlier = self.run.replies
+            earlier = self.run.journal.replies
             try:
                 blob = parcel_out(
                     parcel,
-                    fresh=self.run.solver is not None,
+                    fresh=self.work.solver is not None,
                     replies=earlier.of(r.key for r in parcel) if earlier else (),
                 )
             except Exception as exc:  # a record that cannot be serialised
@@ -543,21 +552,17 @@ class _OnRay:
         """Count finished records into the run (usage, retries, failures) and hand them
         to the sink."""
         run, texts = self.run, self.texts
-        replied = self.replied
+        counts, replied = run.counts, self.replied
         for record in finished:
             replied.pop(record.key, None)
             if texts is not None:
                 texts.drop(record.key)
             run.ledger.merge(record.usage, role=self.usage_of)
-            run.retries += record.retries
-            run.done += 1
-            if record.error is not None:
-                run.failed += 1
+            counts.finished(record, retries=record.retries)
             if record.spilled:
                 record.spill()  # its usage is in the run's ledger: drop the worker's copy
         await self.sink(finished, lines)
-        if run.on_progress is not None:
-            run.on_progress(run.progress())
+        counts.emit()
 
     # -- a worker lost ---------------------------------------------------------------------
 
@@ -574,7 +579,7 @@ class _OnRay:
         given_up = [record for record in left if self.deaths[record.key] >= MAX_DEATHS]
         for record in given_up:
             record.error = SampleError(
-                stage="solve" if self.run.solver is not None else "score",
+                stage="solve" if self.work.solver is not None else "score",
                 type="WorkerLostError",
                 message=f"the worker running it died {MAX_DEATHS} times",
             )
@@ -586,7 +591,7 @@ class _OnRay:
     def _pass_on_replies(self, left: list[SampleRecord]) -> None:
         """The replies a dead worker's samples received, for the worker that runs them
         next: those calls are not sent again."""
-        earlier, replied = self.run.replies, self.replied
+        earlier, replied = self.run.journal.replies, self.replied
         for record in left:
             lines = replied.pop(record.key, None)
             if lines and earlier is not None:
@@ -614,8 +619,8 @@ class _OnRay:
         return left
 
     def _all_lost(self) -> None:
-        run = self.run
-        left = (run.total - run.done) if run.total else len(self.again)
+        counts = self.run.counts
+        left = (counts.total - counts.done) if counts.total else len(self.again)
         raise WorkerLostError(
             f"Every Ray worker of the run died ({self.shape.workers} in all); "
             f"{plural(left, 'sample')} {'was' if left == 1 else 'were'} left unfinished. "

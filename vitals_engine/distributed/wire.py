@@ -25,7 +25,7 @@ import importlib
 from collections.abc import Sequence
 from typing import Any
 
-from ..engine.run import LiveText, LiveTexts
+from ..engine.live_texts import LiveText, LiveTexts
 from ..samples import Sample, SampleRecord
 from ..vocab.model_calls import JournaledReply
 

@@ -48,12 +48,14 @@ from typing import Any
 from .._sync import carry
 from ..caching.lookup import CacheUse
 from ..chats.layers.replies import Replies
+from ..engine.live_texts import LiveTexts
 from ..engine.observing import RunObserver
 from ..engine.options import RunOptions
-from ..engine.run import LiveTexts, Run
-from ..engine.user_functions import FunctionSpec
+from ..engine.run import Run, RunJournal
+from ..engine.work import RunWork
 from ..log.compose import compose_sample
 from ..log.journal_format import encode_reply, encode_sample
+from ..pacing.clock import SystemClock
 from ..samples import SampleRecord
 from ..transport.pool import TransportPool, using_pool
 from ..vocab.model_calls import JournaledReply
@@ -78,10 +80,8 @@ SPENT_EVERY = 1.0
 class WorkerPlan:
     """What every worker of a run needs to build its `Run` (sent cloudpickled)."""
 
-    solver: FunctionSpec | None
-    scorer: FunctionSpec | None
-    solver_kwargs: dict[str, Any]
-    scorer_kwargs: dict[str, Any]
+    #: What runs on the workers: the run's per-sample solver and/or scorer.
+    work: RunWork
     #: The run's options, whole, as eval() checked them.
     options: RunOptions
     #: This worker's share of the run's concurrency: its `Run`'s `max_concurrency`.
@@ -145,7 +145,8 @@ class SampleWorker:
         self.texts_sent = 0.0  # time.monotonic() of the last snapshot sent
         #: The usage of the records sent back, in the roles that run here.
         self.sent = UsageLedger()
-        self.roles = [r for r, spec in (("solver", plan.solver), ("scorer", plan.scorer)) if spec]
+        work = plan.work
+        self.roles = [r for r, spec in (("solver", work.solver), ("scorer", work.scorer)) if spec]
         self.spent_sent = 0.0  # time.monotonic() of the last report of usage at work
         self.spent_shown: object = []  # what it reported, to send only changes
 
@@ -160,25 +161,25 @@ class SampleWorker:
             plan = self.plan
             assert plan is not None, "begin() first"
             options = plan.options
-            run = Run(
-                solver=plan.solver,
-                scorer=plan.scorer,
+            clock = SystemClock()
+            limits = None
+            if self.hub is not None:
+                me = importlib.import_module("ray").get_runtime_context().current_actor
+                limits = SharedLimitsRegistry(
+                    self.hub, self.index, me, options.limits, plan.cluster_concurrency, clock
+                )
+            self.run = Run(
+                work=plan.work,
                 options=replace(options, max_concurrency=plan.concurrency),
-                solver_kwargs=plan.solver_kwargs,
-                scorer_kwargs=plan.scorer_kwargs,
-                live=self.texts,
+                journal=RunJournal(replies=self.replies),
                 cache=CacheUse(options.cache, task=plan.cache_task, log=plan.cache_log),
+                limits=limits,
                 observer=RunObserver(
                     task=plan.task, run_id=plan.run_id, carrier=plan.trace_context
                 ),
+                live=self.texts,
+                clock=clock,
             )
-            run.replies = self.replies
-            if self.hub is not None:
-                me = importlib.import_module("ray").get_runtime_context().current_actor
-                run.limits = SharedLimitsRegistry(
-                    self.hub, self.index, me, options.limits, plan.cluster_concurrency, run.clock
-                )
-            self.run = run
         return self.run
 
     async def feed(self, parcel: bytes) -> None:

@@ -13,7 +13,7 @@ several of them.
 Names are the members' labels (a repeated one numbered: `detect_includes()`,
 `detect_includes()_2`), or the keys of a dict of scorers (`{"judge": ..., "includes":
 ...}`). A member that fails fails the sample's scoring, as one scorer's failure does.
-Members are per-sample scorers: a `@batch_scorer` scores a whole run at once and cannot
+Members are per-sample scorers: a `@vectorized_scorer` scores a whole run at once and cannot
 share samples with others.
 """
 
@@ -28,7 +28,7 @@ import anyio.abc
 
 from .._errors import ConfigError
 from ..samples import Score, ScoreSet, SolvedSample
-from .user_functions import FunctionSpec, call_scorer, describe, run_threads
+from .user_functions import FunctionSpec, call_scorer, run_threads, spec_of
 
 __all__ = ["ScorerSet", "as_scorer", "scorer_names"]
 
@@ -50,7 +50,7 @@ class ScorerSet:
         self.members: list[FunctionSpec] = []
         for position, scorer in enumerate(scorers):
             try:
-                spec = describe(scorer, "scorer")
+                spec = spec_of(scorer, "scorer")
             except ConfigError as exc:
                 raise ConfigError(f"Scorer {position + 1} of the list: {exc}") from exc
             if isinstance(scorer, ScorerSet):
@@ -58,9 +58,9 @@ class ScorerSet:
                     f"Scorer {position + 1} of the list is itself several scorers: give them "
                     "all in one list."
                 )
-            if spec.is_batch:
+            if spec.vectorized:
                 raise ConfigError(
-                    f"Scorer {position + 1} of the list ({spec.name}) is a @batch_scorer: it "
+                    f"Scorer {position + 1} of the list ({spec.name}) is a @vectorized_scorer: it "
                     "scores the whole run at once and cannot be one of several scorers. Give "
                     "it alone, or write it as a per-sample scorer."
                 )

@@ -2,9 +2,10 @@
 
 A solver is called as `solver(input, **kwargs)`, plus `sample=<Sample>` when
 it declares a `sample` parameter; a scorer as `scorer(solved_sample, **kwargs)`.
-Either may be sync (run in a worker thread) or async. Batch functions, which
-take every input at once, are declared with `@batch_solver` / `@batch_scorer`,
-never guessed.
+Either may be sync (run in a worker thread) or async. Vectorized functions, which
+take every sample at once, are declared with `@vectorized_solver` / `@vectorized_scorer`,
+never guessed. `spec_of()` reads what the engine needs of a function from its
+signature (a `FunctionSpec`).
 """
 
 from __future__ import annotations
@@ -27,31 +28,32 @@ from ..samples import Sample, Score, ScoreSet, Solution, SolvedSample
 from ..vocab.text import writable_text
 
 __all__ = [
-    "BatchFunction",
     "FunctionSpec",
-    "batch_scorer",
-    "batch_solver",
+    "VectorizedFunction",
     "call_scorer",
     "call_solver",
-    "describe",
     "normalise_score",
     "normalise_solution",
     "route_kwargs",
     "run_threads",
+    "spec_of",
+    "vectorized_column",
+    "vectorized_scorer",
+    "vectorized_solver",
     "writable_text",
 ]
 
 Role = Literal["solver", "scorer"]
 
 
-class BatchFunction:
+class VectorizedFunction:
     """A solver or scorer that takes every sample at once (declared with a decorator).
 
     Example:
-        >>> @ve.batch_solver
+        >>> @ve.vectorized_solver
         ... def shout(inputs: list[str]) -> dict:
         ...     return {"result": [text.upper() for text in inputs]}
-        >>> isinstance(shout, ve.BatchFunction), shout.role
+        >>> isinstance(shout, ve.VectorizedFunction), shout.role
         (True, 'solver')
         >>> shout(["hello"])  # still the function
         {'result': ['HELLO']}
@@ -59,7 +61,7 @@ class BatchFunction:
 
     def __init__(self, fn: Callable[..., Any], role: Role) -> None:
         if not callable(fn):
-            raise ConfigError(f"@batch_{role} needs a function, not {type(fn).__name__}.")
+            raise ConfigError(f"@vectorized_{role} needs a function, not {type(fn).__name__}.")
         self.fn = fn
         self.role = role
         functools.update_wrapper(self, fn)
@@ -68,21 +70,21 @@ class BatchFunction:
         return self.fn(*args, **kwargs)
 
 
-def batch_solver(fn: Callable[..., Any]) -> BatchFunction:
+def vectorized_solver(fn: Callable[..., Any]) -> VectorizedFunction:
     """Declare a solver that takes the list of all inputs and returns results for all.
 
     It returns `{"result": [...], "solver_chat": [...], "solver_metadata": [...]}`
     (chats and metadata optional), or a list of results, in input order.
 
     Example:
-        >>> @batch_solver
+        >>> @vectorized_solver
         ... def shout(inputs):
         ...     return {"result": [i.upper() for i in inputs]}
     """
-    return BatchFunction(fn, "solver")
+    return VectorizedFunction(fn, "solver")
 
 
-def batch_scorer(fn: Callable[..., Any]) -> BatchFunction:
+def vectorized_scorer(fn: Callable[..., Any]) -> VectorizedFunction:
     """Declare a scorer that takes a DataFrame of all solved samples at once.
 
     It returns `{"score": [...], "explanation": [...], "answer": [...],
@@ -90,12 +92,12 @@ def batch_scorer(fn: Callable[..., Any]) -> BatchFunction:
     or a list of scores, in row order.
 
     Example:
-        >>> @batch_scorer
+        >>> @vectorized_scorer
         ... def exact(samples):
         ...     return {"score": ["C" if r == t else "I"
         ...                       for r, t in zip(samples["result"], samples["target"])]}
     """
-    return BatchFunction(fn, "scorer")
+    return VectorizedFunction(fn, "scorer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +108,7 @@ class FunctionSpec:
     role: Role
     name: str
     label: str
-    is_batch: bool
+    vectorized: bool
     is_async: bool
     accepts_sample: bool
     params: frozenset[str]
@@ -117,8 +119,13 @@ def _name_of(fn: Any) -> str:
     return getattr(fn, "__name__", None) or type(fn).__name__
 
 
-def describe(fn: Any, role: Role) -> FunctionSpec:
-    """Read a solver's or scorer's signature."""
+def spec_of(fn: Any, role: Role) -> FunctionSpec:
+    """What the engine needs to know of a solver or scorer, read from its signature.
+
+    Example:
+        >>> spec_of(ve.detect_includes(), "scorer").label
+        'detect_includes(case_sensitive=False)'
+    """
     if isinstance(fn, Chat):
         fix = "ve.generate(chat)" if role == "solver" else "ve.model_graded_qa(scorer_chat=chat)"
         raise ConfigError(
@@ -135,10 +142,10 @@ def describe(fn: Any, role: Role) -> FunctionSpec:
         )
     if not callable(fn):
         raise ConfigError(f"The {role} must be a function, not {type(fn).__name__}.")
-    is_batch = isinstance(fn, BatchFunction)
-    if is_batch and fn.role != role:
-        raise ConfigError(f"A @batch_{fn.role} was given as the {role}.")
-    target = fn.fn if is_batch else fn
+    vectorized = isinstance(fn, VectorizedFunction)
+    if vectorized and fn.role != role:
+        raise ConfigError(f"A @vectorized_{fn.role} was given as the {role}.")
+    target = fn.fn if vectorized else fn
     try:
         signature = inspect.signature(target)
     except (TypeError, ValueError) as exc:
@@ -161,7 +168,7 @@ def describe(fn: Any, role: Role) -> FunctionSpec:
         if p.name != first
         and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     }
-    accepts_sample = role == "solver" and not is_batch and "sample" in keyword_names
+    accepts_sample = role == "solver" and not vectorized and "sample" in keyword_names
     call = getattr(target, "__call__", None)  # noqa: B004 - objects with an async __call__
     is_async = inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call)
     name = _name_of(fn)
@@ -170,7 +177,7 @@ def describe(fn: Any, role: Role) -> FunctionSpec:
         role=role,
         name=name,
         label=getattr(fn, "__vitals_label__", None) or name,
-        is_batch=is_batch,
+        vectorized=vectorized,
         is_async=is_async,
         accepts_sample=accepts_sample,
         params=frozenset(keyword_names - {"sample"} if accepts_sample else keyword_names),
@@ -371,7 +378,7 @@ async def call_scorer(
     return normalise_score(await _invoke(spec, (solved,), kwargs, limiter), spec)
 
 
-def batch_column(
+def vectorized_column(
     out: Mapping[str, Any], key: str, n: int, who: str, error: type[Exception]
 ) -> list[Any]:
     """One column of a batch function's output, checked to have one entry per sample."""

@@ -473,21 +473,30 @@ class EndpointLimiter:
         if shared.tokens is not None and estimated_tokens:
             await shared.tokens.take(estimated_tokens)
 
-    async def acquire_slot(self) -> None:
+    async def acquire_slot(self) -> Slots:
         """Take a concurrent-request slot once the endpoint is not paused; a slot got
-        while a pause began is given back (never held while waiting)."""
+        while a pause began is given back (never held while waiting). Returns the slots
+        it was taken from, to give it back to (`release()`), whatever the endpoint's
+        slots are by then."""
         shared = self.shared
-        await shared.slots.acquire()
+        slots = shared.slots
+        await slots.acquire()
         while shared.paused_until > shared.clock.now():
-            shared.slots.release()
+            slots.release()
             await self.wait_unpaused()
-            await shared.slots.acquire()
+            slots = shared.slots
+            await slots.acquire()
+        return slots
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
-        """Hold one of the endpoint's concurrent-request slots for the request's duration."""
-        await self.acquire_slot()
-        slots = self.shared.slots
+        """Hold one of the endpoint's concurrent-request slots for the request's duration.
+
+        Example:
+            >>> async with limiter.slot():
+            ...     turn = await provider.generate(request)
+        """
+        slots = await self.acquire_slot()
         try:
             yield
         finally:

@@ -1,37 +1,39 @@
-"""The scope of one sample stage: where its model calls are accounted and limited.
+"""The scope of one sample stage: what its model calls carry, per sample and per call.
 
-The engine opens a `call_scope()` around each sample's solve and score stage;
-`call_model` (in `chats/calls.py`) finds it through a context variable. The
-scope names the role (solver or scorer), the ledgers to charge (the run's
-and the sample's), the run's endpoint limits and retry policy, the list
-where the sample's model calls are recorded for its log, and where the text
-of a streamed reply goes as it arrives (`text_sink()`, for the live viewer).
-It carries the run's call stacks (`stacks`: the layers a call passes, built
-once per run in `chats/layers/stacks.py`); a scope made without them gets
-stacks built from its own options at its first call.
+The engine opens a `CallScope` around each sample's solve and score stage (and around
+a whole-dataset stage); `call_model` (`chats/call_model.py`) finds it through a context
+variable. A scope holds only what belongs to that stage of that sample: its role
+(solver or scorer), which sample it is, the ledgers its calls are charged to (the
+run's and the sample's), the list its calls are recorded in for the log, the seat it
+lends while a call waits, where streamed text goes (`text_sink()`, for the live
+viewer), and what its calls have seen (identical calls, counted for the cache and the
+reply journal). The run's settings (limits, retries, cache, budget, batch mode, trace)
+are not here: they are built once into the run's call stacks (`chats/layers/stacks.py`),
+which the scope points to.
+
+This is the one per-sample object that reaches every call: what a sample adds later
+(its own limits and what it has used, its sandbox, its transcript) goes here too, made
+when the stage starts and gone when it ends.
+
+A scope is built by keyword. One without stacks (a test's, or an application's own
+scope around a chat) has its calls pass the default layers: the model's own cache,
+accounting, retries by the default policy and the send, with nothing shared.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..caching.lookup import CacheUse
-from ..vocab.model_calls import ModelCall, RetryNote
-from .batch_mode import BatchCalls
-from .budget import Budget
-from .clock import Clock
-from .limits import EndpointLimiter, Limits, LimitsRegistry
-from .retry import Retry
+from ..vocab.model_calls import ModelCall
 from .seats import Seat
 
 if TYPE_CHECKING:
     from ..vocab.usage import UsageLedger
 
-__all__ = ["CallScope", "Stacks", "TextSink", "call_scope", "current_scope", "text_sink"]
+__all__ = ["CallScope", "Stacks", "TextSink", "current_scope", "text_sink"]
 
 #: Takes the text of a streamed reply as it arrives: (the attempt it belongs to, new text).
 #: Each attempt of a call has its own key (any object), so a retried stream starts afresh.
@@ -46,41 +48,36 @@ class Stacks(Protocol):
         ...
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class CallScope:
-    """Where the calls of one sample stage are accounted and limited."""
+    """What the calls of one sample stage carry (see the module docstring).
 
+    Example:
+        >>> with CallScope(role="solver", stacks=run_stacks, ledgers=(ledger,), calls=[]):
+        ...     await chat.chat_async("What's 2+2?")   # charged to ledger, recorded in calls
+    """
+
+    #: "solver" or "scorer": whose usage the calls are.
     role: str
+    #: The run's call stacks (None: the default layers, nothing shared).
+    stacks: Stacks | None = None
+    #: The ledgers each call is charged to (the run's, then the sample's).
     ledgers: tuple[UsageLedger, ...] = ()
+    #: Where each call is recorded for the sample's log (None: not recorded).
     calls: list[ModelCall] | None = None
-    limits: LimitsRegistry | None = None
-    retry: Retry | None = None
-    clock: Clock | None = None
-    on_retry: Callable[[RetryNote], None] | None = None
-    seat: Seat | None = None
-    on_text: TextSink | None = None
-    #: The run's batch queues (None: every call is live).
-    batches: BatchCalls | None = None
-    #: The (id, epoch) of the sample whose stage this is (None: a batch stage).
+    #: The (id, epoch) of the sample whose stage this is (None: a whole-dataset stage).
     sample: tuple[int | str, int] | None = None
-    #: The run's use of the cache of replies (None: no cache unless a model has its own).
-    cache: CacheUse | None = None
+    #: The stage's seat in its stage, lent while a call waits (None: none).
+    seat: Seat | None = None
+    #: Where the text of a streamed reply goes as it arrives (None: nowhere).
+    on_text: TextSink | None = None
     #: Per cache key, how many identical calls this stage made (made on first use).
     cache_seen: dict[str, int] | None = None
-    #: The run's budget, told of each model before its first call (None: no budget).
-    budget: Budget | None = None
-    #: The run's call stacks (None: built from this scope's options at its first call).
-    stacks: Stacks | None = None
     #: Per call digest, how many identical calls this stage made, as the reply journal
     #: counts them (made on first use; `chats/layers/replies.py`).
     replies_seen: dict[str, int] | None = None
 
     _token: Token[CallScope | None] | None = None
-
-    def limiter(self, endpoint: tuple[str, str, str], own: Limits | None) -> EndpointLimiter | None:
-        """The run's limiter of `endpoint` (provider, base URL, model), given the model's
-        own limits."""
-        return self.limits.get(endpoint, own) if self.limits else None
 
     def __enter__(self) -> CallScope:
         self._token = _scope.set(self)
@@ -112,10 +109,3 @@ def text_sink() -> TextSink | None:
     """
     scope = _scope.get()
     return scope.on_text if scope is not None else None
-
-
-@contextmanager
-def call_scope(role: str, *ledgers: UsageLedger, **options: object) -> Iterator[CallScope]:
-    """Attribute, limit and record every model call made inside (see `CallScope`)."""
-    with CallScope(role, ledgers, **options) as scope:  # type: ignore[arg-type]
-        yield scope

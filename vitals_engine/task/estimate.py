@@ -36,8 +36,8 @@ import msgspec
 
 from .._errors import ConfigError, EvalFailedError
 from .._words import plural
-from ..chats.calls import estimate_tokens
 from ..chats.chat import Chat
+from ..chats.layers.call import guess_tokens
 from ..dataset import DatasetRow, select_rows
 from ..engine.options import OPTION_NAMES, check_epochs
 from ..engine.user_functions import route_kwargs
@@ -396,8 +396,8 @@ def _sum_costs(usages: Iterable[_Usage]) -> float | None:
 
 
 def input_tokens(chat: Chat, input: Any) -> int:
-    """The input tokens of sending `input` to `chat`, by the rule the rate limits use
-    (`estimate_tokens`: about 4 characters a token; tool definitions not counted).
+    """The input tokens of sending `input` to `chat`, by the guess the rate limits and the
+    budget use (`guess_tokens`: about 4 characters a token; tool definitions not counted).
 
     Example:
         >>> input_tokens(chat_mock(system_prompt="Be terse."), "What's 2+2?")
@@ -409,10 +409,8 @@ def input_tokens(chat: Chat, input: Any) -> int:
         turn = Turn.user(*input)
     else:  # structured input for a custom solver: counted as its JSON text
         turn = Turn.user(msgspec.json.encode(input).decode())
-    request = ChatRequest(
-        turns=[*chat.turns, turn], system_prompt=chat.system_prompt, params={"max_tokens": 1}
-    )
-    return estimate_tokens(request) - 1  # it adds the reply's max_tokens: here 1
+    request = ChatRequest(turns=[*chat.turns, turn], system_prompt=chat.system_prompt)
+    return guess_tokens(request).prompt
 
 
 def _count_locally(setup: TaskSetup, epochs: int, kwargs: dict[str, Any]) -> Estimate:

@@ -38,9 +38,11 @@ from ..chats.layers.replies import Replies
 from ..dataset import expand_epochs, select_rows
 from ..distributed.backend import Ray
 from ..distributed.driver import check_sendable, execute_on_ray
+from ..engine.live_texts import LiveTexts
 from ..engine.observing import RunObserver
 from ..engine.options import RunOptions, allowed_failures
-from ..engine.run import LiveTexts, Run
+from ..engine.run import Run, RunJournal
+from ..engine.work import RunWork
 from ..frames import records_frame
 from ..log import schema as log_schema
 from ..log.compose import compose_header, compose_sample
@@ -99,8 +101,9 @@ async def run_task(
     )
     steps.reconcile_resume()
     steps.gather_samples()
-    steps.make_run()
+    steps.check_sendable()
     steps.open_log()
+    steps.make_run()
     try:
         await steps.execute()
     except BaseException as exc:
@@ -219,30 +222,21 @@ class _TaskRun:
         state.sample_ids = [row.id for row in self.rows]
         state.selection = self.options
 
-    def make_run(self) -> None:
-        """The engine's run of the records, with its options whole, and the progress bar;
-        on Ray, checked for sending before it starts (nothing to log if it cannot go)."""
-        setup, options, resume = self.setup, self.options, self.resume
-        self.bar = bar = ProgressBar(setup.name) if options.progress else None
-        chat = configured_solver_chat(setup, self.solver_kwargs) if self.solve else None
-        self.run = Run(
+    def _work(self) -> RunWork:
+        setup = self.setup
+        return RunWork(
             solver=setup.solver_spec if self.solve else None,
             scorer=setup.scorer_spec if self.score else None,
-            options=options,
-            solver_kwargs=self.solver_kwargs,
-            scorer_kwargs=self.scorer_kwargs,
+            solver_kwargs=self.solver_kwargs or {},
+            scorer_kwargs=self.scorer_kwargs or {},
             samples_frame=lambda recs: records_frame(recs, None, scored=False),
-            total=self.total,
-            on_progress=bar.update if bar is not None else None,
-            live=self.texts,
-            earlier_batches=resume.batches if resume is not None else (),
-            cache=CacheUse(options.cache, task=setup.name, log=self.state.log_name),
-            budget=self.budget,
-            solver_endpoints=[(chat.provider.endpoint, chat.provider.limits)] if chat else (),
-            observer=RunObserver(task=setup.name, run_id=self.state.run_id),
         )
-        if options.backend is not None:
-            check_sendable(self.run, self.rows[0] if self.rows else None)
+
+    def check_sendable(self) -> None:
+        """On Ray: the run's solver, scorer and a sample checked for sending, before
+        anything is logged (nothing to log if they cannot go)."""
+        if self.options.backend is not None:
+            check_sendable(self._work(), self.rows[0] if self.rows else None)
 
     def open_log(self) -> None:
         """The run started: its journal's writer, the sidecar of its live texts, and the
@@ -257,9 +251,6 @@ class _TaskRun:
             exclude=resume.stale if resume else (),
         )
         self.shipper = open_shipper(setup, state, writer)
-        self.run.batch_journal = writer.add_batch
-        # each reply to the journal as it arrives; the resumed run's answer its calls again
-        self.run.replies = Replies(writer.add_reply, resume.replies if resume is not None else ())
         texts = self.texts
         self.live = LiveFile(
             live_path(writer.journal), writer.path.name, lambda: _live_samples(texts)
@@ -268,6 +259,30 @@ class _TaskRun:
         if resume is not None:
             state.solve_ledger.merge(resume.ledger, role="solver")
             state.score_ledger.merge(resume.ledger, role="scorer")
+
+    def make_run(self) -> None:
+        """The engine's run of the records, with its options whole and its journal, and
+        the progress bar."""
+        setup, options, resume, writer = self.setup, self.options, self.resume, self.writer
+        self.bar = bar = ProgressBar(setup.name) if options.progress else None
+        chat = configured_solver_chat(setup, self.solver_kwargs) if self.solve else None
+        self.run = Run(
+            work=self._work(),
+            options=options,
+            journal=RunJournal(
+                # each reply to the journal as it arrives; the resumed run's answer its calls
+                replies=Replies(writer.add_reply, resume.replies if resume is not None else ()),
+                batches=writer.add_batch,
+                earlier_batches=resume.batches if resume is not None else (),
+            ),
+            cache=CacheUse(options.cache, task=setup.name, log=self.state.log_name),
+            budget=self.budget,
+            solver_endpoints=[(chat.provider.endpoint, chat.provider.limits)] if chat else (),
+            observer=RunObserver(task=setup.name, run_id=self.state.run_id),
+            live=self.texts,
+            total=self.total,
+            on_progress=bar.update if bar is not None else None,
+        )
 
     async def execute(self) -> None:
         """The samples run, here or on Ray, beside the writer in one task group, observed
@@ -477,7 +492,7 @@ def _finish_run(
     ]
     if solve:
         state.records = records
-        state.started_at = run.started_at
+        state.started_at = run.counts.started_at
     state.completed_at = time.time()
     if score and failed is None:
         state.scored = True

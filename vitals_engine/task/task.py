@@ -23,7 +23,7 @@ from ..chats.chat import Chat
 from ..dataset import DatasetRow, dataset_name, known_columns, load_dataset
 from ..engine.options import OPTION_NAMES, EvalKeywords, RunOptions, check_epochs
 from ..engine.scorer_set import as_scorer
-from ..engine.user_functions import describe, route_kwargs
+from ..engine.user_functions import route_kwargs, spec_of
 from ..frames import dataset_frame, records_frame
 from ..log.writer import clean_task_name
 from ..metrics import Metric, check_metrics
@@ -118,8 +118,8 @@ class Task:
         # Checked in this order, so the first bad argument is the one reported.
         self._setup = TaskSetup(
             rows=rows,
-            solver_spec=describe(solver, "solver"),
-            scorer_spec=describe(chosen, "scorer") if chosen is not None else None,
+            solver_spec=spec_of(solver, "solver"),
+            scorer_spec=spec_of(chosen, "scorer") if chosen is not None else None,
             solver=solver,
             scorer=chosen,
             metric_fns=check_metrics(metrics),
@@ -263,7 +263,7 @@ class Task:
 
     def set_solver(self, solver: Callable[..., Any]) -> Task:
         """Use another solver; clears results, scores and metrics."""
-        self._setup.solver_spec = describe(solver, "solver")
+        self._setup.solver_spec = spec_of(solver, "solver")
         self._setup.solver = solver
         self._state.reset_solutions()
         return self
@@ -271,7 +271,7 @@ class Task:
     def set_scorer(self, scorer: Callable[..., Any] | Sequence[Callable[..., Any]]) -> Task:
         """Use another scorer (or a list of several); clears scores and metrics."""
         chosen: Callable[..., Any] = as_scorer(scorer)
-        self._setup.scorer_spec = describe(chosen, "scorer")
+        self._setup.scorer_spec = spec_of(chosen, "scorer")
         self._setup.scorer = chosen
         self._state.reset_scores()
         return self

@@ -8,10 +8,14 @@ asked (OpenAI and Anthropic `"stream": true`, Gemini `:streamGenerateContent?alt
 in the provider's own server-sent events, with a delay between events and
 failures mid-stream. See `MockServer`.
 
+`VirtualClock` is a clock for tests of rate limits and backoff: its time moves only
+when every task waits on it.
+
 Run it on its own with `python -m vitals_engine.testing --port 8765`.
 """
 
 from .brain import MockMessage, MockReply, MockRequest, MockToolCall
+from .clock import VirtualClock
 from .server import Failure, MockServer, RecordedRequest, StreamHold, mock_server, reply
 
 __all__ = [
@@ -23,6 +27,7 @@ __all__ = [
     "MockToolCall",
     "RecordedRequest",
     "StreamHold",
+    "VirtualClock",
     "mock_server",
     "reply",
 ]

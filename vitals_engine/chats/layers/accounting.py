@@ -30,7 +30,7 @@ from ...providers.base import Provider
 from ...vocab.model_calls import ModelCall
 from ...vocab.pricing import cost_of
 from ...vocab.turns import TokenUsage, Turn
-from .call import Call, Send, prompt_tokens
+from .call import Call, Send
 
 __all__ = ["Accounting"]
 
@@ -55,9 +55,9 @@ class Accounting:
         turn = msgspec.structs.replace(turn, cost=cost, retries=len(call.notes))
         scope = call.scope
         if scope is not None:
-            request = call.request
+            request, now = call.request, time.time()
             record = ModelCall(
-                scope.role, provider.model_id, request, turn, call.started, time.time(),
+                scope.role, provider.model_id, request, turn, call.started or now, now,
                 call.notes, batch=batch_id, cache=call.cache,
                 config=provider.call_config(request) or None,
             )  # fmt: skip
@@ -84,7 +84,7 @@ class Accounting:
         if scope is None:
             return
         provider = call.provider
-        tokens = TokenUsage(input=prompt_tokens(call.request))
+        tokens = TokenUsage(input=call.guess.prompt)
         cost = cost_of(provider.name, provider.model, tokens)
         for ledger in scope.ledgers:
             ledger.record(scope.role, provider.name, provider.model, tokens, cost, timed_out=True)
@@ -99,7 +99,7 @@ class Accounting:
                     call.provider.model_id,
                     call.request,
                     None,
-                    call.started,
+                    call.started or time.time(),
                     time.time(),
                     call.notes,
                     error=str(error),

@@ -16,8 +16,6 @@ While it waits on a batch, the sample lends its seat (`Seat.lent_while`).
 
 from __future__ import annotations
 
-import time
-
 from ...pacing.batch_mode import BatchCalls, Caller
 from ...pacing.scope import CallScope
 from ...vocab.turns import Turn
@@ -47,7 +45,6 @@ class ResumedBatches:
             taken = await self._answered(call)
             if taken is not None:
                 turn, call.batch_id = taken
-                call.started = time.time()
                 return turn
         return await send(call)
 

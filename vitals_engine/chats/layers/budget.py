@@ -4,7 +4,7 @@ each call goes out.
 The budget is told of the call's model first: it takes up the model's own cap and
 refuses, with a `ConfigError` before any request, a model of unknown price that a
 dollar cap watches. Then the call holds room in every cap that watches it (its prompt's
-tokens as guessed from the request, and its `max_tokens` or else the most output the
+tokens as guessed from the request, `Call.guess`, and its reply's cap or else the most output the
 model's replies have had in the run, at the model's price: `pacing/budget.py`), waiting
 while it does not fit and calls under way may free room, refused with `BudgetExceeded`
 (not sent) when none can. The room is given back when the call is over; the accounting
@@ -22,7 +22,7 @@ from __future__ import annotations
 from ...pacing.budget import Budget
 from ...pacing.limits import Limits
 from ...vocab.turns import Turn
-from .call import Call, Send, output_cap, prompt_tokens
+from .call import Call, Send
 
 __all__ = ["BudgetCheck", "watches"]
 
@@ -45,16 +45,11 @@ class BudgetCheck:
         self.batched = batched
 
     async def __call__(self, call: Call, send: Send) -> Turn:
-        provider, request, budget = call.provider, call.request, self.budget
+        provider, budget = call.provider, self.budget
         name, model = provider.name, provider.model
         budget.on_call(name, model, provider.limits)
-        hold = await budget.hold(
-            name,
-            model,
-            prompt_tokens(request),
-            output_cap(request, provider.params),
-            batch=self.batched,
-        )
+        guess = call.guess
+        hold = await budget.hold(name, model, guess.prompt, guess.output_cap, batch=self.batched)
         if hold is None:  # no cap watches this model
             return await send(call)
         call.again = hold.again

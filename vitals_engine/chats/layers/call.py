@@ -6,9 +6,25 @@ after `send(call)`, the rest of the stack below it, or answers without calling i
 cache hit). The bottom of a stack is a `Send` alone (the provider's send, or a batch
 queue). The layers talk to each other only through the `Call`: what it asks (provider,
 request), for whom (its scope: the role, the sample, its ledgers and list of calls),
-and what the layers learn of it on the way (when its attempts started, its retries,
-the endpoint limiter that paced it, the batch that answered it, what the budget wants
-done before another attempt goes).
+and what the layers learn of it on the way. Each field has one writer:
+
+```
+field                       written by                            read by
+provider, request, scope    call_model, when it makes the call    every layer
+guess                       the call itself, at first use         budget, limits, accounting
+cache                       the reply cache ("read", "write")     accounting, tracing
+again                       the budget (room after a timeout)     retries
+started, notes, timeout     the retries                           accounting, tracing; send
+limiter, paced              the endpoint's limits                 retries; tracing
+batch_id                    the one layer that answered from a    accounting, tracing,
+                            batch (see below)                     reply journal
+```
+
+`batch_id` is written by the batch queue at the bottom of a batched model's stack, or,
+instead of sending the call on, by the resumed batches or the reply journal above it:
+one of them at most answers a call. A call answered without an attempt (the cache, the
+reply journal, a resumed batch) has no `started`: its record takes the time it was
+answered.
 
 Invariants: a `Stack` is built once (per run and kind of model), never per call; a
 call allocates its `Call` and nothing per layer (the chain is made of closures built
@@ -18,6 +34,7 @@ with the stack).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...pacing.scope import CallScope
@@ -28,37 +45,63 @@ from ...vocab.turns import Turn
 if TYPE_CHECKING:
     from ...pacing.limits import EndpointLimiter
 
-__all__ = ["Call", "Layer", "Send", "Stack", "output_cap", "prompt_tokens"]
+__all__ = ["Call", "Layer", "Send", "Stack", "TokenGuess", "guess_tokens"]
+
+#: The reply's tokens the rate limits count for a call that sets no cap on them.
+UNCAPPED_OUTPUT = 256
+
+#: The request parameters that cap a reply's tokens, by provider format.
+_OUTPUT_CAPS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
 
-def prompt_tokens(request: ChatRequest) -> int:
-    """A cheap guess of the tokens a call's request sends (about 4 characters a token, tool
-    definitions not counted).
+@dataclass(frozen=True, slots=True)
+class TokenGuess:
+    """A call's tokens as guessed before it is sent: the one guess every layer uses.
 
-    Example:
-        >>> prompt_tokens(ChatRequest([Turn.user("What's 2+2?")]))
-        2
+    Attributes:
+        prompt: the request's tokens (about 4 characters a token; tool definitions not
+            counted).
+        output_cap: the most tokens its reply may have (`max_tokens`,
+            `max_completion_tokens` or `max_output_tokens` of the request, else of the
+            model's `params=`); None when neither sets one.
     """
-    chars = len(request.system_prompt or "") + sum(len(t.text) for t in request.turns)
-    return chars // 4
+
+    prompt: int
+    output_cap: int | None
+
+    @property
+    def total(self) -> int:
+        """Prompt and reply, the reply at its cap (`UNCAPPED_OUTPUT` without one): what the
+        tokens-per-minute bucket takes before the call is sent."""
+        return self.prompt + (self.output_cap if self.output_cap is not None else UNCAPPED_OUTPUT)
 
 
-def output_cap(request: ChatRequest, model_params: Mapping[str, Any] | None = None) -> int | None:
-    """The most tokens a call lets its reply have: `max_tokens`, `max_completion_tokens` or
-    `max_output_tokens` of the request's own parameters, else of the model's
-    (`model_params`, its `params=`); None when neither sets one."""
+def _output_cap(request: ChatRequest, model_params: Mapping[str, Any] | None) -> int | None:
     for params in (request.params, model_params):
         if not params:
             continue
-        for name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        for name in _OUTPUT_CAPS:
             value = params.get(name)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 return value
     return None
 
 
+def guess_tokens(request: ChatRequest, model_params: Mapping[str, Any] | None = None) -> TokenGuess:
+    """The tokens of a call of `request` to a model with `model_params` (its `params=`),
+    guessed before it is sent.
+
+    Example:
+        >>> guess_tokens(ChatRequest([Turn.user("What's 2+2?")], params={"max_tokens": 50}))
+        TokenGuess(prompt=2, output_cap=50)
+    """
+    chars = len(request.system_prompt or "") + sum(len(t.text) for t in request.turns)
+    return TokenGuess(chars // 4, _output_cap(request, model_params))
+
+
 class Call:
-    """One model call on its way through the stack.
+    """One model call on its way through the stack (who writes each field: the module
+    docstring's table).
 
     Example:
         >>> call = Call(provider, ChatRequest([Turn.user("Hi")]), current_scope())
@@ -68,10 +111,10 @@ class Call:
     """
 
     __slots__ = (
+        "_guess",
         "again",
         "batch_id",
         "cache",
-        "estimate",
         "limiter",
         "notes",
         "paced",
@@ -87,7 +130,7 @@ class Call:
         self.request = request
         #: The sample stage it is made for (None: outside any run; nothing is recorded).
         self.scope = scope
-        #: time.time() when its first attempt started (or a batch answered it).
+        #: time.time() when its first attempt started (0.0: answered without one).
         self.started = 0.0
         #: A note per retry, in order.
         self.notes: list[RetryNote] = []
@@ -98,8 +141,6 @@ class Call:
         self.paced = 0.0
         #: The limiter of its endpoint, once an attempt took its turn there.
         self.limiter: EndpointLimiter | None = None
-        #: Its tokens as guessed before it was sent, for the tokens-per-minute bucket.
-        self.estimate = 0
         #: The id of the provider batch that answered it (None: a live call).
         self.batch_id: str | None = None
         #: "write" when the cache keeps its reply, "read" when the cache answered it (what
@@ -108,6 +149,15 @@ class Call:
         #: Awaited before an attempt that follows one that timed out (set by the budget:
         #: room for the attempt, now that the lost one is charged); None: nothing to do.
         self.again: Callable[[], Awaitable[None]] | None = None
+        self._guess: TokenGuess | None = None
+
+    @property
+    def guess(self) -> TokenGuess:
+        """Its tokens as guessed before it is sent (made at first use, then kept)."""
+        guess = self._guess
+        if guess is None:
+            guess = self._guess = guess_tokens(self.request, self.provider.params)
+        return guess
 
 
 #: The rest of the stack below a layer: sends the call on, returns the reply.

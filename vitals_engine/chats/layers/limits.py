@@ -3,11 +3,12 @@ again and never holds a slot while it waits).
 
 At a call's first attempt the layer finds the run's limiter of the model's endpoint
 (`pacing/limits.py`: shared with the run's other calls there, and the other runs of its
-event loop), guesses the call's tokens for the tokens-per-minute bucket, and marks the
-endpoint as one the run's solver calls (its new samples then wait for its admission).
+event loop) and marks the endpoint as one the run's solver calls (its new samples then
+wait for its admission). The tokens-per-minute bucket takes the call's guessed tokens
+(`Call.guess`, the guess the budget uses too), the reply at its cap.
 Each attempt then waits out the endpoint's pause and takes its turn in the request and
-token buckets, holds one of its concurrency slots while it is sent (a slot got as a
-pause began is given back first), and tells the limiter how it went: a 429 may pause
+token buckets, holds one of its concurrency slots while it is sent (the limiter's own:
+a slot got as a pause began is given back first), and tells the limiter how it went: a 429 may pause
 the endpoint and halve its concurrency, a success may raise it; the token bucket is
 corrected with what the attempt really used (nothing, when it failed).
 The time an attempt waited for its turn and slot is added to the call's `paced`.
@@ -20,18 +21,10 @@ from __future__ import annotations
 
 from ..._errors import ProviderError, RateLimitError
 from ...pacing.limits import EndpointLimiter, LimitsRegistry
-from ...vocab.model_calls import ChatRequest
 from ...vocab.turns import Turn
-from .call import Call, Send, prompt_tokens
+from .call import Call, Send
 
-__all__ = ["EndpointLimits", "estimate_tokens"]
-
-
-def estimate_tokens(request: ChatRequest) -> int:
-    """A cheap guess of a call's tokens before it is made (about 4 characters a token)."""
-    params = request.params
-    output = params.get("max_tokens") or params.get("max_completion_tokens") or 256
-    return prompt_tokens(request) + int(output)
+__all__ = ["EndpointLimits"]
 
 
 class EndpointLimits:
@@ -46,8 +39,6 @@ class EndpointLimits:
         """The call's limiter, found at its first attempt."""
         provider, scope = call.provider, call.scope
         limiter = call.limiter = self.registry.get(provider.endpoint, provider.limits)
-        if limiter.tokens:
-            call.estimate = estimate_tokens(call.request)
         if scope is not None and scope.role == "solver":
             limiter.solver_calls = True  # the run's new samples wait for this endpoint's admission
         return limiter
@@ -56,15 +47,12 @@ class EndpointLimits:
         limiter = call.limiter
         if limiter is None:
             limiter = self._limiter(call)
-        estimate, clock = call.estimate, limiter.clock
+        estimate = call.guess.total if limiter.tokens is not None else 0
+        clock = limiter.clock
         began = clock.now()
         await limiter.wait_turn(estimate)
         try:
-            slots = limiter.slots
-            await slots.acquire()
-            if limiter.paused_until > clock.now():
-                slots.release()  # the endpoint paused while we queued: wait without the slot
-                await limiter.acquire_slot()
+            slots = await limiter.acquire_slot()
             call.paced += clock.now() - began
             try:
                 turn = await send(call)

@@ -23,7 +23,6 @@ stage, a call outside any run) is neither journaled nor answered.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -137,7 +136,6 @@ class ReplyJournal:
         replies = self.replies
         earlier = replies.take(sample, role, digest, nth)
         if earlier is not None:  # paid for by the run this one resumes
-            call.started = time.time()
             call.batch_id = earlier.batch
             return earlier.turn
         turn = await send(call)

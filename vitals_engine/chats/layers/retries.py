@@ -51,7 +51,7 @@ def _reason(error: ProviderError) -> str:
 class Retries:
     """Attempt a call until one attempt succeeds or the policy gives up."""
 
-    __slots__ = ("clock", "gave_up", "lost", "policy")
+    __slots__ = ("clock", "gave_up", "lost", "on_retry", "policy")
 
     def __init__(
         self,
@@ -59,12 +59,15 @@ class Retries:
         clock: Clock,
         gave_up: Callable[[Call, ProviderError], None],
         lost: Callable[[Call], None] | None = None,
+        on_retry: Callable[[RetryNote], None] | None = None,
     ) -> None:
         self.policy = policy
         self.clock = clock
         self.gave_up = gave_up
         #: Charges an attempt that timed out after its request went out (None: nobody).
         self.lost = lost
+        #: Told of each retry (the run's count; None: nobody).
+        self.on_retry = on_retry
 
     async def __call__(self, call: Call, send: Send) -> Turn:
         policy = call.provider.retry
@@ -106,9 +109,9 @@ class Retries:
             wait=round(wait, 3),
         )
         _announce(provider, call.limiter, note)
+        if self.on_retry is not None:
+            self.on_retry(note)
         scope = call.scope
-        if scope is not None and scope.on_retry is not None:
-            scope.on_retry(note)
         seat = scope.seat if scope is not None else None
         if seat is not None:
             await seat.wait_out(wait, self.clock.sleep)  # lends the sample's seat meanwhile

@@ -10,9 +10,9 @@ A feature the run (or model) does not use has no layer: no cache, no cache layer
 cap, no budget layer; no batch mode, no batch queue; no journal (a run without a log,
 a scope of its own), no reply journal; a call pays nothing for it.
 
-A scope made without a run (`call_scope(...)`) gets stacks built from its own options at
-its first call; a call outside any scope gets the stacks of `outside` (the cache, if
-the model has one of its own, accounting without a scope, retries, the send).
+A call outside any scope gets the stacks of `outside` (the cache, if the model has one
+of its own, accounting without a scope, retries, the send); a call in a scope made
+without stacks, those of `default` (the same, and the scope's seat counted).
 
 A traced run (`tracing/`: the application configured OpenTelemetry) has the tracing
 layer on top of every stack, so that a cache hit is a span too; a run that is not has
@@ -24,6 +24,7 @@ A new call-level capability is one new module in this package and one line in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...caching.lookup import CacheUse
@@ -32,8 +33,8 @@ from ...pacing.budget import Budget
 from ...pacing.clock import Clock, SystemClock
 from ...pacing.limits import LimitsRegistry
 from ...pacing.retry import Retry
-from ...pacing.scope import CallScope
 from ...providers.base import Provider
+from ...vocab.model_calls import RetryNote
 from .accounting import Accounting
 from .batches import BatchQueue, ResumedBatches
 from .budget import BudgetCheck, watches
@@ -68,6 +69,7 @@ class CallStacks:
         limits: the run's endpoint limits (None: none).
         replies: the run's journaled replies (None: no journal, nothing to answer from).
         trace: the run's trace (None: the run is not traced).
+        on_retry: told of each retry (the run's count of them; None: nobody).
 
     Example:
         >>> stacks = CallStacks(retry=Retry(), clock=SystemClock(), limits=registry)
@@ -83,6 +85,7 @@ class CallStacks:
         "cache",
         "clock",
         "limits",
+        "on_retry",
         "replies",
         "retry",
         "scoped",
@@ -101,6 +104,7 @@ class CallStacks:
         limits: LimitsRegistry | None = None,
         replies: Replies | None = None,
         trace: RunTrace | None = None,
+        on_retry: Callable[[RetryNote], None] | None = None,
     ) -> None:
         self.retry = retry
         self.clock = clock
@@ -111,28 +115,21 @@ class CallStacks:
         self.limits = limits
         self.replies = replies
         self.trace = trace
+        self.on_retry = on_retry
         #: The stack of models that leave cache and batches to the run (made at first use).
         self._plain: Stack | None = None
         #: The stacks of models with their own `cache=`, `batch=` or cost cap, by those.
         self._own: dict[tuple[object, object, bool], Stack] = {}
 
     @classmethod
-    def of_scope(cls, scope: CallScope, retry: Retry) -> CallStacks:
-        """The stacks of a scope made without a run, from its own options (`retry`: when
-        it has no policy)."""
-        return cls(
-            retry=scope.retry or retry,
-            clock=scope.clock or _SYSTEM_CLOCK,
-            cache=scope.cache,
-            budget=scope.budget,
-            batches=scope.batches,
-            limits=scope.limits,
-        )
+    def outside(cls, retry: Retry) -> CallStacks:
+        """The stacks of calls made outside any scope."""
+        return cls(retry=retry, clock=_SYSTEM_CLOCK, scoped=False)
 
     @classmethod
-    def outside(cls, retry: Retry) -> CallStacks:
-        """The stacks of calls made outside any run."""
-        return cls(retry=retry, clock=_SYSTEM_CLOCK, scoped=False)
+    def default(cls, retry: Retry) -> CallStacks:
+        """The stacks of calls in a scope made without stacks of a run's."""
+        return cls(retry=retry, clock=_SYSTEM_CLOCK)
 
     def stack(self, provider: Provider) -> Stack:
         """The stack `provider`'s calls pass (built at its first call)."""
@@ -170,7 +167,9 @@ class CallStacks:
             layers.append(ResumedBatches(batches))
         if self.scoped:
             layers.append(SeatCount())
-        layers.append(Retries(self.retry, self.clock, accounting.failed, accounting.lost))
+        layers.append(
+            Retries(self.retry, self.clock, accounting.failed, accounting.lost, self.on_retry)
+        )
         if batches is not None and batched:
             return layers, BatchQueue(batches)
         if self.limits is not None:
