@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import polars as pl
 import pytest
@@ -309,3 +310,18 @@ def test_a_missing_column_error_says_how_to_map_other_names(tmp_path):
         ve.Task(str(path), lambda x: x, ve.detect_includes())
     rows = ve.read_dataset(path, input="question", target="answer")
     assert ve.Task(rows, lambda x: x, ve.detect_includes(), dir=tmp_path).eval().metrics
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), [(1, "1"), ("bad\udcff", "bad\\udcff")], ids=["int-and-text", "escaped"]
+)
+def test_ids_the_log_writes_alike_are_duplicates(tmp_path, first, second):
+    """Two ids the log and its frames cannot tell apart (1 and "1"; a lone surrogate and
+    its escape, as the log writes it) are one id twice: the Task refuses them."""
+    data = [{"id": first, "input": "a", "target": "b"}, {"id": second, "input": "c", "target": "d"}]
+    with pytest.raises(
+        ve.DatasetError,
+        match=rf"Duplicated values found in the id column \({re.escape(repr(first))} and "
+        rf"{re.escape(repr(second))}\).*as the log writes them",
+    ):
+        ve.Task(data, solver=echo, scorer=ve.detect_includes(), dir=tmp_path)

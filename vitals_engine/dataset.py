@@ -21,7 +21,7 @@ from typing import Any, cast
 import msgspec
 
 from ._errors import DatasetError
-from .samples import Sample
+from .samples import Sample, id_text
 
 __all__ = ["DatasetRow", "dataset_name", "load_dataset", "select_rows"]
 
@@ -161,6 +161,22 @@ def _id(value: Any, row: int) -> int | str:
     )
 
 
+def _check_ids(rows: Sequence[DatasetRow]) -> None:
+    """Each id unique as the log writes it (`1` and `"1"` are one id there)."""
+    by_text: dict[str, list[int | str]] = {}
+    for row in rows:
+        by_text.setdefault(id_text(row.id), []).append(row.id)
+    dupes = [ids for ids in by_text.values() if len(ids) > 1]
+    if not dupes:
+        return
+    shown = ", ".join(" and ".join(repr(i) for i in dict.fromkeys(ids)) for ids in dupes[:5])
+    alike = any(len(set(map(repr, ids))) > 1 for ids in dupes)
+    note = ": ids are compared as the log writes them, as text" if alike else ""
+    raise DatasetError(
+        f"Duplicated values found in the id column ({shown}){note}. Each id must be unique."
+    )
+
+
 def load_dataset(data: Any) -> list[DatasetRow]:
     """Read `data` into dataset rows, checking columns and ids.
 
@@ -198,13 +214,7 @@ def load_dataset(data: Any) -> list[DatasetRow]:
             )
         )
     if has_id:
-        seen: set[int | str] = set()
-        dupes = [row.id for row in rows if row.id in seen or seen.add(row.id)]  # type: ignore[func-returns-value]
-        if dupes:
-            shown = ", ".join(repr(d) for d in list(dict.fromkeys(dupes))[:5])
-            raise DatasetError(
-                f"Duplicated values found in the id column ({shown}). Each id must be unique."
-            )
+        _check_ids(rows)
     return rows
 
 

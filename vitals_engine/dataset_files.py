@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from ._errors import DatasetError
+from .samples import id_text
 
 __all__ = ["read_dataset"]
 
@@ -222,13 +223,19 @@ def _row(source: _Source, i: int, record: Mapping[str, Any], mapping: _Mapping) 
 
 
 def _check_ids(source: _Source, rows: list[dict[str, Any]], column: str) -> None:
-    first: dict[Any, int] = {}
+    """Each id unique as the log writes it (`1` and `"1"` are one id there)."""
+    first: dict[str, int] = {}
     for i, row in enumerate(rows):
-        key = row["id"]
+        key = id_text(row["id"])
         if key in first:
+            before, now = rows[first[key]]["id"], row["id"]
+            alike = ""
+            if repr(before) != repr(now):
+                alike = f" (as {before!r} and {now!r}, one id as the log writes them)"
             raise DatasetError(
                 f"{source.name}: the id {key!r} (column '{column}') is on "
-                f"{source.where(first[key])} and on {source.where(i)}; each id must be unique."
+                f"{source.where(first[key])} and on {source.where(i)}{alike}; "
+                "each id must be unique."
             )
         first[key] = i
 
