@@ -21,6 +21,11 @@ def echo(input):
     return str(input)
 
 
+def from_file(path):
+    """The rows `Task(path)` makes of a file."""
+    return ve.Task(path, solver=echo, scorer=ve.detect_includes())._setup.rows
+
+
 def as_tuples(rows):
     return [(r.id, r.input, r.target, r.metadata) for r in rows]
 
@@ -55,21 +60,21 @@ def test_jsonl_file(tmp_path):
     """A .jsonl file is read one JSON object per line, skipping blank lines."""
     path = tmp_path / "data.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in ROWS) + "\n\n")
-    assert as_tuples(load_dataset(path)) == EXPECTED
+    assert as_tuples(from_file(path)) == EXPECTED
 
 
 def test_json_file(tmp_path):
     """A .json file holding a list of objects is read."""
     path = tmp_path / "data.json"
     path.write_text(json.dumps(ROWS))
-    assert as_tuples(load_dataset(path)) == EXPECTED
+    assert as_tuples(from_file(path)) == EXPECTED
 
 
 def test_csv_file(tmp_path):
-    """A .csv file is read, with a numeric target turned into its string form."""
+    """A .csv file is read as the text written: a target 4 is "4"."""
     path = tmp_path / "data.csv"
     pl.DataFrame({"input": ["What's 2+2?", "What's 3+5?"], "target": [4, 8]}).write_csv(path)
-    rows = load_dataset(path)
+    rows = from_file(path)
     assert [(r.input, r.target) for r in rows] == [("What's 2+2?", "4"), ("What's 3+5?", "8")]
 
 
@@ -77,14 +82,14 @@ def test_parquet_file(tmp_path):
     """A .parquet file is read."""
     path = tmp_path / "data.parquet"
     pl.DataFrame(ROWS).write_parquet(path)
-    assert as_tuples(load_dataset(path)) == EXPECTED
+    assert as_tuples(from_file(path)) == EXPECTED
 
 
 def test_path_given_as_string(tmp_path):
     """A file path can be given as a plain string."""
     path = tmp_path / "data.json"
     path.write_text(json.dumps(ROWS))
-    assert as_tuples(load_dataset(str(path))) == EXPECTED
+    assert as_tuples(from_file(str(path))) == EXPECTED
 
 
 def test_task_named_after_dataset_file(tmp_path):
@@ -233,7 +238,7 @@ def test_empty_jsonl_file(tmp_path):
     path = tmp_path / "empty.jsonl"
     path.write_text("")
     with pytest.raises(ve.DatasetError, match=r"dataset is empty"):
-        load_dataset(path)
+        from_file(path)
 
 
 def test_single_dict():
@@ -259,16 +264,17 @@ def test_unknown_file_extension(tmp_path):
     path = tmp_path / "data.txt"
     path.write_text("input,target\nq,a\n")
     with pytest.raises(
-        ve.DatasetError, match=r"unknown extension '\.txt'; use \.jsonl, \.json, \.csv or \.parquet"
+        ve.DatasetError,
+        match=r"unknown extension '\.txt'; use \.csv, \.tsv, \.json, \.jsonl or \.parquet",
     ):
-        load_dataset(path)
+        from_file(path)
 
 
 def test_nonexistent_path(tmp_path):
     """A path to no file is a DatasetError naming the path."""
     path = tmp_path / "missing.jsonl"
     with pytest.raises(ve.DatasetError, match=r"missing\.jsonl' does not exist"):
-        load_dataset(path)
+        from_file(path)
 
 
 def test_malformed_jsonl_line_names_line_number(tmp_path):
@@ -276,7 +282,7 @@ def test_malformed_jsonl_line_names_line_number(tmp_path):
     path = tmp_path / "data.jsonl"
     path.write_text(json.dumps(ROWS[0]) + "\n{not json}\n")
     with pytest.raises(ve.DatasetError, match=r"line 2: not valid JSON"):
-        load_dataset(path)
+        from_file(path)
 
 
 def test_json_file_not_a_list(tmp_path):
@@ -284,7 +290,7 @@ def test_json_file_not_a_list(tmp_path):
     path = tmp_path / "data.json"
     path.write_text(json.dumps(ROWS[0]))
     with pytest.raises(ve.DatasetError, match=r"must hold a JSON list of objects"):
-        load_dataset(path)
+        from_file(path)
 
 
 def test_json_file_list_of_non_objects(tmp_path):
@@ -292,7 +298,7 @@ def test_json_file_list_of_non_objects(tmp_path):
     path = tmp_path / "data.json"
     path.write_text("[1, 2]")
     with pytest.raises(ve.DatasetError, match=r"row 1"):
-        load_dataset(path)
+        from_file(path)
 
 
 def test_jsonl_line_not_an_object(tmp_path):
@@ -300,7 +306,7 @@ def test_jsonl_line_not_an_object(tmp_path):
     path = tmp_path / "data.jsonl"
     path.write_text(json.dumps(ROWS[0]) + '\n["What\'s 3+5?", "8"]\n')
     with pytest.raises(ve.DatasetError, match=r"line 2|row 2"):
-        load_dataset(path)
+        from_file(path)
 
 
 def test_a_missing_column_error_says_how_to_map_other_names(tmp_path):

@@ -183,7 +183,8 @@ def test_an_unknown_extension_and_a_missing_file(tmp_path):
     """The extensions read are listed; a file that is not there says so."""
     (tmp_path / "bank.txt").write_text("question,answer\n")
     with pytest.raises(
-        ve.DatasetError, match=r"unknown extension '\.txt'; use \.csv, \.json, \.jsonl or \.parquet"
+        ve.DatasetError,
+        match=r"unknown extension '\.txt'; use \.csv, \.tsv, \.json, \.jsonl or \.parquet",
     ):
         ve.read_dataset(tmp_path / "bank.txt")
     with pytest.raises(ve.DatasetError, match=r"nope\.csv' does not exist"):
