@@ -205,8 +205,9 @@ def test_utf16_without_a_byte_order_mark_is_named(tmp_path):
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".json"])
 def test_bytes_that_are_not_utf8_name_their_line(tmp_path, suffix):
-    """A file in another encoding (Latin-1 from an old export): the error names the line
-    and the byte, and says to save it as UTF-8."""
+    """A file in another encoding (Latin-1 from an old export), with or without a UTF-8
+    byte-order mark: the error names the line and the byte, and says to save it as
+    UTF-8."""
     lines = {
         ".csv": ["input,target", "q,a", "Caf\xe9?,cr\xe8me"],
         ".jsonl": [
@@ -217,13 +218,14 @@ def test_bytes_that_are_not_utf8_name_their_line(tmp_path, suffix):
         ".json": ["[", '{"input": "q", "target": "a"},', '{"input": "Caf\xe9?", "target": "b"}]'],
     }[suffix]
     path = tmp_path / f"latin{suffix}"
-    path.write_bytes("\n".join(lines).encode("latin-1") + b"\n")
-    with pytest.raises(
-        ve.DatasetError,
-        match=rf"latin\{suffix}', line 3: not UTF-8 \(byte 0xe9 at column \d+\): "
-        r"save the file as UTF-8",
-    ):
-        ve.read_dataset(path)
+    for bom in (b"", b"\xef\xbb\xbf"):
+        path.write_bytes(bom + "\n".join(lines).encode("latin-1") + b"\n")
+        with pytest.raises(
+            ve.DatasetError,
+            match=rf"latin\{suffix}', line 3: not UTF-8 \(byte 0xe9 at column \d+\): "
+            r"save the file as UTF-8",
+        ):
+            ve.read_dataset(path)
 
 
 def test_a_task_on_a_path_reads_the_same_encodings(tmp_path):

@@ -54,7 +54,7 @@ _RESERVED = ("id", "input", "target", "human")
 _BOMS = (
     (codecs.BOM_UTF32_LE, "UTF-32", "utf-32"),
     (codecs.BOM_UTF32_BE, "UTF-32", "utf-32"),
-    (codecs.BOM_UTF8, "UTF-8", "utf-8-sig"),
+    (codecs.BOM_UTF8, "UTF-8", "utf-8"),
     (codecs.BOM_UTF16_LE, "UTF-16", "utf-16"),
     (codecs.BOM_UTF16_BE, "UTF-16", "utf-16"),
 )
@@ -85,6 +85,9 @@ def _decoded(data: bytes, name: str) -> str:
     """The text of a file: UTF-8 (after its byte-order mark, if any), or UTF-16 or UTF-32
     when a byte-order mark says so; anything else is an error saying what to do."""
     for bom, label, codec in _BOMS:
+        if data.startswith(bom) and codec == "utf-8":
+            data = data[len(bom) :]  # then read as any UTF-8 file, its lines counted
+            break
         if data.startswith(bom):
             try:
                 return data.decode(codec)
