@@ -255,3 +255,36 @@ def test_junit_report_holds_what_xml_cannot(tmp_path, tasks_file, monkeypatch):
     error = parsed(report).find("testsuite/testcase[@name='sample 4 (epoch 1)']/error")
     assert error is not None
     assert error.get("message") == "RuntimeError while solving: \ufffd[31mred\ufffd alert"
+
+
+def test_a_junit_path_that_is_a_folder_is_a_usage_error_before_the_run(
+    tmp_path, tasks_file, capsys
+):
+    """`--junit` naming a folder exits 2 before any run (no log written), saying to name
+    a file, rather than failing once the whole run is paid for."""
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    code = run(tmp_path, tasks_file, "--fail-under", "accuracy=0.5", "--junit", str(folder))
+    assert code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"--junit {folder}: that is a folder; name the report's file" in err
+    assert f"{folder / 'report.xml'}" in err
+    assert not (tmp_path / "logs").exists()
+
+
+def test_a_junit_path_under_a_file_is_a_usage_error_before_the_run(tmp_path, tasks_file, capsys):
+    """`--junit` whose folder would have to be made where a file is exits 2 before any run."""
+    (tmp_path / "notes.txt").write_text("not a folder")
+    report = tmp_path / "notes.txt" / "report.xml"
+    code = run(tmp_path, tasks_file, "--junit", str(report))
+    assert code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"--junit {report}: cannot make its folder: {tmp_path / 'notes.txt'} is a file" in err
+    assert not (tmp_path / "logs").exists()
+
+
+def test_a_junit_report_in_a_folder_not_yet_made_is_written(tmp_path, tasks_file):
+    """`--junit` into folders that do not exist yet makes them and writes the report."""
+    report = tmp_path / "ci" / "reports" / "report.xml"
+    assert run(tmp_path, f"{tasks_file}:words", "--junit", str(report)) == EXIT_OK
+    check_counts(parsed(report))

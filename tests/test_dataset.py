@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import polars as pl
 import pytest
@@ -18,6 +19,11 @@ ROWS = [
 
 def echo(input):
     return str(input)
+
+
+def from_file(path):
+    """The rows `Task(path)` makes of a file."""
+    return ve.Task(path, solver=echo, scorer=ve.detect_includes())._setup.rows
 
 
 def as_tuples(rows):
@@ -54,21 +60,21 @@ def test_jsonl_file(tmp_path):
     """A .jsonl file is read one JSON object per line, skipping blank lines."""
     path = tmp_path / "data.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in ROWS) + "\n\n")
-    assert as_tuples(load_dataset(path)) == EXPECTED
+    assert as_tuples(from_file(path)) == EXPECTED
 
 
 def test_json_file(tmp_path):
     """A .json file holding a list of objects is read."""
     path = tmp_path / "data.json"
     path.write_text(json.dumps(ROWS))
-    assert as_tuples(load_dataset(path)) == EXPECTED
+    assert as_tuples(from_file(path)) == EXPECTED
 
 
 def test_csv_file(tmp_path):
-    """A .csv file is read, with a numeric target turned into its string form."""
+    """A .csv file is read as the text written: a target 4 is "4"."""
     path = tmp_path / "data.csv"
     pl.DataFrame({"input": ["What's 2+2?", "What's 3+5?"], "target": [4, 8]}).write_csv(path)
-    rows = load_dataset(path)
+    rows = from_file(path)
     assert [(r.input, r.target) for r in rows] == [("What's 2+2?", "4"), ("What's 3+5?", "8")]
 
 
@@ -76,14 +82,14 @@ def test_parquet_file(tmp_path):
     """A .parquet file is read."""
     path = tmp_path / "data.parquet"
     pl.DataFrame(ROWS).write_parquet(path)
-    assert as_tuples(load_dataset(path)) == EXPECTED
+    assert as_tuples(from_file(path)) == EXPECTED
 
 
 def test_path_given_as_string(tmp_path):
     """A file path can be given as a plain string."""
     path = tmp_path / "data.json"
     path.write_text(json.dumps(ROWS))
-    assert as_tuples(load_dataset(str(path))) == EXPECTED
+    assert as_tuples(from_file(str(path))) == EXPECTED
 
 
 def test_task_named_after_dataset_file(tmp_path):
@@ -232,7 +238,7 @@ def test_empty_jsonl_file(tmp_path):
     path = tmp_path / "empty.jsonl"
     path.write_text("")
     with pytest.raises(ve.DatasetError, match=r"dataset is empty"):
-        load_dataset(path)
+        from_file(path)
 
 
 def test_single_dict():
@@ -258,16 +264,17 @@ def test_unknown_file_extension(tmp_path):
     path = tmp_path / "data.txt"
     path.write_text("input,target\nq,a\n")
     with pytest.raises(
-        ve.DatasetError, match=r"unknown extension '\.txt'; use \.jsonl, \.json, \.csv or \.parquet"
+        ve.DatasetError,
+        match=r"unknown extension '\.txt'; use \.csv, \.tsv, \.json, \.jsonl or \.parquet",
     ):
-        load_dataset(path)
+        from_file(path)
 
 
 def test_nonexistent_path(tmp_path):
     """A path to no file is a DatasetError naming the path."""
     path = tmp_path / "missing.jsonl"
     with pytest.raises(ve.DatasetError, match=r"missing\.jsonl' does not exist"):
-        load_dataset(path)
+        from_file(path)
 
 
 def test_malformed_jsonl_line_names_line_number(tmp_path):
@@ -275,7 +282,7 @@ def test_malformed_jsonl_line_names_line_number(tmp_path):
     path = tmp_path / "data.jsonl"
     path.write_text(json.dumps(ROWS[0]) + "\n{not json}\n")
     with pytest.raises(ve.DatasetError, match=r"line 2: not valid JSON"):
-        load_dataset(path)
+        from_file(path)
 
 
 def test_json_file_not_a_list(tmp_path):
@@ -283,7 +290,7 @@ def test_json_file_not_a_list(tmp_path):
     path = tmp_path / "data.json"
     path.write_text(json.dumps(ROWS[0]))
     with pytest.raises(ve.DatasetError, match=r"must hold a JSON list of objects"):
-        load_dataset(path)
+        from_file(path)
 
 
 def test_json_file_list_of_non_objects(tmp_path):
@@ -291,7 +298,7 @@ def test_json_file_list_of_non_objects(tmp_path):
     path = tmp_path / "data.json"
     path.write_text("[1, 2]")
     with pytest.raises(ve.DatasetError, match=r"row 1"):
-        load_dataset(path)
+        from_file(path)
 
 
 def test_jsonl_line_not_an_object(tmp_path):
@@ -299,7 +306,7 @@ def test_jsonl_line_not_an_object(tmp_path):
     path = tmp_path / "data.jsonl"
     path.write_text(json.dumps(ROWS[0]) + '\n["What\'s 3+5?", "8"]\n')
     with pytest.raises(ve.DatasetError, match=r"line 2|row 2"):
-        load_dataset(path)
+        from_file(path)
 
 
 def test_a_missing_column_error_says_how_to_map_other_names(tmp_path):
@@ -309,3 +316,18 @@ def test_a_missing_column_error_says_how_to_map_other_names(tmp_path):
         ve.Task(str(path), lambda x: x, ve.detect_includes())
     rows = ve.read_dataset(path, input="question", target="answer")
     assert ve.Task(rows, lambda x: x, ve.detect_includes(), dir=tmp_path).eval().metrics
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), [(1, "1"), ("bad\udcff", "bad\\udcff")], ids=["int-and-text", "escaped"]
+)
+def test_ids_the_log_writes_alike_are_duplicates(tmp_path, first, second):
+    """Two ids the log and its frames cannot tell apart (1 and "1"; a lone surrogate and
+    its escape, as the log writes it) are one id twice: the Task refuses them."""
+    data = [{"id": first, "input": "a", "target": "b"}, {"id": second, "input": "c", "target": "d"}]
+    with pytest.raises(
+        ve.DatasetError,
+        match=rf"Duplicated values found in the id column \({re.escape(repr(first))} and "
+        rf"{re.escape(repr(second))}\).*as the log writes them",
+    ):
+        ve.Task(data, solver=echo, scorer=ve.detect_includes(), dir=tmp_path)

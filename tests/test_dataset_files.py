@@ -183,7 +183,8 @@ def test_an_unknown_extension_and_a_missing_file(tmp_path):
     """The extensions read are listed; a file that is not there says so."""
     (tmp_path / "bank.txt").write_text("question,answer\n")
     with pytest.raises(
-        ve.DatasetError, match=r"unknown extension '\.txt'; use \.csv, \.json, \.jsonl or \.parquet"
+        ve.DatasetError,
+        match=r"unknown extension '\.txt'; use \.csv, \.tsv, \.json, \.jsonl or \.parquet",
     ):
         ve.read_dataset(tmp_path / "bank.txt")
     with pytest.raises(ve.DatasetError, match=r"nope\.csv' does not exist"):
@@ -220,3 +221,15 @@ def test_an_object_it_cannot_read():
     """Anything else is refused with what it takes."""
     with pytest.raises(ve.DatasetError, match=r"Cannot read a int as a dataset"):
         ve.read_dataset(42)
+
+
+def test_ids_the_log_writes_alike_name_both_rows():
+    """An int id and a text id of the same digits are one id in the log (`1`, `"1"`):
+    `read_dataset` refuses them as duplicates, naming both rows."""
+    rows = [{"id": 1, "input": "a", "target": "b"}, {"id": "1", "input": "c", "target": "d"}]
+    with pytest.raises(
+        ve.DatasetError,
+        match=r"Dataset: the id '1' \(column 'id'\) is on row 1 and on row 2 \(as 1 and '1', "
+        r"one id as the log writes them\); each id must be unique",
+    ):
+        ve.read_dataset(rows)

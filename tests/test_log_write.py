@@ -107,23 +107,12 @@ async def test_eval_members_are_unique_and_stay_in_their_folder(tmp_path):
     assert {p.parent for p in out.rglob("*.json") if p.parent != out} == {out / "samples"}
 
 
-@pytest.mark.no_inspect_check  # Inspect's own reader keeps one of 1 and "1"
-async def test_int_and_string_ids_that_print_alike_keep_their_own_members(tmp_path):
-    """Ids 1 and "1" are two samples in the zip, and both read back."""
-    data = [
-        {"id": 1, "input": "What's 1+1?", "target": "2"},
-        {"id": "1", "input": "x", "target": "x"},
-    ]
-    task = ve.Task(
-        data, solver=ve.generate(ve.chat_mock()), scorer=ve.detect_includes(), dir=tmp_path
-    )
-    await task.eval_async(log_format="eval")
-    names = [n for n in zipfile.ZipFile(task.log_path).namelist() if n.startswith("samples/")]
-    assert sorted(names) == ["samples/1_epoch_1.json", "samples/~1_epoch_1.json"]
-    assert sorted(ve.read_log(task.log_path).get_samples()["input"].to_list()) == [
-        "What's 1+1?",
-        "x",
-    ]
+def test_int_and_string_ids_that_print_alike_keep_their_own_members():
+    """Ids 1 and "1" would be two members of the zip, not one written over the other (a
+    Task refuses them together, as one id in the log's frames; a run made elsewhere may
+    still hold both)."""
+    assert writer.sample_member_name(1, 1) == "samples/1_epoch_1.json"
+    assert writer.sample_member_name("1", 1) == "samples/~1_epoch_1.json"
 
 
 async def test_task_log_format_default(tmp_path):

@@ -154,3 +154,12 @@ def test_a_threshold_parses_on_its_last_equals_sign():
         "detect_match(location='end')/accuracy",
         0.9,
     )
+
+
+@pytest.mark.parametrize("limit", [float("nan"), float("inf"), "0.8", True])
+def test_a_threshold_that_is_not_a_finite_number_is_an_error(limit):
+    """`check_thresholds` refuses what `--fail-under` refuses: a NaN (no metric is ever at
+    or above it, so every check would fail with a line saying `0.72 < nan`), an
+    infinity, and anything but a number (a text "0.8", a boolean)."""
+    with pytest.raises(ve.ConfigError, match=r"Threshold 'accuracy' must be a finite number"):
+        ve.check_thresholds(header(), {"accuracy": limit})

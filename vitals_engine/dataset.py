@@ -1,10 +1,11 @@
 """Normalise what a user calls a dataset into rows of (id, input, target, metadata).
 
 Accepted: a list of dicts, a polars DataFrame, a pandas DataFrame (pandas is
-not a dependency: it is recognised, not imported), or a path to a .jsonl,
-.json, .csv or .parquet file. `input` and `target` are required; `id` is kept
-when present (it must be unique), else ids are 1..n; every other column is
-per-sample metadata.
+not a dependency: it is recognised, not imported). A file is read into a list of
+dicts first, its text as written (`dataset_files.file_rows`, as `Task(path)` does).
+`input` and `target` are required; `id` is kept when present (it must be unique as
+the log writes ids: `1` and `"1"` are one id), else ids are 1..n; every other column
+is per-sample metadata.
 """
 
 from __future__ import annotations
@@ -18,10 +19,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-import msgspec
-
 from ._errors import DatasetError
-from .samples import Sample
+from .samples import Sample, id_text
 
 __all__ = ["DatasetRow", "dataset_name", "load_dataset", "select_rows"]
 
@@ -41,55 +40,13 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _read_file(path: Path) -> list[Any]:
-    import polars as pl
-
-    if not path.exists():
-        raise DatasetError(f"Dataset file '{path}' does not exist.")
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".jsonl":
-            rows = []
-            with path.open("rb") as fh:
-                for line_no, line in enumerate(fh, 1):
-                    if line.strip():
-                        try:
-                            row = msgspec.json.decode(line)
-                        except msgspec.DecodeError as exc:
-                            raise DatasetError(
-                                f"Dataset file '{path}', line {line_no}: not valid JSON ({exc})."
-                            ) from exc
-                        if not isinstance(row, dict):
-                            raise DatasetError(
-                                f"Dataset file '{path}', line {line_no}: a {type(row).__name__}, "
-                                "not an object with 'input' and 'target'."
-                            )
-                        rows.append(row)
-            return rows
-        if suffix == ".json":
-            data = msgspec.json.decode(path.read_bytes())
-            if not isinstance(data, list):
-                raise DatasetError(f"Dataset file '{path}' must hold a JSON list of objects.")
-            return data
-        if suffix == ".csv":
-            return pl.read_csv(path, infer_schema_length=10_000).to_dicts()
-        if suffix == ".parquet":
-            return pl.read_parquet(path).to_dicts()
-    except DatasetError:
-        raise
-    except Exception as exc:
-        raise DatasetError(f"Cannot read dataset file '{path}': {exc}") from exc
-    raise DatasetError(
-        f"Dataset file '{path}' has an unknown extension '{suffix}'; "
-        "use .jsonl, .json, .csv or .parquet."
-    )
-
-
 def _records(data: Any) -> Sequence[Mapping[str, Any]]:
     # A polars frame exists only once polars is imported: a list of dicts needs no polars.
     pl = sys.modules.get("polars")
     if isinstance(data, str | os.PathLike):
-        return _check_rows(_read_file(Path(data)), f"Dataset file '{data}'")
+        raise DatasetError(
+            f"'{data}' is a path: read a file with ve.read_dataset(path), or give it to Task."
+        )
     if pl is not None and isinstance(data, pl.DataFrame):
         return data.to_dicts()
     if pl is not None and isinstance(data, pl.LazyFrame):
@@ -105,7 +62,7 @@ def _records(data: Any) -> Sequence[Mapping[str, Any]]:
         return _check_rows(list(data), "Dataset")
     raise DatasetError(
         f"Cannot use a {type(data).__name__} as a dataset: pass a list of dicts, a polars or "
-        "pandas DataFrame, or a path to a .jsonl/.json/.csv/.parquet file."
+        "pandas DataFrame, or a path to a .csv/.tsv/.json/.jsonl/.parquet file."
     )
 
 
@@ -161,6 +118,22 @@ def _id(value: Any, row: int) -> int | str:
     )
 
 
+def _check_ids(rows: Sequence[DatasetRow]) -> None:
+    """Each id unique as the log writes it (`1` and `"1"` are one id there)."""
+    by_text: dict[str, list[int | str]] = {}
+    for row in rows:
+        by_text.setdefault(id_text(row.id), []).append(row.id)
+    dupes = [ids for ids in by_text.values() if len(ids) > 1]
+    if not dupes:
+        return
+    shown = ", ".join(" and ".join(repr(i) for i in dict.fromkeys(ids)) for ids in dupes[:5])
+    alike = any(len(set(map(repr, ids))) > 1 for ids in dupes)
+    note = ": ids are compared as the log writes them, as text" if alike else ""
+    raise DatasetError(
+        f"Duplicated values found in the id column ({shown}){note}. Each id must be unique."
+    )
+
+
 def load_dataset(data: Any) -> list[DatasetRow]:
     """Read `data` into dataset rows, checking columns and ids.
 
@@ -198,13 +171,7 @@ def load_dataset(data: Any) -> list[DatasetRow]:
             )
         )
     if has_id:
-        seen: set[int | str] = set()
-        dupes = [row.id for row in rows if row.id in seen or seen.add(row.id)]  # type: ignore[func-returns-value]
-        if dupes:
-            shown = ", ".join(repr(d) for d in list(dict.fromkeys(dupes))[:5])
-            raise DatasetError(
-                f"Duplicated values found in the id column ({shown}). Each id must be unique."
-            )
+        _check_ids(rows)
     return rows
 
 

@@ -1,11 +1,24 @@
-"""A file (CSV, JSON, JSONL, Parquet) or a Hugging Face `datasets.Dataset` read into
-the rows `Task(dataset=...)` takes, its columns mapped to `input`, `target` and `id`.
+"""A file (CSV, TSV, JSON, JSONL, Parquet), local or in an object store, or a Hugging
+Face `datasets.Dataset` read into the rows `Task(dataset=...)` takes, its columns mapped
+to `input`, `target` and `id`.
 
 `read_dataset()` returns a list of dicts: `id` (when mapped), `input`, `target`, the
 metadata columns, and `human` (when `human=` names a column): the human grade of the
 row, `None` where none was given. `Task` keeps every key but the first three as the
-sample's metadata, so the human grade is `sample.metadata["human"]`. Numbers in the
-input and target columns become text (a CSV's `4` is read as a number; a target is text).
+sample's metadata, so the human grade is `sample.metadata["human"]`.
+
+Text is read as written. A CSV or TSV cell is the text in the file (`02139`, `1.50`,
+`true` stay so): no type is guessed, since a guess changes targets (a ZIP code `02139`
+read as 2139 grades the answer "2139" correct) and ids (`001` and `1` collide). An
+empty cell is None; a cell written `""` is empty text. `types=` asks for a column as
+int, float or bool. A JSON, JSONL or Parquet value has the type the file gives it; a
+number in the input or target becomes text. `Task(path)` reads a file the same way
+(`file_rows`). Files are decoded as UTF-8, after a UTF-8 byte-order mark if there is
+one, or as UTF-16 or UTF-32 when their byte-order mark says so; anything else is an
+error naming the line.
+
+A URL (`s3://bucket/qa.csv`: any fsspec store but `file://`) is read through the
+storage the logs use (`vitals_engine.storage`; `pip install "vitals-engine[s3]"`).
 A Hugging Face dataset is read by iterating it: `datasets` is never imported here.
 
 Every error is a `DatasetError` naming the file, the row as the user sees it (a CSV's
@@ -14,21 +27,37 @@ or JSONL's line, else the 1-based row) and the column.
 
 from __future__ import annotations
 
+import codecs
+import csv
+import functools
+import io
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ._errors import DatasetError
+from ._errors import ConfigError, DatasetError, VitalsError
+from .samples import id_text
+from .storage import Store, is_url
 
-__all__ = ["read_dataset"]
+__all__ = ["file_rows", "read_dataset"]
 
-_EXTENSIONS = (".csv", ".json", ".jsonl", ".parquet")
+_EXTENSIONS = (".csv", ".tsv", ".json", ".jsonl", ".parquet")
 _RESERVED = ("id", "input", "target", "human")
+
+#: Byte-order marks, UTF-32's before UTF-16's (FF FE 00 00 starts with FF FE).
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32", "utf-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32", "utf-32"),
+    (codecs.BOM_UTF8, "UTF-8", "utf-8"),
+    (codecs.BOM_UTF16_LE, "UTF-16", "utf-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16", "utf-16"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,68 +81,154 @@ def _columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     return list(seen)
 
 
-def _read_jsonl(path: Path, name: str) -> _Source:
+def _decoded(data: bytes, name: str) -> str:
+    """The text of a file: UTF-8 (after its byte-order mark, if any), or UTF-16 or UTF-32
+    when a byte-order mark says so; anything else is an error saying what to do."""
+    for bom, label, codec in _BOMS:
+        if data.startswith(bom) and codec == "utf-8":
+            data = data[len(bom) :]  # then read as any UTF-8 file, its lines counted
+            break
+        if data.startswith(bom):
+            try:
+                return data.decode(codec)
+            except UnicodeDecodeError as exc:
+                raise DatasetError(
+                    f"{name} starts with the byte-order mark of {label} but is not {label} "
+                    f"(at byte {exc.start}): save it as UTF-8."
+                ) from None
+    head = data[:4096]
+    if head.count(0) * 4 >= len(head) > 0:  # text holds no NUL; UTF-16's ASCII is half NULs
+        raise DatasetError(
+            f"{name} looks like UTF-16 without a byte-order mark: save it as UTF-8 "
+            "(or as UTF-16 with its mark, as Excel's 'Unicode text' does)."
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - data.rfind(b"\n", 0, exc.start)
+        raise DatasetError(
+            f"{name}, line {line}: not UTF-8 (byte 0x{data[exc.start]:02x} at column "
+            f"{column}): save the file as UTF-8 (it may be Latin-1 or Windows-1252, as older "
+            "spreadsheets export)."
+        ) from None
+
+
+def _read_jsonl(data: bytes, name: str) -> _Source:
     rows: list[Mapping[str, Any]] = []
     lines: list[int] = []
-    with path.open("rb") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = msgspec.json.decode(line)
-            except msgspec.DecodeError as exc:
-                raise DatasetError(f"{name}, line {line_no}: not valid JSON ({exc}).") from exc
-            if not isinstance(row, dict):
-                raise DatasetError(
-                    f"{name}, line {line_no}: a {type(row).__name__}, not a JSON object."
-                )
-            rows.append(row)
-            lines.append(line_no)
+    for line_no, line in enumerate(_decoded(data, name).split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            row = msgspec.json.decode(line)
+        except msgspec.DecodeError as exc:
+            raise DatasetError(f"{name}, line {line_no}: not valid JSON ({exc}).") from exc
+        if not isinstance(row, dict):
+            raise DatasetError(
+                f"{name}, line {line_no}: a {type(row).__name__}, not a JSON object."
+            )
+        rows.append(row)
+        lines.append(line_no)
     return _Source(rows, _columns(rows), name, lambda i: f"line {lines[i]}")
 
 
-def _read_json(path: Path, name: str) -> _Source:
+def _read_json(data: bytes, name: str) -> _Source:
     try:
-        data = msgspec.json.decode(path.read_bytes())
+        rows = msgspec.json.decode(_decoded(data, name))
     except msgspec.DecodeError as exc:
         raise DatasetError(f"{name} is not valid JSON ({exc}).") from exc
-    if not isinstance(data, list):
-        raise DatasetError(f"{name} must hold a JSON list of objects, not a {type(data).__name__}.")
-    for i, row in enumerate(data, 1):
+    if not isinstance(rows, list):
+        raise DatasetError(f"{name} must hold a JSON list of objects, not a {type(rows).__name__}.")
+    for i, row in enumerate(rows, 1):
         if not isinstance(row, dict):
             raise DatasetError(f"{name}, row {i}: a {type(row).__name__}, not a JSON object.")
-    return _Source(data, _columns(data), name, lambda i: f"row {i + 1}")
+    return _Source(rows, _columns(rows), name, lambda i: f"row {i + 1}")
 
 
-def _read_frame(path: Path, name: str, suffix: str) -> _Source:
+def _read_csv(data: bytes, name: str, separator: str) -> _Source:
+    """Every cell as the text written (no type guessed): an empty cell is None, `""`
+    empty text. The header is line 1: data row i is line i + 2."""
     import polars as pl
 
-    if suffix == ".csv":  # the header is line 1: data row i is line i + 2
-        frame = pl.read_csv(path, infer_schema_length=10_000)
-        return _Source(frame.to_dicts(), frame.columns, name, lambda i: f"line {i + 2}")
-    frame = pl.read_parquet(path)
+    text = _decoded(data, name)
+    if not text.strip():
+        return _Source([], [], name, lambda i: f"line {i + 2}")
+    _check_header(next(csv.reader(io.StringIO(text), delimiter=separator)), name)
+    frame = pl.read_csv(text.encode("utf-8"), separator=separator, infer_schema=False)
+    return _Source(frame.to_dicts(), frame.columns, name, lambda i: f"line {i + 2}")
+
+
+def _check_header(header: list[str], name: str) -> None:
+    """A column named twice is refused: which one would be the target?"""
+    seen: dict[str, int] = {}
+    for place, column in enumerate(header, 1):
+        if column in seen:
+            raise DatasetError(
+                f"{name}, line 1: the header names column {column!r} twice (columns "
+                f"{seen[column]} and {place}); rename one of them."
+            )
+        seen[column] = place
+
+
+def _read_parquet(data: bytes, name: str) -> _Source:
+    import polars as pl
+
+    frame = pl.read_parquet(io.BytesIO(data))
     return _Source(frame.to_dicts(), frame.columns, name, lambda i: f"row {i + 1}")
 
 
-def _read_file(path: Path) -> _Source:
-    name = f"Dataset file '{path}'"
-    suffix = path.suffix.lower()
+_READERS: dict[str, Callable[[bytes, str], _Source]] = {
+    ".csv": functools.partial(_read_csv, separator=","),
+    ".tsv": functools.partial(_read_csv, separator="\t"),
+    ".json": _read_json,
+    ".jsonl": _read_jsonl,
+    ".parquet": _read_parquet,
+}
+
+
+def _stored(url: str, name: str) -> bytes:
+    """The bytes of an object in a store, through the storage the logs use."""
+    scheme, _, rest = url.partition("://")
+    folder, _, key = rest.rpartition("/")
+    if not folder or not key:
+        raise DatasetError(f"{name}: name a file in a bucket, e.g. s3://bucket/data/qa.csv.")
+    try:
+        return Store(f"{scheme}://{folder}").get(key)
+    except FileNotFoundError:
+        raise DatasetError(f"{name} does not exist.") from None
+
+
+def _read_file(data: str | os.PathLike[str]) -> _Source:
+    url = is_url(data)
+    location = str(data) if url else str(Path(data))
+    name = f"Dataset file '{location}'"
+    suffix = Path(location).suffix.lower()
     if suffix not in _EXTENSIONS:
         raise DatasetError(
-            f"{name} has an unknown extension '{suffix}'; use .csv, .json, .jsonl or .parquet."
+            f"{name} has an unknown extension '{suffix}'; "
+            "use .csv, .tsv, .json, .jsonl or .parquet."
         )
-    if not path.exists():
+    if not url and not Path(location).exists():
         raise DatasetError(f"{name} does not exist.")
     try:
-        if suffix == ".jsonl":
-            return _read_jsonl(path, name)
-        if suffix == ".json":
-            return _read_json(path, name)
-        return _read_frame(path, name, suffix)
-    except DatasetError:
+        raw = _stored(location, name) if url else Path(location).read_bytes()
+        return _READERS[suffix](raw, name)
+    except VitalsError:  # ours say what to do: a store's error names its kind
         raise
     except Exception as exc:  # polars' and the OS's errors, many kinds
         raise DatasetError(f"Cannot read {name[0].lower()}{name[1:]}: {exc}") from exc
+
+
+def file_rows(data: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The rows of a dataset file (a path or a URL) as written, as `Task(path)` takes
+    them: every column kept under its own name.
+
+    Example:
+        >>> file_rows("zips.csv")
+        [{'input': 'ZIP code of Cambridge MA?', 'target': '02139'}]
+    """
+    return [dict(row) for row in _read_file(data).rows]
 
 
 def _is_hf_dataset(data: Any) -> bool:
@@ -137,8 +252,9 @@ def _read_object(data: Any) -> _Source:
         rows = list(data)
         return _Source(rows, _columns(rows), "Dataset", lambda i: f"row {i + 1}")
     raise DatasetError(
-        f"Cannot read a {kind.__name__} as a dataset: pass a path to a .csv, .json, .jsonl "
-        "or .parquet file, a Hugging Face Dataset, a polars DataFrame or a list of dicts."
+        f"Cannot read a {kind.__name__} as a dataset: pass a path (or URL) to a .csv, .tsv, "
+        ".json, .jsonl or .parquet file, a Hugging Face Dataset, a polars DataFrame or a "
+        "list of dicts."
     )
 
 
@@ -158,6 +274,7 @@ class _Mapping:
     id: str | None
     metadata: list[str]
     human: str | None
+    types: dict[str, type] = field(default_factory=dict)
 
 
 def _mapping(
@@ -167,6 +284,7 @@ def _mapping(
     id: str | None,
     metadata: Sequence[str] | None,
     human: str | None,
+    types: Mapping[str, type] | None,
 ) -> _Mapping:
     given_input = _column(source, input or "input", "input")
     given_target = _column(source, target or "target", "target")
@@ -186,7 +304,77 @@ def _mapping(
                 "the dataset's rows use for themselves; map it with input=, target=, id= "
                 "or human= instead."
             )
-    return _Mapping(given_input, given_target, id_column, kept, human_column)
+    mapping = _Mapping(given_input, given_target, id_column, kept, human_column)
+    return replace(mapping, types=_checked_types(source, mapping, types or {}))
+
+
+#: What `types=` may ask a column to be, and how a value that is not one is named.
+_KINDS: dict[type, str] = {int: "an int", float: "a float", bool: "a boolean", str: "text"}
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
+
+
+def _checked_types(
+    source: _Source, mapping: _Mapping, types: Mapping[str, type]
+) -> dict[str, type]:
+    """`types=`: int, float, bool or str for columns there are; the input and target stay
+    text, an id is int or str."""
+    for column, kind in types.items():
+        _column(source, column, "types")
+        for role in ("input", "target"):
+            if column == getattr(mapping, role):
+                raise ConfigError(
+                    f"types=: the {role} (column {column!r}) is text as written; types= "
+                    "is for the id, the metadata and the human grades."
+                )
+        if kind not in _KINDS:
+            raise ConfigError(
+                f"types=: column {column!r} may be int, float, bool or str, not {kind!r}."
+            )
+        if column == mapping.id and kind not in (int, str):
+            raise ConfigError(f"types=: an id is int or str, not {kind.__name__}.")
+    return dict(types)
+
+
+def _typed(value: Any, kind: type) -> Any:
+    """`value` as `kind` (ValueError when it is not one); None (and blank text, but as
+    str) stays None."""
+    if value is None or (kind is not str and isinstance(value, str) and not value.strip()):
+        return None
+    if kind is str:
+        return value if isinstance(value, str) else str(_text(value))
+    if isinstance(value, str):
+        text = value.strip()
+        if kind is bool and text.lower() in _BOOLEANS:
+            return _BOOLEANS[text.lower()]
+        if kind is int and _INTEGER.fullmatch(text):
+            return int(text)
+        if kind is float and "_" not in text:
+            return float(text)  # ValueError for what is not a number
+        raise ValueError(text)
+    if isinstance(value, bool) or kind is bool:
+        if isinstance(value, bool) and kind is bool:
+            return value
+        raise ValueError(value)
+    if kind is float and isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return int(value)
+    raise ValueError(value)
+
+
+def _cell(record: Mapping[str, Any], column: str, mapping: _Mapping, where: str) -> Any:
+    """A cell's value, as `types=` asks for it."""
+    value = record.get(column)
+    kind = mapping.types.get(column)
+    if kind is None:
+        return value
+    try:
+        return _typed(value, kind)
+    except ValueError:
+        raise DatasetError(
+            f"{where}: column '{column}' holds {value!r}, not {_KINDS[kind]} (types=)."
+        ) from None
 
 
 def _is_empty(value: Any) -> bool:
@@ -194,7 +382,7 @@ def _is_empty(value: Any) -> bool:
 
 
 def _text(value: Any) -> Any:
-    """A number as text (a CSV's "4" is read as 4; a target is text); the rest as is."""
+    """A number as text (a JSON target `4` is `"4"`; a target is text); the rest as is."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return value
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
@@ -204,31 +392,37 @@ def _row(source: _Source, i: int, record: Mapping[str, Any], mapping: _Mapping) 
     where = f"{source.name}, {source.where(i)}"
     row: dict[str, Any] = {}
     if mapping.id is not None:
-        value = record.get(mapping.id)
+        value = _cell(record, mapping.id, mapping, where)
         if _is_empty(value):
             raise DatasetError(f"{where}: column '{mapping.id}' (the id) is empty.")
         row["id"] = value
     for key, column in (("input", mapping.input), ("target", mapping.target)):
         value = record.get(column)
-        if _is_empty(value) if key == "input" else _is_missing(value):
+        if _is_empty(value):
             raise DatasetError(f"{where}: column '{column}' (the {key}) is empty.")
         row[key] = _text(value)
     for column in mapping.metadata:
-        row[column] = record.get(column)
+        row[column] = _cell(record, column, mapping, where)
     if mapping.human is not None:
-        grade = record.get(mapping.human)
+        grade = _cell(record, mapping.human, mapping, where)
         row["human"] = None if _is_missing(grade) else grade
     return row
 
 
 def _check_ids(source: _Source, rows: list[dict[str, Any]], column: str) -> None:
-    first: dict[Any, int] = {}
+    """Each id unique as the log writes it (`1` and `"1"` are one id there)."""
+    first: dict[str, int] = {}
     for i, row in enumerate(rows):
-        key = row["id"]
+        key = id_text(row["id"])
         if key in first:
+            before, now = rows[first[key]]["id"], row["id"]
+            alike = ""
+            if repr(before) != repr(now):
+                alike = f" (as {before!r} and {now!r}, one id as the log writes them)"
             raise DatasetError(
                 f"{source.name}: the id {key!r} (column '{column}') is on "
-                f"{source.where(first[key])} and on {source.where(i)}; each id must be unique."
+                f"{source.where(first[key])} and on {source.where(i)}{alike}; "
+                "each id must be unique."
             )
         first[key] = i
 
@@ -241,13 +435,16 @@ def read_dataset(
     id: str | None = None,
     metadata: Sequence[str] | None = None,
     human: str | None = None,
+    types: Mapping[str, type] | None = None,
 ) -> list[dict[str, Any]]:
-    """Read a dataset from a .csv, .json (a list of objects), .jsonl or .parquet file,
-    or from a Hugging Face `datasets.Dataset` (or a polars DataFrame, a list of dicts),
-    naming which columns are what.
+    """Read a dataset from a .csv, .tsv, .json (a list of objects), .jsonl or .parquet
+    file (a path, or a URL such as `s3://bucket/qa.csv`), or from a Hugging Face
+    `datasets.Dataset` (or a polars DataFrame, a list of dicts), naming which columns
+    are what. A CSV or TSV cell is the text written in it (`02139` stays `"02139"`):
+    no type is guessed; `types=` asks for one.
 
     Args:
-        data: the path, or the object.
+        data: the path or URL, or the object.
         input: the column of inputs (default: `input`).
         target: the column of targets (default: `target`).
         id: the column of ids, each unique (default: `id` when there is one, else 1..n).
@@ -255,14 +452,22 @@ def read_dataset(
             mapped to something else).
         human: the column of human grades, kept as `metadata["human"]` (an empty cell is
             `None`: not graded).
+        types: columns to read as `int`, `float` or `bool` (or `str`) instead of as
+            written, e.g. `{"level": int}`; an empty cell stays `None`, a cell that is
+            not of its type is an error. The input and target are always text.
 
     Returns:
         The rows, as dicts `Task(dataset=...)` takes.
 
     Raises:
         DatasetError: naming the file, the row and the column: a missing column (and
-            the columns there are), an empty input, duplicate ids, a file that cannot
-            be read or has an unknown extension.
+            the columns there are), an empty input, target or id, duplicate ids, a cell
+            not of its type, a header naming a column twice, a file that is not UTF-8
+            (or UTF-16 or UTF-32 with a byte-order mark), cannot be read or has an
+            unknown extension.
+        ConfigError: `types=` asking for a type of the input or target, or for a type
+            other than int, float, bool or str.
+        StoreError: a URL whose store cannot be read (no bucket, access denied ...).
 
     Example:
         >>> rows = ve.read_dataset("qa.csv", input="question", target="answer", id="qid",
@@ -272,12 +477,12 @@ def read_dataset(
         >>> task = ve.Task(rows, solver=ve.generate(ve.chat_mock()), scorer=ve.detect_match())
     """
     if isinstance(data, str | os.PathLike):
-        source = _read_file(Path(data))
+        source = _read_file(data)
     else:
         source = _read_object(data)
     if not source.rows:
         raise DatasetError(f"{source.name} is empty: a dataset needs at least one row.")
-    mapping = _mapping(source, input, target, id, metadata, human)
+    mapping = _mapping(source, input, target, id, metadata, human, types)
     rows = [_row(source, i, record, mapping) for i, record in enumerate(source.rows)]
     if mapping.id is not None:
         _check_ids(source, rows, mapping.id)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .vocab.text import writable_text
 from .vocab.usage import UsageLedger
 
 if TYPE_CHECKING:
@@ -28,12 +29,26 @@ __all__ = [
     "ScoreSet",
     "Solution",
     "SolvedSample",
+    "id_text",
 ]
 
 # A spilled record's usage and model calls: shared, and nothing is ever added to them
 # (reading a record back gives it its own; see task/spill.py).
 _EMPTY_LEDGER = UsageLedger()
 _NO_CALLS: list[ModelCall] = []
+
+
+def id_text(sample_id: int | str) -> str:
+    """A sample id as the log and its frames show it: its text, a lone surrogate written
+    as its escape. Two ids of one text are one sample to every reader of the log (its
+    frames, `compare`, `sample_ids=`), so a dataset's ids must differ in this text.
+
+    Example:
+        >>> id_text(1) == id_text("1"), id_text("bad\\udcff") == id_text("bad\\\\udcff")
+        (True, True)
+    """
+    return writable_text(str(sample_id))
+
 
 #: The ordered grades: incorrect < partially correct < correct.
 GRADES = ("I", "P", "C")

@@ -16,6 +16,7 @@ checked, and each check fails for that reason.
 from __future__ import annotations
 
 import math
+import numbers
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -112,7 +113,8 @@ def check_thresholds(
     one check per threshold, in their order. `log`: a log read (`read_log`), its path, its
     header, or a `Task` that ran (its log is read).
 
-    Raises `ConfigError` for a name that matches no metric of the run, or several.
+    Raises `ConfigError` for a name that matches no metric of the run, or several, and
+    for a threshold that is not a finite number (as `--fail-under` does).
 
     Example:
         >>> checks = ve.check_thresholds(task, {"accuracy": 0.8})
@@ -123,6 +125,8 @@ def check_thresholds(
     """
     from .log import schema as s
 
+    for name, limit in thresholds.items():
+        _check_limit(name, limit)
     header = _header(log)
     results = header.results
     scores = results.scores if isinstance(results, s.EvalResults) else []
@@ -139,6 +143,14 @@ def check_thresholds(
         value = metrics[scorer, metric]
         checks.append(ThresholdCheck(task, name, scorer, metric, float(limit), value, status))
     return checks
+
+
+def _check_limit(name: str, limit: object) -> None:
+    """A threshold must be a finite number: a NaN fails every check whatever the metric."""
+    if isinstance(limit, bool) or not isinstance(limit, numbers.Real) or not math.isfinite(limit):
+        raise ConfigError(
+            f"Threshold {name!r} must be a finite number (e.g. {{{name!r}: 0.8}}), not {limit!r}."
+        )
 
 
 def _header(log: LoggedEval | s.EvalLog | Task | str | Path) -> s.EvalLog:

@@ -14,7 +14,7 @@ from ..pacing.limits import Limits
 from ..report import summary
 from ..task.eval_set import EvalSetFailedError, eval_set, model_chat
 from ..task.task import Task
-from .gates import FinishedRun, check_gate_names, gated, gating
+from .gates import FinishedRun, check_gate_names, check_junit_path, gated, gating
 from .shared import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, report, say
 from .task_file import find_tasks_or_fail, imported
 
@@ -63,6 +63,7 @@ def run_eval(args: argparse.Namespace) -> int:
     estimating = _estimating(args)
     if estimating and gating(args):
         raise UsageError("--fail-under and --junit check a run: leave out --estimate.")
+    check_junit_path(args)
     with imported(path) as module:
         tasks = find_tasks_or_fail(module, path, name)
         check_gate_names([task for _, task in tasks], args)

@@ -13,6 +13,7 @@ run failed or was interrupted: those codes (1, 130) say more, and win.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from ..thresholds import ThresholdCheck, check_thresholds
 from .junit import JUnitRun, write_junit
 from .shared import EXIT_BELOW_THRESHOLD, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
-__all__ = ["FinishedRun", "apply_gates", "check_gate_names", "gated", "gating"]
+__all__ = ["FinishedRun", "apply_gates", "check_gate_names", "check_junit_path", "gated", "gating"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,35 @@ def check_gate_names(tasks: Sequence[Task], args: argparse.Namespace) -> None:
             f"--fail-under {name}={limit:g}: no task has a metric {name!r} "
             f"(these could be gated: {', '.join(known)})."
         )
+
+
+def check_junit_path(args: argparse.Namespace) -> None:
+    """Before any run: a usage error for a `--junit` path the report could not be written
+    to (a folder, a folder that cannot be made, a place this user may not write), so that
+    nothing is spent on a run whose report would be lost.
+
+    Example:
+        >>> check_junit_path(parse(["--junit", "reports"]))
+        Traceback (most recent call last):
+        UsageError: --junit reports: that is a folder; name the report's file ...
+    """
+    junit: str | None = getattr(args, "junit", None)
+    if junit is None:
+        return
+    path = Path(junit)
+    if path.is_dir():
+        raise UsageError(
+            f"--junit {junit}: that is a folder; name the report's file, e.g. "
+            f"--junit {path / 'report.xml'}."
+        )
+    folder = path.absolute().parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the nearest folder there is: the rest is made
+    if not folder.is_dir():
+        raise UsageError(f"--junit {junit}: cannot make its folder: {folder} is a file.")
+    target = path if path.exists() else folder
+    if not os.access(target, os.W_OK):
+        raise UsageError(f"--junit {junit}: this user may not write to {target}.")
 
 
 def _gate_names(task: Task) -> set[str]:

@@ -3,7 +3,8 @@ and used after each run to correct each scorer's mean by them (prediction-powere
 inference, `statistics/corrected.py`).
 
 A sample's human grade is its value in the named metadata column: a grade C, P or I, a
-number or a boolean; empty (None, NaN) where nobody graded it. The correction takes the
+number or a boolean (or either written as text, as a CSV holds it); empty (None, NaN)
+where nobody graded it. The correction takes the
 samples that finished and were scored, paired with their human grade where they have
 one, clustered as the task's metrics are (a sample's epochs; `Task(cluster=)`'s
 column), each sample's epochs reduced first when the task has a reducer. It needs two
@@ -13,6 +14,7 @@ human grades at least; with fewer, it is left out and the summary says why.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -26,12 +28,25 @@ from .state import TaskSetup
 __all__ = ["check_human", "correct_by_humans", "human_grade"]
 
 
+#: A grade written as a number in a file read as text (a CSV's `1`, `0.5`).
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
 def human_grade(metadata: dict[str, Any], column: str) -> Any:
-    """A sample's human grade in `column` (None: not graded)."""
+    """A sample's human grade in `column` (None: not graded). A file's text is read as
+    written, so a grade written `1`, `0.5` or `true` is that number or boolean here."""
     value = metadata.get(column)
     if isinstance(value, float) and math.isnan(value):
         return None
-    return None if value == "" else value
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        if _NUMBER.fullmatch(text):
+            return float(text)
+        if text.lower() in ("true", "false"):
+            return text.lower() == "true"
+    return value
 
 
 def check_human(human: Any, rows: Sequence[DatasetRow]) -> str | None:

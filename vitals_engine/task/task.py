@@ -21,6 +21,7 @@ from .._sync import run_sync
 from .._words import plural
 from ..chats.chat import Chat
 from ..dataset import DatasetRow, dataset_name, known_columns, load_dataset
+from ..dataset_files import file_rows
 from ..engine.options import OPTION_NAMES, EvalKeywords, RunOptions, check_epochs
 from ..engine.scorer_set import as_scorer
 from ..engine.user_functions import route_kwargs, spec_of
@@ -113,7 +114,9 @@ class Task:
         if log_format not in ("json", "eval"):
             raise ConfigError(f"`log_format` must be 'json' or 'eval', not {log_format!r}.")
         self.log_format = log_format
-        rows = load_dataset(dataset)
+        rows = load_dataset(
+            file_rows(dataset) if isinstance(dataset, str | os.PathLike) else dataset
+        )
         chosen: Callable[..., Any] | None = as_scorer(scorer)
         # Checked in this order, so the first bad argument is the one reported.
         self._setup = TaskSetup(
