@@ -1,7 +1,7 @@
 """Start-up: `import vitals_engine` and `vitals --help` leave the heavy dependencies unloaded.
 
-polars, the aiohttp and httpx adapters, structlog and the CLI's command
-modules are imported by the paths that need them. Each check runs in a fresh
+polars, the aiohttp and httpx adapters, structlog, jsonschema and the CLI's
+command modules are imported by the paths that need them. Each check runs in a fresh
 interpreter, since this test process has long imported everything. How fast
 start-up is lives in `bench/startup.py`; these tests only check what is loaded.
 """
@@ -24,6 +24,7 @@ HEAVY = [
     "aiohttp",
     "httpx",
     "structlog",
+    "jsonschema",
     "rich",
     "vitals_engine.transport.aiohttp_client",
     "vitals_engine.transport.httpx_client",
@@ -54,7 +55,8 @@ def _loaded(names: list[str]) -> str:
 
 
 def test_import_leaves_the_heavy_modules_unloaded(tmp_path):
-    """`import vitals_engine` loads none of polars, aiohttp, httpx, structlog or the commands."""
+    """`import vitals_engine` loads none of polars, aiohttp, httpx, structlog, jsonschema or the
+    commands."""
     out = _run(
         "import json, sys\nimport vitals_engine\n"
         f"print(json.dumps({{'loaded': {_loaded(HEAVY)}}}))",
@@ -117,6 +119,24 @@ def test_a_mock_eval_imports_polars_when_it_needs_it(tmp_path):
         "rows": 1,
         "score": "C",
     }
+
+
+def test_jsonschema_waits_for_the_first_schema_dict(tmp_path):
+    """Structured output of a msgspec Struct never imports jsonschema; the first JSON-schema
+    dict given does (it checks that schema)."""
+    out = _run(
+        "import json, sys\n"
+        "import msgspec\n"
+        "import vitals_engine as ve\n"
+        "class Answer(msgspec.Struct):\n"
+        "    n: int\n"
+        "value = ve.chat_mock().extract_data('6*7?', type=Answer)\n"
+        "before = 'jsonschema' in sys.modules\n"
+        "ve.generate_structured(ve.chat_mock(), type={'type': 'integer'})\n"
+        "print(json.dumps({'n': value.n, 'before': before, 'after': 'jsonschema' in sys.modules}))",
+        tmp_path,
+    )
+    assert out == {"n": 1, "before": False, "after": True}
 
 
 @pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="not running in a virtual environment")

@@ -144,9 +144,11 @@ def generate_structured(
     """A solver that asks each input for a reply of a given shape.
 
     `type` is a msgspec Struct (or another type msgspec knows) or a JSON
-    schema dict. The result is the reply as JSON text (so string scorers
-    work); the parsed value goes to `solver_metadata`. A reply that does not
-    validate fails its sample with an `ExtractionError` holding the raw reply.
+    schema dict (validated against in full: JSON Schema draft 2020-12). The
+    result is the reply as JSON text (so string scorers work); the parsed
+    value goes to `solver_metadata`. A reply that does not validate fails its
+    sample with an `ExtractionError` naming where and what, holding the raw
+    reply; a schema dict that is not valid JSON Schema is a `ConfigError` here.
 
     Example:
         >>> class Answer(msgspec.Struct):

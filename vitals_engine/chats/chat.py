@@ -147,9 +147,18 @@ class Chat:
     async def extract_data_async(self, *prompt: Prompt, type: Any) -> Any:
         """Ask for a reply of a given shape and return it validated.
 
-        `type` is a msgspec Struct (or any type msgspec knows) or a JSON schema
-        dict. A reply that does not validate raises `ExtractionError` holding
-        the raw reply.
+        `type` is a msgspec Struct (or any type msgspec knows), which msgspec
+        decodes the reply into, or a JSON schema dict, which the reply is
+        validated against (the full JSON Schema, draft 2020-12). A reply that
+        does not validate raises `ExtractionError` naming where and what,
+        holding the raw reply; a schema dict that is not valid JSON Schema
+        raises `ConfigError` before the model is asked.
+
+        Example:
+            >>> n = {"type": "integer", "minimum": 3}
+            >>> schema = {"type": "object", "properties": {"n": n}, "required": ["n"]}
+            >>> await chat_mock().extract_data_async("Pick n.", type=schema)
+            {'n': 3}
         """
         schema = schema_for(type)
         turn = await self._converse(Turn.user(*_check_prompt(prompt)), {}, output_schema=schema)

@@ -1,31 +1,72 @@
-"""Structured output: a JSON schema for a type, and validation of the reply."""
+"""Structured output: the JSON schema of a type, and the check of a reply against it.
+
+Two kinds of `type=` ask for structured output, and each is checked by one
+authority:
+
+- a type msgspec knows (a Struct, a list of them ...): its schema is
+  msgspec's, and a reply is decoded into that type by msgspec, which checks
+  every field and constraint (`msgspec.Meta`) on the way;
+- a JSON schema dict: it is checked once, when it is given (`schema_for`
+  raises `ConfigError` naming what is wrong), and each reply is validated
+  against it by the `jsonschema` library: the whole of JSON Schema, draft
+  2020-12 unless the schema's `$schema` names an earlier draft. `format` is
+  an annotation, not checked: whether it could be would depend on optional
+  packages installed beside jsonschema.
+
+jsonschema is imported when the first schema dict is given, so a process
+that never gives one does not load it (about 45 ms in a process that has
+the engine loaded, 120 ms cold). A checked schema is kept, by its JSON
+text, for the next reply: checking a schema costs milliseconds, validating
+a reply microseconds.
+
+The module stands alone (msgspec, jsonschema and the project's error
+classes), so it can move.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from .._errors import ConfigError, ExtractionError
 
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
 __all__ = ["example_value", "parse_structured", "schema_for"]
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-    "null": (type(None),),
-}
+_SHOWN = 5  # violations a reply's error lists
+_LONGEST = 200  # characters of one violation's message
+_INSTANCE_KEYS = frozenset({"const", "enum", "default", "examples"})  # values, not schemas
+_NAME_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+)
 
 
 def schema_for(kind: Any) -> dict[str, Any]:
-    """The JSON schema of `kind`: a msgspec-known type, or a JSON schema dict as is."""
+    """The JSON schema of `kind`: a msgspec-known type, or a JSON schema dict as is.
+
+    A dict is checked here, before any model is asked: it must be valid JSON
+    Schema, say something of the reply's shape, and carry every definition
+    its `$ref`s point to. Anything else is a `ConfigError` saying what is wrong.
+
+    Example:
+        >>> class Answer(msgspec.Struct):
+        ...     answer: int
+        >>> schema_for(Answer)["properties"]
+        {'answer': {'type': 'integer'}}
+        >>> try:
+        ...     schema_for({"type": "strin"})
+        ... except ConfigError as error:
+        ...     print(str(error).split(": ", 1)[1])
+        at $.type of the schema: 'strin' is not one of ['array', 'boolean', 'integer', ...
+    """
     if isinstance(kind, dict):
-        if "type" not in kind and "$ref" not in kind and "anyOf" not in kind:
-            raise ConfigError("A JSON schema passed as type= needs a 'type' key.")
+        _validator(kind)
         return kind
     try:
         schema = msgspec.json.schema(kind)
@@ -45,77 +86,185 @@ def schema_for(kind: Any) -> dict[str, Any]:
     return schema
 
 
-def _violations(value: Any, schema: dict[str, Any], defs: dict[str, Any], path: str) -> list[str]:
-    if "$ref" in schema:
-        return _violations(value, defs.get(schema["$ref"].rsplit("/", 1)[-1], {}), defs, path)
-    if "anyOf" in schema:
-        options = [_violations(value, s, defs, path) for s in schema["anyOf"]]
-        return [] if any(not o for o in options) else options[0]
-    problems: list[str] = []
-    kind = schema.get("type")
-    kinds = kind if isinstance(kind, list) else [kind] if kind else []
-    if kinds:
-        ok = any(
-            isinstance(value, _JSON_TYPES.get(k, object))
-            and not (k in ("integer", "number") and isinstance(value, bool))
-            for k in kinds
-        )
-        if not ok:
-            return [f"{path or 'value'} should be {' or '.join(kinds)}"]
-    if "enum" in schema and value not in schema["enum"]:
-        problems.append(f"{path or 'value'} should be one of {schema['enum']}")
-    if isinstance(value, dict):
-        for key in schema.get("required", []):
-            if key not in value:
-                problems.append(f"{path}.{key} is missing" if path else f"'{key}' is missing")
-        for key, sub in schema.get("properties", {}).items():
-            if key in value:
-                problems += _violations(value[key], sub, defs, f"{path}.{key}" if path else key)
-    if isinstance(value, list) and "items" in schema:
-        for i, item in enumerate(value):
-            problems += _violations(item, schema["items"], defs, f"{path}[{i}]")
-    return problems
-
-
 def parse_structured(text: str, kind: Any, schema: dict[str, Any]) -> Any:
-    """Decode and validate a structured reply; `ExtractionError` if it does not fit."""
+    """Decode and validate a structured reply; `ExtractionError` if it does not fit.
+
+    `kind` is what `type=` was: a msgspec type decodes the reply into it, a
+    JSON schema dict (`schema`, as `schema_for` returned it) validates it.
+
+    Example:
+        >>> schema = {"type": "array", "items": {"type": "integer", "maximum": 5}}
+        >>> parse_structured("[1, 2]", schema, schema)
+        [1, 2]
+        >>> try:
+        ...     parse_structured("[1, 2, 7]", schema, schema)
+        ... except ExtractionError as error:
+        ...     print(error)
+        The reply does not match the schema: at $[2]: 7 is greater than the maximum of 5
+    """
     raw = text.strip()
     if raw.startswith("```"):
         raw = raw.strip("`").removeprefix("json").strip()
-    if isinstance(kind, dict):
+    if not isinstance(kind, dict):
         try:
-            value = msgspec.json.decode(raw)
-        except msgspec.DecodeError as exc:
-            raise ExtractionError(f"The reply is not valid JSON: {exc}", raw=text) from exc
-        problems = _violations(value, schema, schema.get("$defs", {}), "")
-        if problems:
+            return msgspec.json.decode(raw, type=kind)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise ExtractionError(
-                "The reply does not match the schema: " + "; ".join(problems[:5]), raw=text
-            )
-        return value
+                f"The reply does not validate as {kind!r}: {exc}", raw=text
+            ) from exc
     try:
-        return msgspec.json.decode(raw, type=kind)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise ExtractionError(f"The reply does not validate as {kind!r}: {exc}", raw=text) from exc
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise ExtractionError(f"The reply is not valid JSON: {exc}", raw=text) from exc
+    problems = [
+        f"at {_path(e.absolute_path)}: {_short(e.message)}"
+        for e in _validator(schema).iter_errors(value)
+    ]
+    if problems:
+        more = len(problems) - _SHOWN
+        raise ExtractionError(
+            "The reply does not match the schema: "
+            + "; ".join(problems[:_SHOWN])
+            + (f" (and {more} more)" if more > 0 else ""),
+            raw=text,
+        )
+    return value
+
+
+def _validator(schema: dict[str, Any]) -> Validator:
+    try:
+        text = msgspec.json.encode(schema)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"The JSON schema given as type= is not JSON ({exc}): it is sent to the model "
+            "as JSON, so it holds only dicts, lists, strings, numbers, booleans and None."
+        ) from exc
+    return _checked(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _checked(text: bytes) -> Validator:
+    """The validator of the schema whose JSON is `text`, once the schema is checked."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError, best_match
+    from jsonschema.validators import validator_for
+    from referencing import Registry
+
+    schema = msgspec.json.decode(text)
+    cls = validator_for(schema, default=Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except SchemaError as exc:
+        worst = best_match(exc.context) if exc.context else exc
+        raise ConfigError(
+            f"The JSON schema given as type= is not valid JSON Schema "
+            f"({_draft(cls)}): at {_path(worst.absolute_path)} of the schema: "
+            f"{_short(worst.message)}."
+        ) from None
+    if not set(schema) & set(cls.VALIDATORS):
+        raise ConfigError(
+            "The JSON schema given as type= says nothing of the reply's shape: none of its "
+            f"keys {sorted(schema)} is a keyword of JSON Schema. Write, for example, "
+            '{"type": "object", "properties": {"answer": {"type": "integer"}}}.'
+        )
+    _check_refs(schema, cls)
+    return cls(schema, registry=Registry())  # an empty registry: no $ref goes to the network
+
+
+def _check_refs(schema: dict[str, Any], cls: Any) -> None:
+    """Every `$ref` of `schema` points inside it: the model and the check see nothing else."""
+    from referencing import Registry, Resource
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import specification_with
+
+    spec = specification_with(cls.META_SCHEMA["$schema"])
+    root = Registry().resolver_with_root(Resource.from_contents(schema, spec))
+    for where, ref, resolver in _refs(schema, (), root, spec):
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            raise ConfigError(
+                f"The JSON schema given as type= has a $ref to {ref!r} (at {_path(where)} of "
+                "the schema) that points to nothing in the schema: a structured-output schema "
+                "carries its own definitions, under $defs."
+            ) from None
+
+
+def _refs(
+    node: Any, where: tuple[str | int, ...], resolver: Any, spec: Any, *, names: bool = False
+) -> Iterator[tuple[tuple[str | int, ...], str, Any]]:
+    """The `$ref`s under `node`, each with the schema holding it and the resolver it is
+    looked up with (a nested `$id` moves the base); `names` when `node` maps names to
+    schemas (`properties`, `$defs` ...), whose keys are no keywords."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _refs(item, (*where, i), resolver, spec)
+        return
+    if not isinstance(node, dict):
+        return
+    if not names and where and isinstance(node.get("$id"), str):
+        resolver = resolver.in_subresource(spec.create_resource(node))
+    if not names and isinstance(node.get("$ref"), str):
+        yield where, node["$ref"], resolver
+    for key, sub in node.items():
+        if names or key not in _INSTANCE_KEYS:
+            inner = not names and key in _NAME_MAPS
+            yield from _refs(sub, (*where, key), resolver, spec, names=inner)
+
+
+def _path(parts: Any) -> str:
+    """`$.items[2].name`: where in a JSON value, as a JSONPath."""
+    out = "$"
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.isidentifier():
+            out += f".{part}"
+        else:
+            out += f"[{part!r}]"
+    return out
+
+
+def _short(message: str) -> str:
+    return message if len(message) <= _LONGEST else message[: _LONGEST - 1] + "…"
+
+
+def _draft(cls: Any) -> str:
+    """`draft 2020-12` for `Draft202012Validator`, `draft 7` for `Draft7Validator`."""
+    number = cls.__name__.removeprefix("Draft").removesuffix("Validator")
+    return f"draft {number[:4]}-{number[4:]}" if len(number) == 6 else f"draft {number}"
 
 
 def example_value(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
     """A value of the shape `schema` asks for (what the mock models answer).
 
+    It keeps the schema's `const`, `enum`, `default` and `examples`, and the
+    bounds of numbers, strings and arrays; a `pattern` it cannot guess (give
+    the schema `examples` for that).
+
     Example:
         >>> example_value({"type": "object", "properties": {"n": {"type": "integer"}}})
         {'n': 1}
+        >>> numbers = {"type": "integer", "minimum": 3}
+        >>> example_value({"type": "array", "items": numbers, "minItems": 2})
+        [3, 3]
     """
     known: dict[str, Any] = defs if defs is not None else (schema.get("$defs") or {})
     if "$ref" in schema:
         return example_value(known[schema["$ref"].rsplit("/", 1)[-1]], known)
+    if "allOf" in schema:
+        return example_value(_merged(schema, known), known)
     for key in ("anyOf", "oneOf"):
         if key in schema:
             return example_value(schema[key][0], known)
-    if "enum" in schema:
-        return schema["enum"][0]
-    if "default" in schema:
-        return schema["default"]
+    for key in ("const", "enum", "default", "examples"):
+        if key in schema:
+            return schema[key] if key in ("const", "default") else schema[key][0]
+    return _example_of_type(schema, known)
+
+
+def _example_of_type(schema: dict[str, Any], known: dict[str, Any]) -> Any:
+    """A value of the schema's `type` (its first but null, when it lists several)."""
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
@@ -123,7 +272,50 @@ def example_value(schema: dict[str, Any], defs: dict[str, Any] | None = None) ->
         props = schema.get("properties", {})
         return {name: example_value(sub, known) for name, sub in props.items()}
     if kind == "array":
-        return [example_value(schema.get("items", {}), known)]
-    return {"string": "mock", "integer": 1, "number": 1.0, "boolean": True, "null": None}.get(
-        str(kind), "mock"
-    )
+        return [example_value(schema.get("items", {}), known)] * max(1, schema.get("minItems", 1))
+    if kind in ("integer", "number"):
+        return _example_number(schema, integer=kind == "integer")
+    if kind == "string" or kind is None:
+        return _example_string(schema)
+    return {"boolean": True, "null": None}.get(str(kind), "mock")
+
+
+def _example_string(schema: dict[str, Any]) -> str:
+    """`mock`, repeated or cut to the string's `minLength` and `maxLength`."""
+    shortest = schema.get("minLength", 0)
+    return ("mock" * (shortest // 4 + 1))[: max(shortest, 4)][: schema.get("maxLength")]
+
+
+def _merged(schema: dict[str, Any], known: dict[str, Any]) -> dict[str, Any]:
+    """`allOf`'s schemas as one, their properties and required keys together."""
+    merged = {k: v for k, v in schema.items() if k != "allOf"}
+    properties = dict(merged.get("properties", {}))
+    required = list(merged.get("required", []))
+    for sub in schema["allOf"]:
+        while "$ref" in sub:
+            sub = known[sub["$ref"].rsplit("/", 1)[-1]]
+        merged.update(sub)
+        properties.update(sub.get("properties", {}))
+        required += sub.get("required", [])
+    if properties:
+        merged["properties"] = properties
+    if required:
+        merged["required"] = required
+    return merged
+
+
+def _example_number(schema: dict[str, Any], *, integer: bool) -> int | float:
+    """1, or the nearest a number's bounds and `multipleOf` allow."""
+    step = 1 if integer else 0.5
+    value: float = 1
+    if "minimum" in schema:
+        value = max(value, schema["minimum"])
+    if "exclusiveMinimum" in schema:
+        value = max(value, schema["exclusiveMinimum"] + step)
+    if "maximum" in schema:
+        value = min(value, schema["maximum"])
+    if "exclusiveMaximum" in schema:
+        value = min(value, schema["exclusiveMaximum"] - step)
+    if "multipleOf" in schema:
+        value = math.ceil(value / schema["multipleOf"]) * schema["multipleOf"]
+    return math.ceil(value) if integer else float(value)
