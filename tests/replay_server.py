@@ -34,7 +34,7 @@ import pytest
 
 import vitals_engine as ve
 from tests.recordings.cassettes import Interaction
-from vitals_engine.vocab import pricing
+from vitals_engine.pricing import table as pricing
 
 __all__ = ["Received", "ReplayServer", "chat_options", "replay", "replay_server", "replies"]
 

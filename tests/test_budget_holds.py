@@ -22,9 +22,10 @@ import pytest
 import vitals_engine as ve
 from tests.helpers import all_blocked, openai, sums
 from vitals_engine.pacing.budget import Budget
+from vitals_engine.pricing.cost import cost_of
+from vitals_engine.pricing.table import batch_share
 from vitals_engine.providers.mock import count_tokens
 from vitals_engine.testing import MockReply
-from vitals_engine.vocab.pricing import batch_share, cost_of
 from vitals_engine.vocab.turns import TokenUsage
 
 MODEL = "gpt-4.1-mini"

@@ -16,8 +16,8 @@ import vitals_engine as ve
 from tests.helpers import openai, sums
 from tests.test_log_read import EXPECTED
 from vitals_engine.log.logged_sample import logged_batch
+from vitals_engine.pricing.cost import cost_of
 from vitals_engine.report import format_cost
-from vitals_engine.vocab.pricing import cost_of
 from vitals_engine.vocab.turns import TokenUsage
 from vitals_engine.vocab.usage import UsageLedger, cost_schema
 

@@ -12,8 +12,8 @@ import pytest
 
 import vitals_engine as ve
 from tests.helpers import openai, sums
+from vitals_engine.pricing.cost import cost_of
 from vitals_engine.report import format_cost
-from vitals_engine.vocab.pricing import cost_of
 from vitals_engine.vocab.turns import TokenUsage
 
 MODEL = "gpt-4.1-mini"

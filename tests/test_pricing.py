@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 import vitals_engine as ve
-from vitals_engine.vocab import pricing
-from vitals_engine.vocab.pricing import LongContext, Price, TierPrice, cost_of, find_price
+from vitals_engine.pricing import table as pricing
+from vitals_engine.pricing.cost import cost_of
+from vitals_engine.pricing.table import LongContext, Price, TierPrice, find_price
 from vitals_engine.vocab.turns import TokenUsage
 
 M = 1_000_000

@@ -12,9 +12,9 @@ import vitals_engine as ve
 from tests.addresses import refusing_port
 from tests.helpers import openai
 from tests.inspect_check import assert_inspect_reads
+from vitals_engine.pricing import table as pricing
 from vitals_engine.testing import MockReply, MockToolCall
 from vitals_engine.transport.base import Timeouts
-from vitals_engine.vocab import pricing
 from vitals_engine.vocab.model_calls import ChatRequest
 from vitals_engine.vocab.turns import Turn
 

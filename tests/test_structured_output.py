@@ -9,7 +9,8 @@ import pytest
 
 import vitals_engine as ve
 from tests.helpers import openai
-from vitals_engine.vocab.structured import example_value, parse_structured, schema_for
+from vitals_engine.structured.examples import example_value
+from vitals_engine.structured.schemas import parse_structured, schema_for
 
 pytestmark = pytest.mark.usefixtures("no_retries")
 

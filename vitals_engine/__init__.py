@@ -86,6 +86,7 @@ if _typing.TYPE_CHECKING:
     from .pacing.batch_mode import Batch
     from .pacing.limits import Limits
     from .pacing.retry import Retry
+    from .pricing.table import set_price
     from .providers.base import Provider
     from .report import summary
     from .rescoring import RescorableLog, read_log, rescore_log
@@ -125,7 +126,6 @@ if _typing.TYPE_CHECKING:
     from .viewer.server import ViewServer
     from .vocab.batch_records import BatchRecord
     from .vocab.model_calls import RetryNote
-    from .vocab.pricing import set_price
     from .vocab.turns import (
         ContentImage,
         ContentText,
@@ -210,7 +210,7 @@ _LAZY: dict[str, str] = {
     "ViewServer": ".viewer.server",
     "BatchRecord": ".vocab.batch_records",
     "RetryNote": ".vocab.model_calls",
-    "set_price": ".vocab.pricing",
+    "set_price": ".pricing.table",
     "ContentImage": ".vocab.turns",
     "ContentText": ".vocab.turns",
     "ContentThinking": ".vocab.turns",

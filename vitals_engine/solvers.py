@@ -11,7 +11,7 @@ import msgspec
 from ._errors import ConfigError, SolverError, factory
 from .chats.chat import Chat
 from .samples import Solution
-from .vocab.structured import schema_for
+from .structured.schemas import schema_for
 
 __all__ = ["generate", "generate_structured"]
 

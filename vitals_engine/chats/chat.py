@@ -20,8 +20,8 @@ from .._errors import ConfigError
 from .._sync import carry, raise_carried, run_sync
 from .._words import plural
 from ..providers.base import Provider
+from ..structured.schemas import parse_structured, schema_for
 from ..vocab.model_calls import ChatRequest
-from ..vocab.structured import parse_structured, schema_for
 from ..vocab.turns import Content, ContentText, ContentToolRequest, ContentToolResult, Turn
 from .dispatch import call_model
 from .tools import Tool, tool_from_function

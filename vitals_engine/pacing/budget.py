@@ -48,7 +48,8 @@ from typing import NoReturn, Protocol
 import anyio
 
 from .._errors import BudgetExceeded, ConfigError
-from ..vocab.pricing import cost_of, find_price
+from ..pricing.cost import cost_of
+from ..pricing.table import find_price
 from ..vocab.turns import TokenUsage
 from ..vocab.usage import UsageLedger
 from .limits import Limits

@@ -30,8 +30,8 @@ import msgspec
 
 from .._errors import ConfigError
 from ..pacing.scope import TextSink, text_sink
+from ..structured.examples import example_value
 from ..vocab.model_calls import ChatRequest
-from ..vocab.structured import example_value
 from ..vocab.turns import (
     Content,
     ContentText,

@@ -41,9 +41,9 @@ from ..chats.layers.call import guess_tokens
 from ..dataset import DatasetRow, select_rows
 from ..engine.options import OPTION_NAMES, check_epochs
 from ..engine.user_functions import route_kwargs
+from ..pricing.cost import cost_of
 from ..samples import SampleRecord
 from ..vocab.model_calls import ChatRequest
-from ..vocab.pricing import cost_of
 from ..vocab.turns import TokenUsage, Turn
 from ..vocab.usage import UsageLedger
 from .logfile import configured_solver_chat

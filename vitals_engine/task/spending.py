@@ -17,8 +17,8 @@ from .._errors import BudgetExceeded
 from ..chats.chat import Chat
 from ..engine.options import RunOptions
 from ..pacing.budget import Budget
+from ..pricing.table import find_price
 from ..samples import Sample
-from ..vocab.pricing import find_price
 from .state import RunState
 
 __all__ = ["budget_error", "known_chats", "make_budget"]

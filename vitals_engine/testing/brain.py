@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 
 from ..providers.mock import count_tokens, mock_reply, tool_calls, tool_results_reply
-from ..vocab.structured import example_value
+from ..structured.examples import example_value
 
 __all__ = [
     "CachePlan",

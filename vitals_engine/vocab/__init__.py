@@ -1,2 +1,2 @@
-"""The words every layer speaks: turns and their contents, token usage and its cost, the
-request and record of a model call, a retry's note, and structured-output schemas."""
+"""The words every layer speaks: turns and their contents, token usage, the request and
+record of a model call, a retry's note, a provider batch's record, text fit to log."""

@@ -26,9 +26,9 @@ import msgspec
 from ..._errors import ProviderError
 from ...caching.store import CachedReply
 from ...pacing.scope import CallScope
+from ...pricing.cost import cost_of
 from ...providers.base import Provider
 from ...vocab.model_calls import ModelCall
-from ...vocab.pricing import cost_of
 from ...vocab.turns import TokenUsage, Turn
 from .call import Call, Send
 
