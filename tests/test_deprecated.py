@@ -25,7 +25,7 @@ def test_an_old_name_warns_and_is_the_new_one(old, new):
 
 def test_a_vectorized_solver_declared_by_its_old_name_still_runs(tmp_path):
     """A solver declared with `@ve.batch_solver` runs as a vectorized one."""
-    with pytest.warns(DeprecationWarning):
+    with pytest.warns(DeprecationWarning, match="vectorized_solver"):
         declare = ve.batch_solver
 
     @declare
