@@ -15,7 +15,7 @@ import pytest
 import vitals_engine as ve
 from tests.helpers import drive, sums
 from vitals_engine.pacing.admission import Admission, Places, backlog
-from vitals_engine.pacing.limits import Limits
+from vitals_engine.pacing.limits import RateLimits
 from vitals_engine.testing.clock import VirtualClock
 
 pytestmark = pytest.mark.anyio
@@ -265,7 +265,11 @@ async def test_runs_sharing_an_endpoint_start_only_what_it_can_serve(tmp_path):
         ve.Task(sums(120, f"{run}: "), counted(run), ve.detect_includes(), name=run, dir=tmp_path)
         for run in "abc"
     ]
-    options = {"max_concurrency": 60, "limits": Limits(max_concurrency=2), "progress": False}
+    options = {
+        "max_concurrency": 60,
+        "rate_limits": RateLimits(max_concurrency=2),
+        "progress": False,
+    }
     with anyio.fail_after(60):
         async with anyio.create_task_group() as tg:
             tg.start_soon(drive, clock)
@@ -285,14 +289,14 @@ async def test_runs_sharing_an_endpoint_start_only_what_it_can_serve(tmp_path):
 
 
 async def test_a_run_with_more_samples_than_its_endpoint_serves_keeps_few_at_work(server, tmp_path):
-    """One run at max_concurrency 100 on a model whose own Limits allow 4 requests at once:
+    """One run at max_concurrency 100 on a model whose own RateLimits allow 4 requests at once:
     about 4 + backlog samples are at work, not 100; all 150 finish."""
     server.latency = 0.005
     chat = ve.chat_openai(
         "gpt-admit",
         base_url=server.base_url(),
         api_key="sk-test",
-        limits=Limits(max_concurrency=4),
+        rate_limits=RateLimits(max_concurrency=4),
     )
     at_work = peak = 0
     generate = ve.generate(chat)

@@ -1,4 +1,5 @@
-"""A budget for a run: `eval(max_cost=, max_tokens=)` and `Limits(max_cost=)` per model.
+"""A budget for a run: `eval(cost_budget=, token_budget=)`, and `chat_*(cost_budget=)` per model
+(`eval(model_cost_budget=)` for every model).
 
 The run starts no sample that could take the spending past the budget, lets the
 samples at work finish, writes its log with status "cancelled" and the reason, and
@@ -60,7 +61,7 @@ async def test_a_run_stops_within_one_samples_cost_of_its_budget(server, tmp_pat
     budget = 40.5 * one
     server.reset()
     task = sums_task(server, tmp_path)
-    error = await stopped(task, max_cost=budget)
+    error = await stopped(task, cost_budget=budget)
     spent = task.get_cost()["cost"].sum()
     assert budget - one <= spent <= budget
     assert server.requests == task.get_samples().height == 40
@@ -73,7 +74,7 @@ async def test_a_run_stops_within_one_samples_cost_of_its_budget(server, tmp_pat
 @pytest.mark.anyio
 async def test_the_log_of_a_stopped_run_is_complete_and_says_why(server, tmp_path):
     task = sums_task(server, tmp_path)
-    error = await stopped(task, max_cost=0.0005)
+    error = await stopped(task, cost_budget=0.0005)
     log = ve.read_log(task.log_path)
     assert log.status == "cancelled"
     assert error.reason in log.header.error.message
@@ -87,10 +88,10 @@ async def test_the_log_of_a_stopped_run_is_complete_and_says_why(server, tmp_pat
 @pytest.mark.anyio
 async def test_resume_continues_a_stopped_run_with_a_budget_of_its_own(server, tmp_path):
     task = sums_task(server, tmp_path, 60)
-    await stopped(task, max_cost=0.0005)
+    await stopped(task, cost_budget=0.0005)
     first = server.requests
     assert 0 < first < 60
-    await task.eval_async(resume=True, max_cost=1.0)
+    await task.eval_async(resume=True, cost_budget=1.0)
     assert server.requests == 60  # each sample sent once over the two runs
     log = ve.read_log(task.log_path)
     assert log.status == "success"
@@ -105,7 +106,7 @@ async def test_a_token_budget_stops_the_run_within_one_samples_tokens(server, tm
     budget = int(30.5 * one)
     server.reset()
     task = sums_task(server, tmp_path)
-    error = await stopped(task, max_tokens=budget)
+    error = await stopped(task, token_budget=budget)
     frame = task.get_cost()
     used = frame["input_tokens"].sum() + frame["output_tokens"].sum()
     assert budget - one <= used <= budget
@@ -115,7 +116,7 @@ async def test_a_token_budget_stops_the_run_within_one_samples_tokens(server, tm
 @pytest.mark.anyio
 async def test_a_run_within_its_budget_is_not_stopped(server, tmp_path):
     task = sums_task(server, tmp_path, 20)
-    await task.eval_async(max_cost=100.0, max_tokens=10**9)
+    await task.eval_async(cost_budget=100.0, token_budget=10**9)
     assert ve.read_log(task.log_path).status == "success"
     assert server.requests == 20
 
@@ -127,7 +128,7 @@ async def test_calls_answered_by_the_cache_spend_nothing_of_the_budget(server, t
     await warm.eval_async(cache=cache)
     spent = warm.get_cost()["cost"].sum()
     again = sums_task(server, tmp_path, 50)
-    await again.eval_async(cache=cache, max_cost=spent / 10)
+    await again.eval_async(cache=cache, cost_budget=spent / 10)
     assert server.requests == 50  # the first run's only
     assert ve.read_log(again.log_path).status == "success"
 
@@ -149,7 +150,7 @@ async def test_before_any_sample_has_finished_only_a_few_are_at_work(server, tmp
         return reply
 
     task = ve.Task(sums(40), solver, ve.detect_includes(), dir=tmp_path)
-    await task.eval_async(max_cost=10.0, max_concurrency=32)
+    await task.eval_async(cost_budget=10.0, max_concurrency=32)
     assert 1 <= most_before_first <= WARMUP
     assert server.peak_in_flight > WARMUP  # once costs were known, the run went wide
 
@@ -159,7 +160,7 @@ async def test_before_any_sample_has_finished_only_a_few_are_at_work(server, tmp
 
 @pytest.mark.anyio
 async def test_a_models_own_budget_stops_the_run_when_that_model_would_pass_it(server, tmp_path):
-    judge = openai(server, JUDGE, limits=ve.Limits(max_cost=0.004))
+    judge = openai(server, JUDGE, cost_budget=0.004)
     task = ve.Task(
         sums(200),
         ve.generate(openai(server, MODEL)),
@@ -176,9 +177,9 @@ async def test_a_models_own_budget_stops_the_run_when_that_model_would_pass_it(s
 
 
 @pytest.mark.anyio
-async def test_limits_max_cost_for_the_run_caps_each_model(server, tmp_path):
+async def test_a_model_cost_budget_for_the_run_caps_each_model(server, tmp_path):
     task = sums_task(server, tmp_path)
-    error = await stopped(task, limits=ve.Limits(max_cost=0.0005))
+    error = await stopped(task, model_cost_budget=0.0005)
     assert error.reason.startswith(f"budget of openai/{MODEL} reached: $")
     assert task.get_cost()["cost"].sum() <= 0.0005
 
@@ -192,7 +193,7 @@ async def test_a_model_of_unknown_price_under_a_budget_is_refused_before_any_req
 ):
     task = sums_task(server, tmp_path, 5, model="house-model-7")
     with pytest.raises(ve.ConfigError, match=r"house-model-7.*ve\.set_price"):
-        await task.eval_async(max_cost=1.0)
+        await task.eval_async(cost_budget=1.0)
     assert server.requests == 0
     assert list(tmp_path.glob("*.json")) == []  # refused before the run began
 
@@ -206,26 +207,27 @@ async def test_a_hidden_model_of_unknown_price_is_refused_at_its_first_call(serv
 
     task = ve.Task(sums(5), solver, ve.detect_includes(), dir=tmp_path)
     with pytest.raises(ve.ConfigError, match="house-model-7"):
-        await task.eval_async(max_cost=1.0)
+        await task.eval_async(cost_budget=1.0)
     assert server.requests == 0
 
 
 @pytest.mark.anyio
 async def test_a_token_budget_needs_no_price(server, tmp_path):
     task = sums_task(server, tmp_path, 5, model="house-model-7")
-    await task.eval_async(max_tokens=10**6)
+    await task.eval_async(token_budget=10**6)
     assert server.requests == 5
 
 
 @pytest.mark.parametrize(
     ("option", "value"),
     [
-        ("max_cost", -1),
-        ("max_cost", 0),
-        ("max_cost", True),
-        ("max_cost", "5"),
-        ("max_tokens", 1.5),
-        ("max_tokens", 0),
+        ("cost_budget", -1),
+        ("cost_budget", 0),
+        ("cost_budget", True),
+        ("cost_budget", "5"),
+        ("token_budget", 1.5),
+        ("token_budget", 0),
+        ("model_cost_budget", -2),
     ],
 )
 def test_a_budget_that_is_not_a_positive_amount_is_a_config_error(tmp_path, option, value):
@@ -237,12 +239,12 @@ def test_a_budget_that_is_not_a_positive_amount_is_a_config_error(tmp_path, opti
 def test_a_budget_with_a_ray_backend_is_a_config_error(tmp_path):
     task = ve.Task(sums(1), ve.generate(ve.chat_mock()), ve.detect_includes(), dir=tmp_path)
     with pytest.raises(ve.ConfigError, match="backend"):
-        task.eval(max_cost=1.0, backend=ve.Ray())
+        task.eval(cost_budget=1.0, backend=ve.Ray())
 
 
-def test_limits_max_cost_must_be_positive():
-    with pytest.raises(ve.ConfigError, match="max_cost"):
-        ve.Limits(max_cost=-2)
+def test_a_models_cost_budget_must_be_positive():
+    with pytest.raises(ve.ConfigError, match="cost_budget"):
+        ve.chat_mock(cost_budget=-2)
 
 
 # -- the projection ------------------------------------------------------------------------
@@ -259,16 +261,16 @@ def _ledger(cost: float, tokens: int = 0) -> UsageLedger:
 
 
 def test_the_projection_counts_what_samples_at_work_will_still_spend():
-    budget = Budget(max_cost=10.0)
+    budget = Budget(cost=10.0)
     # 8 finished at $1 each; two at work have spent $0.5 each: $9 spent, $1 still to come
     at_work = [_AtWork(_ledger(0.5)), _AtWork(_ledger(0.5))]
     assert not budget.admits(_ledger(9.0), 8, at_work)  # 9 + 1 + 1 > 10
     assert budget.reason(_ledger(9.0)) == "budget reached: $9.00 of $10.00"
-    assert Budget(max_cost=11.0).admits(_ledger(9.0), 8, at_work)  # 9 + 1 + 1 <= 11
+    assert Budget(cost=11.0).admits(_ledger(9.0), 8, at_work)  # 9 + 1 + 1 <= 11
 
 
 def test_before_anything_finished_a_sample_is_guessed_from_its_prompt():
-    budget = Budget(max_cost=1.0, first_guess=(0.3, 100))
+    budget = Budget(cost=1.0, first_guess=(0.3, 100))
     assert budget.admits(UsageLedger(), 0, [_AtWork(UsageLedger())] * 2)  # 3 x 0.3
     assert not budget.admits(UsageLedger(), 0, [_AtWork(UsageLedger())] * 3)  # 4 x 0.3
     assert budget.warming(0, WARMUP)
@@ -277,20 +279,20 @@ def test_before_anything_finished_a_sample_is_guessed_from_its_prompt():
 
 
 def test_samples_the_cache_answered_say_nothing_of_what_a_sent_one_costs():
-    budget = Budget(max_cost=1.5)
+    budget = Budget(cost=1.5)
     spent = _ledger(1.0)  # six finished from the cache (free); one at work sent a $1 call
     assert not budget.admits(spent, 6, [_AtWork(_ledger(1.0))], paid=0)  # 1 + 1 > 1.5
     assert budget.admits(UsageLedger(), 6, [_AtWork(UsageLedger())], paid=0)  # all cached
     assert budget.warming(0, WARMUP)  # a few at work until a sent sample finishes
     # once one sent sample finished: $1 a sample, whatever the cache answered besides
-    assert not Budget(max_cost=1.9).admits(spent, 7, [], paid=1)
+    assert not Budget(cost=1.9).admits(spent, 7, [], paid=1)
 
 
 def test_cached_calls_are_not_counted():
     ledger = UsageLedger()
     ledger.record("solver", "OpenAI", MODEL, TokenUsage(1000, 1000), 0.0, cached=True)
     assert ledger.spent() == (0.0, 0)
-    assert Budget(max_tokens=10).admits(ledger, 5, [])
+    assert Budget(tokens=10).admits(ledger, 5, [])
 
 
 @pytest.mark.anyio
@@ -301,7 +303,7 @@ async def test_concurrent_runs_each_keep_their_own_budget(server, tmp_path):
         async def one(i: int, budget: float) -> None:
             task = tasks[i] = sums_task(server, tmp_path / str(i), 60)
             try:
-                await task.eval_async(max_cost=budget)
+                await task.eval_async(cost_budget=budget)
             except ve.BudgetExceeded as exc:
                 outcomes[i] = exc
 
@@ -325,7 +327,7 @@ async def test_a_stream_its_budget_stops_ends_with_budget_exceeded(server, tmp_p
 
     async def consume() -> None:
         nonlocal seen
-        async with task.stream_async(max_cost=0.0005) as samples:
+        async with task.stream_async(cost_budget=0.0005) as samples:
             async for _ in samples:
                 seen += 1
 
@@ -350,18 +352,32 @@ def _task_file(server, tmp_path, n: int) -> str:
     return str(path)
 
 
-def test_the_command_line_stops_at_max_cost_and_resumes(server, tmp_path, capsys):
+def test_the_command_line_stops_at_its_cost_budget_and_resumes(server, tmp_path, capsys):
+    """`--cost-budget` stops the run (exit 1) and `--resume` with a larger one finishes it."""
+    from vitals_engine.cli import main
+
+    task_file = _task_file(server, tmp_path, 200)
+    logs = ["--log-dir", str(tmp_path / "logs"), "--no-progress"]
+    assert main(["eval", task_file, "--cost-budget", "0.0005", *logs]) == 1
+    err = capsys.readouterr().err
+    assert "budget reached: $" in err
+    stopped_at = server.requests
+    assert 0 < stopped_at < 200
+    assert main(["eval", task_file, "--resume", "--cost-budget", "10", *logs]) == 0
+    assert server.requests == 200
+
+
+def test_the_old_budget_flag_still_works_and_says_so(server, tmp_path, capsys):
+    """`--max-cost`, the old spelling, is `--cost-budget` with a warning naming it."""
     from vitals_engine.cli import main
 
     task_file = _task_file(server, tmp_path, 200)
     logs = ["--log-dir", str(tmp_path / "logs"), "--no-progress"]
     assert main(["eval", task_file, "--max-cost", "0.0005", *logs]) == 1
     err = capsys.readouterr().err
+    assert "--max-cost is deprecated" in err
+    assert "use --cost-budget" in err
     assert "budget reached: $" in err
-    stopped_at = server.requests
-    assert 0 < stopped_at < 200
-    assert main(["eval", task_file, "--resume", "--max-cost", "10", *logs]) == 0
-    assert server.requests == 200
 
 
 def test_the_command_line_caches_replies_in_the_directory_given(server, tmp_path, capsys):
@@ -376,7 +392,7 @@ def test_the_command_line_caches_replies_in_the_directory_given(server, tmp_path
     capsys.readouterr()
 
 
-@pytest.mark.parametrize("flag", ["--max-cost", "--max-tokens"])
+@pytest.mark.parametrize("flag", ["--cost-budget", "--token-budget", "--max-cost", "--max-tokens"])
 def test_a_budget_flag_that_is_not_positive_is_a_usage_error(tmp_path, flag, capsys):
     from vitals_engine.cli import main
 
@@ -396,7 +412,7 @@ async def test_samples_the_cache_answered_do_not_lower_what_a_sample_is_expected
     one = per_sample(warm)
     server.reset()
     task = sums_task(server, tmp_path, 12)
-    await stopped(task, cache=cache, max_cost=1.5 * one, max_concurrency=1)
+    await stopped(task, cache=cache, cost_budget=1.5 * one, max_concurrency=1)
     assert server.requests == 1
     assert task.get_cost()["cost"].sum() == pytest.approx(one)
 
@@ -408,9 +424,9 @@ async def test_a_resumed_run_keeps_the_cached_calls_of_the_run_it_resumes_apart(
     await warm.eval_async(cache=cache)
     one = per_sample(warm)
     task = sums_task(server, tmp_path, 12)
-    await stopped(task, cache=cache, max_cost=1.05 * one, max_concurrency=1)
+    await stopped(task, cache=cache, cost_budget=1.05 * one, max_concurrency=1)
     assert 6 < server.requests < 12  # the first six came from the cache, then a few went
-    await task.eval_async(resume=True, cache=cache, max_cost=1.0)
+    await task.eval_async(resume=True, cache=cache, cost_budget=1.0)
     cost = task.get_cost()
     assert cost.select("cached", "requests").rows() == [(False, 6), (True, 6)]
     assert cost.filter(cost["cached"])["cost"].sum() == 0

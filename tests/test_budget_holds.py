@@ -88,7 +88,7 @@ async def test_replies_that_grow_dearer_under_max_tokens_stay_within_the_budget(
     budget = 25 * one
     chat = openai(server, MODEL, params={"max_tokens": DEAR})
     task = ve.Task(sums(300), ve.generate(chat), ve.detect_includes(), dir=tmp_path)
-    error = await stopped(task, max_cost=budget, max_concurrency=100)
+    error = await stopped(task, cost_budget=budget, max_concurrency=100)
     assert budget - one < spent(task) <= budget + one
     assert error.spent == pytest.approx(spent(task))
     assert task.get_samples().height < 300
@@ -107,7 +107,7 @@ async def test_prompts_that_grow_longer_stay_within_the_budget(server, tmp_path)
     one = dollars(LONG + 2, 1)
     budget = 25 * one
     task = ve.Task(rows, ve.generate(openai(server, MODEL)), ve.detect_includes(), dir=tmp_path)
-    await stopped(task, max_cost=budget, max_concurrency=100)
+    await stopped(task, cost_budget=budget, max_concurrency=100)
     assert budget - 2 * one < spent(task) <= budget + one  # the guess is 1.5 x the prompt
 
 
@@ -125,7 +125,7 @@ async def test_a_judge_whose_replies_grow_dearer_stays_within_the_budget(server,
         dir=tmp_path,
     )
     budget = 0.1
-    await stopped(task, max_cost=budget, max_concurrency=100)
+    await stopped(task, cost_budget=budget, max_concurrency=100)
     prompts = [count_tokens(r.request.all_text) for r in server.log if r.model == JUDGE]
     one = dollars(max(prompts), 600, JUDGE)  # the dearest judge call
     assert budget - 2 * one < spent(task) <= budget + one
@@ -146,7 +146,7 @@ async def test_retries_after_timeouts_stay_within_the_budget(server, tmp_path):
     chat = openai(server, MODEL, params={"max_tokens": DEAR})
     task = ve.Task(long_sums(300), ve.generate(chat), ve.detect_includes(), dir=tmp_path)
     retry = ve.Retry(timeout=0.3, max_attempts=4, backoff=0)
-    await stopped(task, max_cost=budget, max_concurrency=100, retry=retry)
+    await stopped(task, cost_budget=budget, max_concurrency=100, retry=retry)
     cost = task.get_cost()
     assert cost["timed_out"].sum() == 10
     assert budget - one < spent(task) <= budget + one
@@ -165,7 +165,7 @@ async def test_batch_mode_with_replies_that_grow_dearer_stays_within_the_budget(
     chat = openai(server, MODEL, params={"max_tokens": DEAR})
     task = ve.Task(sums(300), ve.generate(chat), ve.detect_includes(), dir=tmp_path)
     batch = ve.Batch(size=50, wait=0.05, poll=0.02)
-    await stopped(task, max_cost=budget, max_concurrency=100, batch=batch)
+    await stopped(task, cost_budget=budget, max_concurrency=100, batch=batch)
     cost = task.get_cost()
     assert cost["batch"].all()
     assert budget - one < spent(task) <= budget + one
@@ -180,7 +180,7 @@ async def test_a_token_budget_holds_each_calls_max_tokens(server, tmp_path):
     budget = 25 * one
     chat = openai(server, MODEL, params={"max_tokens": DEAR})
     task = ve.Task(sums(300), ve.generate(chat), ve.detect_includes(), dir=tmp_path)
-    error = await stopped(task, max_tokens=budget, max_concurrency=100)
+    error = await stopped(task, token_budget=budget, max_concurrency=100)
     frame = task.get_cost()
     used = frame["input_tokens"].sum() + frame["output_tokens"].sum()
     assert budget - one < used <= budget + one
@@ -196,13 +196,13 @@ async def test_a_sample_whose_call_did_not_fit_is_run_again_on_resume(server, tm
     one = dollars(LONG + 2, 1)
     task = ve.Task(rows, ve.generate(openai(server, MODEL)), ve.detect_includes(), dir=tmp_path)
     retry = ve.Retry(timeout=0.3, max_attempts=3, backoff=0)
-    error = await stopped(task, max_cost=1.5 * one, retry=retry)
+    error = await stopped(task, cost_budget=1.5 * one, retry=retry)
     assert server.requests == 1  # the attempt that timed out, charged; no retry
     assert task.get_cost()["timed_out"].to_list() == [1]
     assert error.reason.startswith("budget reached: $")
     log = ve.read_log(task.log_path)
     assert (log.status, len(log.samples)) == ("cancelled", 0)
-    await task.eval_async(resume=True, max_cost=1.0, retry=retry)
+    await task.eval_async(resume=True, cost_budget=1.0, retry=retry)
     assert server.requests == 2
     assert ve.read_log(task.log_path).status == "success"
 
@@ -213,7 +213,7 @@ async def test_a_sample_whose_call_did_not_fit_is_run_again_on_resume(server, tm
 @pytest.mark.anyio
 async def test_a_call_that_does_not_fit_waits_until_one_under_way_frees_room():
     one = dollars(1000, 1000)
-    budget = Budget(max_cost=2.5 * one)
+    budget = Budget(cost=2.5 * one)
     first = await budget.hold("OpenAI", MODEL, 1000, 1000)
     await budget.hold("OpenAI", MODEL, 1000, 1000)
     held = []
@@ -235,7 +235,7 @@ async def test_a_call_that_does_not_fit_waits_until_one_under_way_frees_room():
 @pytest.mark.anyio
 async def test_a_call_that_cannot_fit_with_nothing_under_way_is_refused():
     one = dollars(1000, 1000)
-    budget = Budget(max_cost=1.5 * one)
+    budget = Budget(cost=1.5 * one)
     first = await budget.hold("OpenAI", MODEL, 1000, 1000)
     assert first is not None
     refused: list[ve.BudgetExceeded] = []
@@ -262,7 +262,7 @@ async def test_a_call_that_cannot_fit_with_nothing_under_way_is_refused():
 
 @pytest.mark.anyio
 async def test_a_models_first_call_without_max_tokens_goes_alone():
-    budget = Budget(max_cost=1.0)
+    budget = Budget(cost=1.0)
     first = await budget.hold("OpenAI", MODEL, 100, None)
     assert first is not None
     held = []
@@ -283,7 +283,7 @@ async def test_a_models_first_call_without_max_tokens_goes_alone():
 @pytest.mark.anyio
 async def test_a_calls_room_is_taken_anew_after_an_attempt_that_timed_out():
     one = dollars(1000, 0)
-    budget = Budget(max_tokens=2500)
+    budget = Budget(tokens=2500)
     hold = await budget.hold("OpenAI", MODEL, 1000, 100)
     assert hold is not None
     budget.ledger.record("solver", "OpenAI", MODEL, TokenUsage(1000), one, timed_out=True)
@@ -299,7 +299,7 @@ async def test_a_calls_room_is_taken_anew_after_an_attempt_that_timed_out():
 @pytest.mark.anyio
 async def test_a_models_own_cap_holds_only_its_calls():
     budget = Budget()
-    budget.on_call("OpenAI", JUDGE, ve.Limits(max_cost=0.01))
+    budget.on_call("OpenAI", JUDGE, 0.01)
     assert await budget.hold("OpenAI", MODEL, 1000, 1000) is None
     assert await budget.hold("OpenAI", JUDGE, 1000, 1000) is not None
 
@@ -308,7 +308,7 @@ async def test_a_models_own_cap_holds_only_its_calls():
 async def test_a_dearer_reply_raises_what_the_models_calls_under_way_hold():
     """Calls without `max_tokens` hold the dearest output seen; when a reply is dearer,
     those still under way hold as much, and a new call waits for room."""
-    budget = Budget(max_cost=3.5 * dollars(100, 1000))
+    budget = Budget(cost=3.5 * dollars(100, 1000))
     probe = await budget.hold("OpenAI", MODEL, 100, None)
     assert probe is not None
     probe.settle(TokenUsage(100, 5))

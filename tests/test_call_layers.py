@@ -23,7 +23,7 @@ from vitals_engine.chats.layers.retries import Retries
 from vitals_engine.chats.layers.stacks import CallStacks
 from vitals_engine.pacing.budget import Budget
 from vitals_engine.pacing.clock import SystemClock
-from vitals_engine.pacing.limits import Limits, LimitsRegistry
+from vitals_engine.pacing.limits import LimitsRegistry, RateLimits
 from vitals_engine.pacing.scope import CallScope, current_scope
 from vitals_engine.providers.base import Provider
 from vitals_engine.testing.clock import VirtualClock
@@ -76,7 +76,7 @@ async def stacks_in_a_run(tmp_path, *others: Provider, **options: Any) -> list[l
     ("options", "layers"),
     [
         pytest.param({}, RUN, id="nothing-on"),
-        pytest.param({"max_tokens": 1_000_000}, [*RUN[:2], "BudgetCheck", *RUN[2:]], id="budget"),
+        pytest.param({"token_budget": 1_000_000}, [*RUN[:2], "BudgetCheck", *RUN[2:]], id="budget"),
         pytest.param({"cache": "on"}, ["ReplyCache", *RUN], id="cache"),
         pytest.param({"batch": True}, BATCHED, id="batch-mode"),
     ],
@@ -98,8 +98,8 @@ async def test_a_model_s_own_options_change_its_stack_only(tmp_path):
     on the run's stack."""
     cached = offline(cache=ve.Cache(dir=tmp_path / "cache"))
     batched = offline("gpt-4.1", batch=True)
-    capped = offline("gpt-4.1-nano", limits=ve.Limits(max_cost=1.0))
-    paced = offline("gpt-4.1-nano", limits=ve.Limits(rpm=60))
+    capped = offline("gpt-4.1-nano", cost_budget=1.0)
+    paced = offline("gpt-4.1-nano", rate_limits=ve.RateLimits(rpm=60))
     plain, *own = (await stacks_in_a_run(tmp_path, cached, batched, capped, paced))[0]
     assert plain.names() == RUN
     assert [stack.names() for stack in own[:3]] == [
@@ -162,7 +162,7 @@ def test_every_layer_on_meets_a_call_in_the_order_drawn(tmp_path):
         "retry": ve.Retry(),
         "clock": SystemClock(),
         "cache": CacheUse(ve.Cache(dir=tmp_path)),
-        "budget": Budget(max_tokens=1_000),
+        "budget": Budget(tokens=1_000),
         "limits": LimitsRegistry(),
         "replies": Replies(),
         "trace": object(),
@@ -190,7 +190,7 @@ def test_a_call_outside_any_run_passes_accounting_retries_and_the_send(tmp_path)
 async def test_a_scope_passes_the_stacks_it_is_given():
     """A scope given stacks built with limits: its calls pass those limits, in the stack
     built once for the model."""
-    registry = LimitsRegistry(Limits(max_concurrency=2))
+    registry = LimitsRegistry(RateLimits(max_concurrency=2))
     stacks = CallStacks(retry=ve.Retry(), clock=SystemClock(), limits=registry)
     chat = ve.chat_mock()
     with CallScope(role="solver", stacks=stacks):
@@ -296,7 +296,7 @@ async def test_the_cache_alone_answers_a_repeat_without_sending_it(tmp_path):
 async def test_the_limits_alone_hold_a_slot_only_while_an_attempt_is_sent():
     """During the send the endpoint has one request in flight; after it, none, and a failed
     attempt's token estimate is given back to the bucket."""
-    registry = LimitsRegistry(Limits(max_concurrency=1, tpm=100_000))
+    registry = LimitsRegistry(RateLimits(max_concurrency=1, tpm=100_000))
     layer = EndpointLimits(registry)
     provider = ve.chat_mock().provider
     limiter = registry.get(provider.endpoint, None)

@@ -15,7 +15,8 @@ import msgspec
 import pytest
 
 import vitals_engine as ve
-from vitals_engine.cli import main, parser
+from vitals_engine.cli import main
+from vitals_engine.engine.option_table import fail_on_error_flag
 from vitals_engine.log.journal_format import encode_sample, encode_start
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,14 +205,14 @@ def test_eval_fail_on_error_allowance_passes(tmp_path, monkeypatch):
 
 def test_fail_on_error_parsing():
     """`--fail-on-error` reads counts, fractions and booleans and refuses anything else."""
-    assert parser._fail_on_error("5") == 5
-    assert parser._fail_on_error("0.1") == 0.1
-    assert parser._fail_on_error("true") is True
-    assert parser._fail_on_error("False") is False
+    assert fail_on_error_flag("5") == 5
+    assert fail_on_error_flag("0.1") == 0.1
+    assert fail_on_error_flag("true") is True
+    assert fail_on_error_flag("False") is False
     with pytest.raises(argparse.ArgumentTypeError, match="fraction below 1"):
-        parser._fail_on_error("1.5")
+        fail_on_error_flag("1.5")
     with pytest.raises(argparse.ArgumentTypeError, match="not 'lots'"):
-        parser._fail_on_error("lots")
+        fail_on_error_flag("lots")
 
 
 def test_eval_missing_file_exits_2(tmp_path, capsys):

@@ -12,7 +12,7 @@ import math
 import anyio
 import pytest
 
-from vitals_engine import Limits
+from vitals_engine import RateLimits
 from vitals_engine.distributed.coordinator import LEASE_TTL, EndpointCoordinator, LimitsHub
 from vitals_engine.distributed.leases import SharedLimitsRegistry
 from vitals_engine.testing.clock import VirtualClock
@@ -113,7 +113,7 @@ async def test_max_concurrency_holds_across_workers_and_every_request_runs():
     5 in flight over all workers, and every request gets a slot (no worker starves while
     another holds idle slots)."""
     clock = VirtualClock()
-    coordinator, limiters = cluster(Limits(max_concurrency=5), 3, clock)
+    coordinator, limiters = cluster(RateLimits(max_concurrency=5), 3, clock)
     in_flight = peak = done = 0
 
     async def request(limiter, seconds):
@@ -141,7 +141,7 @@ async def test_a_worker_busier_than_the_others_gets_their_idle_slots():
     """Worker 0 has all the work; worker 1 joined and holds its share idle. Worker 0 is
     given worker 1's idle slots and runs up to the whole endpoint's limit."""
     clock = VirtualClock()
-    coordinator, (busy, idle) = cluster(Limits(max_concurrency=8), 2, clock)
+    coordinator, (busy, idle) = cluster(RateLimits(max_concurrency=8), 2, clock)
     await idle.acquire_slot()  # worker 1 joins (4 slots) and finishes its one request
     idle.slots.release()
     assert coordinator.held == {0: 0, 1: 4} or coordinator.held == {1: 4}
@@ -170,7 +170,7 @@ async def test_a_rate_limit_on_one_worker_pauses_the_endpoint_on_every_worker():
     endpoint pauses on worker 0 and, pushed by the coordinator, on workers 1 and 2 until
     the 3 s have passed; the endpoint's concurrency is halved for the cluster once."""
     clock = VirtualClock(start=100.0)
-    coordinator, limiters = cluster(Limits(rpm=600, max_concurrency=8), 3, clock)
+    coordinator, limiters = cluster(RateLimits(rpm=600, max_concurrency=8), 3, clock)
     for limiter in limiters:
         await limiter.acquire_slot()
     limiters[0].on_rate_limited(3.0)
@@ -189,7 +189,7 @@ async def test_a_halved_limit_is_given_back_by_busy_workers_as_their_requests_fi
     slot is taken away mid-request, and no new request starts until the held slots are
     back under 4 in all."""
     clock = VirtualClock()
-    coordinator, limiters = cluster(Limits(max_concurrency=8), 2, clock)
+    coordinator, limiters = cluster(RateLimits(max_concurrency=8), 2, clock)
     for limiter in limiters:
         for _ in range(4):
             await limiter.acquire_slot()
@@ -209,7 +209,7 @@ async def test_clean_successes_raise_a_halved_limit_back():
     """After a halving, successes reported by the workers raise the total by one per
     `total` of them, up to the configured maximum."""
     clock = VirtualClock()
-    coordinator, limiters = cluster(Limits(max_concurrency=8), 2, clock)
+    coordinator, limiters = cluster(RateLimits(max_concurrency=8), 2, clock)
     await limiters[0].acquire_slot()
     coordinator.rate_limited(0, 0.0)
     assert coordinator.total == 4
@@ -223,7 +223,7 @@ async def test_the_request_rate_is_one_bucket_for_the_cluster():
     every span of time are at most one second's burst plus the rate, as for one
     process, not three times that."""
     clock = VirtualClock()
-    _, limiters = cluster(Limits(rpm=600), 3, clock)
+    _, limiters = cluster(RateLimits(rpm=600), 3, clock)
     started = await turns_taken(clock, limiters, each=12)
     assert len(started) == 36
     assert_within_a_burst_plus_the_rate(started, burst=10, rate=10)
@@ -254,7 +254,7 @@ async def test_leases_that_reach_workers_late_do_not_bunch_requests(delays):
     still at most one second's burst plus the rate: a lease spent late does not add to
     the grants made since."""
     clock = VirtualClock()
-    _, limiters = cluster(Limits(rpm=600), 2, clock)
+    _, limiters = cluster(RateLimits(rpm=600), 2, clock)
     for limiter, delay in zip(limiters, delays, strict=True):
         link = limiter.link
         link.hub = Actor(link.hub.target)
@@ -268,7 +268,7 @@ async def test_tokens_leased_and_not_used_lapse():
     """A worker cannot save up leased requests: what it leased and left unused is gone
     after the lease's time, so a later burst asks the coordinator again."""
     clock = VirtualClock()
-    coordinator, (limiter,) = cluster(Limits(rpm=600), 1, clock)
+    coordinator, (limiter,) = cluster(RateLimits(rpm=600), 1, clock)
     await limiter.wait_turn()
     bucket = limiter.requests
     bucket.give(5)  # as if it had leased more than it used
@@ -283,7 +283,7 @@ async def test_a_dead_workers_slots_go_to_the_others():
     """A worker that dies holding slots: forgetting it frees them for a starved worker,
     pushed to it at once."""
     clock = VirtualClock()
-    coordinator, (alive, dead) = cluster(Limits(max_concurrency=4), 2, clock)
+    coordinator, (alive, dead) = cluster(RateLimits(max_concurrency=4), 2, clock)
     await dead.acquire_slot()
     await dead.acquire_slot()
     for _ in range(2):
@@ -311,13 +311,13 @@ async def test_a_kept_hub_starts_each_run_afresh_and_late_calls_change_nothing()
     clock = VirtualClock()
     limits_hub = LimitsHub(4, 2)
     hub = Actor(limits_hub)
-    first = SharedLimitsRegistry(hub, 0, Actor(WorkerHandle()), Limits(max_concurrency=4), 4)
+    first = SharedLimitsRegistry(hub, 0, Actor(WorkerHandle()), RateLimits(max_concurrency=4), 4)
     await first.get(ENDPOINT, None).acquire_slot()
     limits_hub.begin(4, 1)
     assert limits_hub.coordinators == {}
     assert limits_hub.grow(ENDPOINT, 0, 3) == (0, 0.0)  # before anyone joined this run
     handle = WorkerHandle()
-    second = SharedLimitsRegistry(hub, 7, Actor(handle), Limits(max_concurrency=4), 4, clock)
+    second = SharedLimitsRegistry(hub, 7, Actor(handle), RateLimits(max_concurrency=4), 4, clock)
     handle.registry = second
     limiter = second.get(ENDPOINT, None)
     await limiter.acquire_slot()

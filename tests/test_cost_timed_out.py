@@ -75,7 +75,7 @@ async def test_a_budget_counts_attempts_that_timed_out(server, tmp_path):
     retry = ve.Retry(timeout=0.3, max_attempts=3, backoff=0)
     budget = dollars(GUESSED) * 1.5
     with pytest.raises(ve.BudgetExceeded) as raised:
-        await task.eval_async(retry=retry, max_cost=budget)
+        await task.eval_async(retry=retry, cost_budget=budget)
     assert server.requests == 1
     assert raised.value.spent == pytest.approx(dollars(GUESSED))
     assert task.get_cost()["cost"].sum() == pytest.approx(dollars(GUESSED))

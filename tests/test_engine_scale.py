@@ -15,7 +15,7 @@ import vitals_engine as ve
 from tests import helpers
 from tests.helpers import openai, sums
 from tests.inspect_check import assert_inspect_reads
-from vitals_engine.pacing.limits import Limits, LimitsRegistry
+from vitals_engine.pacing.limits import LimitsRegistry, RateLimits
 from vitals_engine.testing.clock import VirtualClock
 
 pytestmark = pytest.mark.anyio
@@ -54,7 +54,7 @@ async def test_a_429_pauses_every_caller_of_the_endpoint(server, tmp_path):
     task = ve.Task(
         sums(8), solver=ve.generate(openai(server)), scorer=ve.detect_includes(), dir=tmp_path
     )
-    await task.eval_async(max_concurrency=8, limits=ve.Limits(max_concurrency=2, rpm=6000))
+    await task.eval_async(max_concurrency=8, rate_limits=ve.RateLimits(max_concurrency=2, rpm=6000))
     assert task.metrics == {"accuracy": 1.0}
     (limited,) = [r for r in server.log if r.outcome == "429"]
     later = [r for r in server.log if r.at > limited.answered]
@@ -139,10 +139,10 @@ async def test_sample_timeout_fails_only_that_sample(server, tmp_path):
 
 
 async def test_model_limits_bound_requests_in_flight(server, tmp_path):
-    """A model's Limits(max_concurrency=2) holds it to 2 requests in flight, solver and judge
+    """A model's RateLimits(max_concurrency=2) holds it to 2 requests in flight, solver and judge
     together, whatever the run's concurrency."""
     server.latency = 0.02
-    chat = openai(server, limits=ve.Limits(max_concurrency=2))
+    chat = openai(server, rate_limits=ve.RateLimits(max_concurrency=2))
     task = ve.Task(
         sums(12),
         solver=ve.generate(chat),
@@ -155,12 +155,12 @@ async def test_model_limits_bound_requests_in_flight(server, tmp_path):
 
 
 async def test_run_limits_apply_to_every_model(server, tmp_path):
-    """eval(limits=Limits(max_concurrency=3)) caps each model of the run."""
+    """eval(rate_limits=RateLimits(max_concurrency=3)) caps each model of the run."""
     server.latency = 0.02
     task = ve.Task(
         sums(12), solver=ve.generate(openai(server)), scorer=ve.detect_includes(), dir=tmp_path
     )
-    await task.eval_async(max_concurrency=12, limits=ve.Limits(max_concurrency=3))
+    await task.eval_async(max_concurrency=12, rate_limits=ve.RateLimits(max_concurrency=3))
     assert server.peak_in_flight == 3
 
 
@@ -305,7 +305,7 @@ def test_progress_bar_shows_batches_out_waiting_done_and_queued():
 async def test_endpoint_pause_with_a_virtual_clock():
     """A 429 seen by one call pauses the others on the same rpm-limited endpoint."""
     clock = VirtualClock()
-    registry = LimitsRegistry(Limits(rpm=6000), concurrency=4, clock=clock)
+    registry = LimitsRegistry(RateLimits(rpm=6000), concurrency=4, clock=clock)
     calls = []
 
     def reply(prompt):

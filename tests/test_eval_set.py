@@ -166,7 +166,7 @@ async def test_scores_of_different_kinds_stack_as_text(server, tmp_path):
 
 
 async def test_runs_of_a_set_share_each_endpoints_limits(server, tmp_path):
-    """Two tasks on each of three models with Limits(max_concurrency=2) and 10 samples at
+    """Two tasks on each of three models with RateLimits(max_concurrency=2) and 10 samples at
     work per run: the server never answers more than 2 requests of one model at once
     (per run, it could be 4)."""
     server.latency = 0.02
@@ -176,7 +176,7 @@ async def test_runs_of_a_set_share_each_endpoints_limits(server, tmp_path):
         [adding, judged],
         models=[openai(server, m) for m in MODELS],
         max_concurrency=10,
-        limits=ve.Limits(max_concurrency=2),
+        rate_limits=ve.RateLimits(max_concurrency=2),
     )
     assert all(t.metrics == {"accuracy": 1.0} for t in runs.tasks)
     peaks = peak_per_model(server)
@@ -193,7 +193,9 @@ async def test_runs_of_a_set_reuse_each_others_connections(server, tmp_path):
         ve.Task(sums(8, f"{n}: "), ve.generate(chat), ve.detect_includes(), name=n, dir=tmp_path)
         for n in ("one", "two", "three")
     ]
-    runs = await ve.eval_set_async(tasks, max_concurrency=8, limits=ve.Limits(max_concurrency=2))
+    runs = await ve.eval_set_async(
+        tasks, max_concurrency=8, rate_limits=ve.RateLimits(max_concurrency=2)
+    )
     assert all(t.metrics == {"accuracy": 1.0} for t in runs.tasks)
     assert server.requests == 24
     assert len(server.connections) <= 2

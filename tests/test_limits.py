@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 import vitals_engine as ve
-from vitals_engine.pacing.limits import EndpointLimiter, Limits, LimitsRegistry, TokenBucket
+from vitals_engine.pacing.limits import EndpointLimiter, LimitsRegistry, RateLimits, TokenBucket
 from vitals_engine.pacing.retry import Retry, backoff_delay
 from vitals_engine.testing.clock import VirtualClock
 
@@ -82,7 +82,7 @@ async def test_oversized_request_waits_for_a_full_bucket():
 async def test_rate_limit_pauses_the_whole_endpoint_with_a_bucket():
     """With an rpm bucket, one 429 with Retry-After 5 holds every caller for 5 seconds."""
     clock = VirtualClock()
-    limiter = EndpointLimiter(Limits(rpm=6000), default_concurrency=8, clock=clock)
+    limiter = EndpointLimiter(RateLimits(rpm=6000), default_concurrency=8, clock=clock)
     limiter.on_rate_limited(5.0)
     turns = []
 
@@ -101,7 +101,7 @@ async def test_rate_limit_pauses_the_whole_endpoint_with_a_bucket():
 
 async def test_a_stray_429_does_not_stall_the_endpoint():
     """Without a bucket, one 429 among successes leaves the endpoint open and its limit as is."""
-    limiter = EndpointLimiter(Limits(max_concurrency=8), default_concurrency=8)
+    limiter = EndpointLimiter(RateLimits(max_concurrency=8), default_concurrency=8)
     for _ in range(19):
         limiter.on_success()
     limiter.on_rate_limited(5.0)
@@ -112,7 +112,7 @@ async def test_a_stray_429_does_not_stall_the_endpoint():
 async def test_a_storm_of_429s_pauses_and_halves_once_per_window():
     """Frequent 429s pause the endpoint and halve its concurrency, at most once per window."""
     clock = VirtualClock()
-    limiter = EndpointLimiter(Limits(max_concurrency=8), default_concurrency=8, clock=clock)
+    limiter = EndpointLimiter(RateLimits(max_concurrency=8), default_concurrency=8, clock=clock)
     for _ in range(10):
         limiter.on_rate_limited(2.0)
     assert limiter.storming
@@ -126,7 +126,7 @@ async def test_a_storm_of_429s_pauses_and_halves_once_per_window():
 
 async def test_concurrency_recovers_gradually_after_a_storm():
     """After a storm, clean successes raise the limit one step per limit's worth of them."""
-    limiter = EndpointLimiter(Limits(max_concurrency=8, rpm=6000), default_concurrency=100)
+    limiter = EndpointLimiter(RateLimits(max_concurrency=8, rpm=6000), default_concurrency=100)
     limiter.on_rate_limited(None)
     assert limiter.concurrency == 4
     for _ in range(4):
@@ -140,7 +140,7 @@ async def test_concurrency_recovers_gradually_after_a_storm():
 
 async def test_slots_bound_requests_in_flight():
     """No more requests are in flight than the endpoint's concurrency."""
-    limiter = EndpointLimiter(Limits(max_concurrency=3), default_concurrency=100)
+    limiter = EndpointLimiter(RateLimits(max_concurrency=3), default_concurrency=100)
     peak = 0
     release = anyio.Event()
 
@@ -161,7 +161,7 @@ async def test_slots_bound_requests_in_flight():
 
 async def test_lowered_concurrency_applies_to_new_requests():
     """After a 429 halves the limit, new requests wait until in-flight ones drop below it."""
-    limiter = EndpointLimiter(Limits(max_concurrency=4, rpm=6000), default_concurrency=100)
+    limiter = EndpointLimiter(RateLimits(max_concurrency=4, rpm=6000), default_concurrency=100)
     release = anyio.Event()
     peak_after = 0
 
@@ -188,8 +188,8 @@ async def test_lowered_concurrency_applies_to_new_requests():
 
 def test_limits_merge_model_over_run_defaults():
     """A model's own limits win; what it leaves unset comes from the run's defaults."""
-    registry = LimitsRegistry(Limits(rpm=100, tpm=10_000), concurrency=50)
-    limiter = registry.get(("OpenAI", "u", "m"), Limits(rpm=10))
+    registry = LimitsRegistry(RateLimits(rpm=100, tpm=10_000), concurrency=50)
+    limiter = registry.get(("OpenAI", "u", "m"), RateLimits(rpm=10))
     assert (limiter.limits.rpm, limiter.limits.tpm) == (10, 10_000)
     assert limiter.max_concurrency == 50
     assert registry.get(("OpenAI", "u", "m"), None) is limiter
@@ -197,28 +197,28 @@ def test_limits_merge_model_over_run_defaults():
 
 def test_a_models_limits_take_the_runs_adaptive_setting_unless_they_set_their_own():
     """adaptive is merged field by field like the numbers: unset on the model, the run's."""
-    registry = LimitsRegistry(Limits(adaptive=False, rpm=6000), concurrency=8)
-    inherited = registry.get(("OpenAI", "u", "a"), Limits(max_concurrency=4))
-    own = registry.get(("OpenAI", "u", "b"), Limits(max_concurrency=4, adaptive=True))
+    registry = LimitsRegistry(RateLimits(adaptive=False, rpm=6000), concurrency=8)
+    inherited = registry.get(("OpenAI", "u", "a"), RateLimits(max_concurrency=4))
+    own = registry.get(("OpenAI", "u", "b"), RateLimits(max_concurrency=4, adaptive=True))
     for limiter in (inherited, own):
         limiter.on_rate_limited(1.0)
     assert (inherited.adaptive, inherited.concurrency) == (False, 4)
     assert (own.adaptive, own.concurrency) == (True, 2)
-    assert LimitsRegistry().get(("OpenAI", "u", "c"), Limits(rpm=60)).adaptive
+    assert LimitsRegistry().get(("OpenAI", "u", "c"), RateLimits(rpm=60)).adaptive
 
 
 def test_chats_sharing_an_endpoint_get_the_stricter_of_each_limit():
     """Two chats with their own limits on one endpoint: the lowest of each number, adaptive
     if either asks; what neither sets comes from the run; whichever calls first."""
     endpoint = ("OpenAI", "u", "m")
-    lax = Limits(max_concurrency=40, rpm=600, adaptive=False)
-    strict = Limits(max_concurrency=10, rpm=6000, tpm=50_000, adaptive=True)
+    lax = RateLimits(max_concurrency=40, rpm=600, adaptive=False)
+    strict = RateLimits(max_concurrency=10, rpm=6000, tpm=50_000, adaptive=True)
     for first, second in ((lax, strict), (strict, lax)):
-        registry = LimitsRegistry(Limits(tpm=1_000, rpm=1), concurrency=100)
+        registry = LimitsRegistry(RateLimits(tpm=1_000, rpm=1), concurrency=100)
         one = registry.get(endpoint, first)
         assert registry.get(endpoint, second) is one
         assert registry.get(endpoint, None) is one
-        assert one.limits == Limits(max_concurrency=10, rpm=600, tpm=50_000, adaptive=True)
+        assert one.limits == RateLimits(max_concurrency=10, rpm=600, tpm=50_000, adaptive=True)
         assert (one.max_concurrency, one.concurrency) == (10, 10)
         assert (one.requests and one.requests.rate, one.tokens and one.tokens.capacity) == (
             10,
@@ -230,15 +230,15 @@ def test_stricter_limits_arriving_later_keep_what_the_endpoint_learnt():
     """A chat with limits that calls after the endpoint was rate limited lowers the maximum
     but keeps the halved concurrency and the pause."""
     clock = VirtualClock()
-    registry = LimitsRegistry(Limits(rpm=6000), concurrency=32, clock=clock)
+    registry = LimitsRegistry(RateLimits(rpm=6000), concurrency=32, clock=clock)
     limiter = registry.get(("OpenAI", "u", "m"), None)
     limiter.on_rate_limited(5.0)
     assert limiter.concurrency == 16
-    registry.get(("OpenAI", "u", "m"), Limits(max_concurrency=24, tpm=600))
+    registry.get(("OpenAI", "u", "m"), RateLimits(max_concurrency=24, tpm=600))
     assert (limiter.max_concurrency, limiter.concurrency) == (24, 16)
     assert limiter.paused_until == 5.0
     assert limiter.tokens is not None
-    registry.get(("OpenAI", "u", "m"), Limits(max_concurrency=8))
+    registry.get(("OpenAI", "u", "m"), RateLimits(max_concurrency=8))
     assert (limiter.max_concurrency, limiter.concurrency) == (8, 8)
 
 
@@ -246,7 +246,7 @@ async def test_a_request_queued_for_a_slot_when_a_pause_starts_waits_it_out():
     """A caller already waiting for a slot when a 429 pauses the endpoint gets one only
     after the pause."""
     clock = VirtualClock()
-    limiter = EndpointLimiter(Limits(max_concurrency=1, rpm=6000), 8, clock=clock)
+    limiter = EndpointLimiter(RateLimits(max_concurrency=1, rpm=6000), 8, clock=clock)
     got = []
 
     async def queued():
@@ -268,7 +268,7 @@ async def test_a_request_queued_for_a_slot_when_a_pause_starts_waits_it_out():
 def test_bad_limits_and_retry_are_config_errors():
     """Non-positive limits or attempts are rejected with the field named."""
     with pytest.raises(ve.ConfigError, match="rpm"):
-        Limits(rpm=0)
+        RateLimits(rpm=0)
     with pytest.raises(ve.ConfigError, match="max_attempts"):
         Retry(max_attempts=0)
     with pytest.raises(ve.ConfigError, match="timeout"):

@@ -377,7 +377,7 @@ async def test_http_default_judge_is_a_fresh_chat_on_the_solver_model(server, tm
         server,
         system_prompt="Use the tools.",
         params={"temperature": 0.3},
-        limits=ve.Limits(max_concurrency=1),
+        rate_limits=ve.RateLimits(max_concurrency=1),
     )
     chat.register_tool(add)
     task = ve.Task(SUMS, solver=ve.generate(chat), scorer=ve.model_graded_qa(), dir=tmp_path)

@@ -306,14 +306,16 @@ def test_the_tokens_a_dead_worker_spent_on_unfinished_samples_are_counted(tmp_pa
 
 
 def limited_chat(server, limits):
-    return ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="sk-test", limits=limits)
+    return ve.chat_openai(
+        "gpt-test", base_url=server.base_url(), api_key="sk-test", rate_limits=limits
+    )
 
 
 def test_an_endpoints_max_concurrency_holds_across_workers(server, tmp_path):
-    """Limits(max_concurrency=3) on the model, two workers with room for 8 samples each:
+    """RateLimits(max_concurrency=3) on the model, two workers with room for 8 samples each:
     the server never has more than 3 requests in flight at once, over both workers."""
     server.latency = 0.05
-    chat = limited_chat(server, ve.Limits(max_concurrency=3))
+    chat = limited_chat(server, ve.RateLimits(max_concurrency=3))
     task = ve.Task(sums(40), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
     task.eval(backend=ve.Ray(workers=2, max_concurrency=16))
     assert task.metrics == {"accuracy": 1.0}
@@ -322,10 +324,10 @@ def test_an_endpoints_max_concurrency_holds_across_workers(server, tmp_path):
 
 
 def test_an_endpoints_rpm_holds_across_workers(server, tmp_path):
-    """Limits(rpm=600) over two workers: the server's count of requests in each second of
+    """RateLimits(rpm=600) over two workers: the server's count of requests in each second of
     the run is never above the rate (10 a second) plus a one-second burst, so 40 samples
     take at least 3 seconds; two unshared buckets would send them all in about one."""
-    chat = limited_chat(server, ve.Limits(rpm=600))
+    chat = limited_chat(server, ve.RateLimits(rpm=600))
     task = ve.Task(sums(40), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
     task.eval(backend=ve.Ray(workers=2, max_concurrency=16))
     assert task.metrics == {"accuracy": 1.0}
@@ -342,7 +344,7 @@ def test_a_rate_limit_on_one_worker_pauses_the_endpoint_on_every_worker(server, 
     endpoint's halved concurrency."""
     server.latency = 0.02
     server.fail("429", times=1, retry_after=3)
-    chat = limited_chat(server, ve.Limits(rpm=6000))  # a set rate: one 429 means "too fast"
+    chat = limited_chat(server, ve.RateLimits(rpm=6000))  # a set rate: one 429 means "too fast"
     task = ve.Task(sums(200), solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path)
     task.eval(backend=ve.Ray(workers=2, max_concurrency=8))
     assert task.metrics == {"accuracy": 1.0}

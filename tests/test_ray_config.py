@@ -1,4 +1,4 @@
-"""`ve.Ray(...)` is checked like `ve.Limits(...)`, and without Ray installed a Ray backend is a
+"""`ve.Ray(...)` is checked like `ve.RateLimits(...)`, and without Ray installed a Ray backend is a
 ConfigError saying how to install it (these need no Ray)."""
 
 import sys

@@ -16,7 +16,7 @@ from tests.helpers import openai, stage_scope, sums, until
 from tests.inspect_check import assert_inspect_reads
 from vitals_engine.chats.dispatch import call_model
 from vitals_engine.chats.layers.call import guess_tokens
-from vitals_engine.pacing.limits import Limits, LimitsRegistry
+from vitals_engine.pacing.limits import LimitsRegistry, RateLimits
 from vitals_engine.providers.base import Provider
 from vitals_engine.testing.clock import VirtualClock
 from vitals_engine.vocab.model_calls import ChatRequest
@@ -45,7 +45,7 @@ def reply(tokens: TokenUsage | None) -> Turn:
     return Turn("assistant", Turn.user("ok").contents, tokens=tokens)
 
 
-async def two_callers_on_one_slot(server, limits: Limits) -> None:
+async def two_callers_on_one_slot(server, limits: RateLimits) -> None:
     """Call A, then (once A's request is in flight on the endpoint's only slot) call B, both
     to completion."""
     server.latency = 0.2  # A's answer comes long after B has queued for the slot
@@ -70,7 +70,7 @@ async def test_a_caller_queued_for_a_slot_waits_out_a_pause(server):
     """A caller already queued for the slot when a 429 pauses the endpoint is not sent
     before the Retry-After has passed."""
     server.fail("429", retry_after=0.3)
-    await two_callers_on_one_slot(server, Limits(max_concurrency=1, rpm=6000))
+    await two_callers_on_one_slot(server, RateLimits(max_concurrency=1, rpm=6000))
     limited, *later = server.log
     assert (limited.request.prompt, limited.outcome) == ("A", "429")
     assert sorted(r.request.prompt for r in later) == ["A", "B"]
@@ -80,7 +80,7 @@ async def test_a_caller_queued_for_a_slot_waits_out_a_pause(server):
 async def test_waiting_for_a_retry_does_not_hold_a_connection_slot(server):
     """While A waits out its Retry-After, B (queued for the only slot) is sent and answered."""
     server.fail("429", retry_after=0.5)
-    await two_callers_on_one_slot(server, Limits(max_concurrency=1))
+    await two_callers_on_one_slot(server, RateLimits(max_concurrency=1))
     assert [(r.request.prompt, r.outcome) for r in server.log] == [
         ("A", "429"),
         ("B", "ok"),
@@ -102,7 +102,7 @@ async def test_the_token_bucket_charges_a_call_its_real_usage():
     ]
     for provider, charged in cases:
         provider.retry = ve.Retry(max_attempts=3)
-        registry = LimitsRegistry(Limits(tpm=600_000), clock=clock)
+        registry = LimitsRegistry(RateLimits(tpm=600_000), clock=clock)
         raises = pytest.raises(ve.ProviderError) if charged == 0 else nullcontext()
         with stage_scope(limits=registry, clock=clock), anyio.fail_after(5), raises:
             await call_model(provider, request)
@@ -116,7 +116,7 @@ async def test_a_real_call_takes_its_estimate_before_and_its_usage_after(server)
     """Against the mock server: while the request is answered the bucket holds the
     estimate; after, exactly the usage block's tokens."""
     clock = VirtualClock()
-    registry = LimitsRegistry(Limits(tpm=600_000), clock=clock)
+    registry = LimitsRegistry(RateLimits(tpm=600_000), clock=clock)
     chat = openai(server)
     bucket = registry.get(chat.provider.endpoint, None).tokens
     assert bucket is not None

@@ -1,9 +1,12 @@
 """The run's options are one object (`engine/options.py`): parsed and checked once, then
 handed down whole to the run, to Ray workers and to every run of an eval set.
 
-A new option is a key of `EvalOptions` and a field of `RunOptions`; these tests fail until
-it is both, documented, and given a value in `every_option()` below, and then show it
-accepted by every entry point and reaching the Ray workers with no other edit.
+Each option is declared once, in the table (`engine/option_table.py`), and everything else
+is made from it: the typed keywords and the run's fields (`engine/option_types.py`,
+written by `make options`), the checks, the command line's flags, the subsets `solve()`
+and `score()` take, what `estimate_cost()` refuses. A new option needs its entry there and
+a value in `every_option()` below; these tests then show it accepted by every entry point
+and reaching the Ray workers with no other edit.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from vitals_engine.task.eval_set import EvalSetFailedError
 DATA = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in (1, 2)]
 
 #: The options that do not go with a backend yet (a `ConfigError` says so).
-NOT_ON_RAY = ("batch", "max_cost", "max_tokens")
+NOT_ON_RAY = ("batch", "cost_budget", "token_budget", "model_cost_budget")
 
 
 def every_option(directory: Path) -> dict[str, Any]:
@@ -31,7 +34,7 @@ def every_option(directory: Path) -> dict[str, Any]:
     return {
         "epochs": 3,
         "max_concurrency": 5,
-        "limits": ve.Limits(rpm=6000),
+        "rate_limits": ve.RateLimits(rpm=6000),
         "retry": ve.Retry(max_attempts=2),
         "fail_on_error": 0.5,
         "progress": True,
@@ -40,8 +43,9 @@ def every_option(directory: Path) -> dict[str, Any]:
         "backend": ve.Ray(workers=1),
         "batch": ve.Batch(size=5),
         "cache": ve.Cache(dir=str(directory / "cache")),
-        "max_cost": 1.5,
-        "max_tokens": 1000,
+        "cost_budget": 1.5,
+        "token_budget": 1000,
+        "model_cost_budget": 0.5,
         "limit": 2,
         "sample_ids": (1, 2),
         "shuffle": True,
@@ -71,6 +75,74 @@ def test_each_option_is_a_key_of_eval_options_a_field_of_run_options_and_documen
     defaults = RunOptions()
     assert [n for n in OPTION_NAMES if getattr(defaults, n) == given[n]] == []
     assert sorted({*here(tmp_path), *on_ray(tmp_path)}) == sorted(OPTION_NAMES)
+
+
+def test_the_option_types_are_what_the_table_makes():
+    """`engine/option_types.py` is exactly what the table renders (`make options` writes it)."""
+    from vitals_engine.engine import option_table, option_types
+
+    assert Path(option_types.__file__).read_text() == option_table.render()
+
+
+def test_solve_and_score_take_the_options_the_table_gives_them():
+    """`SolveOptions` and `ScoreOptions` are the table's subsets, and the "did you mean" of
+    a misspelt option of solve() or score() knows them."""
+    from vitals_engine.engine.option_table import OPTIONS
+    from vitals_engine.engine.options import ScoreOptions, SolveOptions, options_of
+
+    assert sorted(SolveOptions.__optional_keys__) == sorted(options_of("solve"))
+    assert sorted(ScoreOptions.__optional_keys__) == sorted(options_of("score"))
+    assert options_of("score") == ("max_concurrency", "rate_limits", "retry", "progress")
+    assert set(options_of("solve")) - set(options_of("score")) == {"epochs"}
+    assert len(options_of("eval")) == len(OPTIONS)
+
+
+def test_the_command_line_reads_back_every_option_it_spells(tmp_path):
+    """`vitals eval` and `vitals score` have a flag for each option the table spells, and
+    reading the parsed flags back gives each option's value (None when not given)."""
+    from vitals_engine.cli.parser import build_parser
+    from vitals_engine.cli.run_flags import run_options
+
+    parser = build_parser()
+    args = parser.parse_args(
+        ["eval", "t.py", "--epochs", "2", "--rpm", "60", "--cost-budget", "3", "--shuffle",
+         "--sample-id", "a", "--sample-id", "b", "--no-progress", "--cache", str(tmp_path)]
+    )  # fmt: skip
+    got = run_options(args, "eval")
+    assert got["epochs"] == 2
+    assert got["rate_limits"] == ve.RateLimits(rpm=60)
+    assert got["cost_budget"] == 3.0
+    assert (got["shuffle"], got["sample_ids"], got["progress"]) == (True, ["a", "b"], False)
+    assert got["cache"] == ve.Cache(dir=str(tmp_path))
+    assert got["max_concurrency"] is None and got["backend"] is None
+    scored = run_options(
+        parser.parse_args(["score", "run.json", "--max-concurrency", "3"]), "score"
+    )
+    assert scored == {"max_concurrency": 3, "rate_limits": None, "progress": None}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "value"),
+    [("limits", "rate_limits", ve.RateLimits(rpm=60)), ("max_cost", "cost_budget", 2.0),
+     ("max_tokens", "token_budget", 100)],
+)  # fmt: skip
+def test_an_options_old_name_warns_and_is_taken_as_the_new(tmp_path, seen, old, new, value):
+    """`eval(limits=)`, `eval(max_cost=)`, `eval(max_tokens=)`: each warns that it is
+    deprecated, naming the new keyword, and the run gets the value under the new name."""
+    with pytest.warns(DeprecationWarning, match=rf"eval\({old}=\) is deprecated.*eval\({new}=\)"):
+        run_eval(new_task(tmp_path), {old: value})
+    assert getattr(seen[0], new) == value
+
+
+def test_an_old_limits_with_a_cost_cap_is_every_models_cost_budget(tmp_path, seen):
+    """`eval(limits=ve.Limits(max_cost=2))`, as written before: its rate limits are the
+    run's and its cost cap every model's budget (`model_cost_budget`)."""
+    with pytest.warns(DeprecationWarning, match="ve.Limits is deprecated"):
+        old = ve.Limits(rpm=60, max_cost=2.0)
+    with pytest.warns(DeprecationWarning, match="rate_limits"):
+        run_eval(new_task(tmp_path), {"limits": old})
+    assert seen[0].model_cost_budget == 2.0
+    assert seen[0].rate_limits.rpm == 60
 
 
 class Stop(Exception):

@@ -14,7 +14,7 @@ import pytest
 import vitals_engine as ve
 from tests.helpers import openai, sums
 from vitals_engine.chats.layers.stacks import CallStacks
-from vitals_engine.pacing.limits import Limits, RunLimits
+from vitals_engine.pacing.limits import RateLimits, RunLimits
 
 pytestmark = pytest.mark.anyio
 
@@ -47,14 +47,14 @@ async def test_runs_in_one_event_loop_share_one_state_per_endpoint():
 async def test_the_stricter_of_two_runs_limits_holds_until_it_leaves():
     """Run A asks max_concurrency 5 and rpm 600, run B (max_concurrency 50) tpm 10,000: while
     both use the endpoint it has the lowest of each; when A leaves, B's own limits hold."""
-    a = RunLimits(Limits(max_concurrency=5, rpm=600), concurrency=32)
-    b = RunLimits(Limits(tpm=10_000), concurrency=50)
+    a = RunLimits(RateLimits(max_concurrency=5, rpm=600), concurrency=32)
+    b = RunLimits(RateLimits(tpm=10_000), concurrency=50)
     limiter_a, limiter_b = a.get(ENDPOINT, None), b.get(ENDPOINT, None)
-    assert limiter_b.limits == Limits(max_concurrency=5, rpm=600, tpm=10_000)
+    assert limiter_b.limits == RateLimits(max_concurrency=5, rpm=600, tpm=10_000)
     assert (limiter_b.max_concurrency, limiter_b.concurrency) == (5, 5)
     assert limiter_a.requests is limiter_b.requests is not None
     a.close()
-    assert limiter_b.limits == Limits(tpm=10_000)
+    assert limiter_b.limits == RateLimits(tpm=10_000)
     assert (limiter_b.max_concurrency, limiter_b.concurrency) == (50, 50)
     assert limiter_b.requests is None
     b.close()
@@ -63,7 +63,7 @@ async def test_the_stricter_of_two_runs_limits_holds_until_it_leaves():
 async def test_a_concurrency_no_run_sets_is_the_runs_own_added_up():
     """Without a max_concurrency of the endpoint's, two runs at 8 and 24 samples may have
     32 requests in flight: as many as each would alone."""
-    a, b = RunLimits(None, concurrency=8), RunLimits(Limits(rpm=6000), concurrency=24)
+    a, b = RunLimits(None, concurrency=8), RunLimits(RateLimits(rpm=6000), concurrency=24)
     limiter = a.get(ENDPOINT, None)
     b.get(ENDPOINT, None)
     assert (limiter.max_concurrency, limiter.concurrency) == (32, 32)
@@ -73,9 +73,10 @@ async def test_a_concurrency_no_run_sets_is_the_runs_own_added_up():
 
 
 async def test_a_models_own_limits_in_one_run_bind_every_run():
-    """A model's own Limits in run A are A's ask for the endpoint: run B's calls obey them too."""
+    """A model's own RateLimits in run A are A's ask for the endpoint: run B's calls obey
+    them too."""
     a, b = RunLimits(None, concurrency=16), RunLimits(None, concurrency=16)
-    a.get(ENDPOINT, Limits(max_concurrency=3))
+    a.get(ENDPOINT, RateLimits(max_concurrency=3))
     assert b.get(ENDPOINT, None).max_concurrency == 3
     a.close()
     assert b.get(ENDPOINT, None).max_concurrency == 16
@@ -86,7 +87,7 @@ async def test_a_rate_limit_halves_the_endpoint_for_every_run_and_each_logs_it()
     """A 429 on an endpoint with an rpm bucket, seen by run A: the pause and the halved
     concurrency hold for B too; both runs' histories record it; a run that joins later
     records only what changes after it joined; retry warnings stay once per run."""
-    a, b = RunLimits(Limits(rpm=6000, max_concurrency=8)), RunLimits(None, concurrency=8)
+    a, b = RunLimits(RateLimits(rpm=6000, max_concurrency=8)), RunLimits(None, concurrency=8)
     limiter_a, limiter_b = a.get(ENDPOINT, None), b.get(ENDPOINT, None)
     limiter_a.on_rate_limited(30.0)
     assert limiter_b.paused_until == limiter_a.paused_until > limiter_b.clock.now()
@@ -110,21 +111,21 @@ async def test_a_rate_limit_halves_the_endpoint_for_every_run_and_each_logs_it()
 async def test_the_last_run_to_leave_an_endpoint_forgets_it():
     """Once every run using an endpoint has ended, a new run starts afresh: no pause, no
     halved concurrency, no limits of the runs before."""
-    first = RunLimits(Limits(rpm=6000, max_concurrency=2), concurrency=8)
+    first = RunLimits(RateLimits(rpm=6000, max_concurrency=2), concurrency=8)
     limiter = first.get(ENDPOINT, None)
     limiter.on_rate_limited(300.0)
     first.close()
     fresh = RunLimits(None, concurrency=8).get(ENDPOINT, None)
     assert fresh.shared is not limiter.shared
     assert fresh.paused_until < fresh.clock.now()
-    assert (fresh.limits, fresh.max_concurrency, fresh.concurrency) == (Limits(), 8, 8)
+    assert (fresh.limits, fresh.max_concurrency, fresh.concurrency) == (RateLimits(), 8, 8)
     assert limiter.history  # the ended run keeps what it saw, for its log
 
 
 async def test_a_run_that_goes_on_after_it_closed_joins_again():
     """A registry used again after close() (a run whose execute() is called again) takes
     its place on the endpoint again, keeping its history."""
-    registry = RunLimits(Limits(rpm=6000))
+    registry = RunLimits(RateLimits(rpm=6000))
     limiter = registry.get(ENDPOINT, None)
     limiter.on_rate_limited(1.0)
     registry.close()
@@ -144,7 +145,7 @@ def test_event_loops_in_other_threads_have_their_own_endpoints():
     found = {}
 
     async def use(name):
-        registry = RunLimits(Limits(max_concurrency=2))
+        registry = RunLimits(RateLimits(max_concurrency=2))
         found[name] = (registry.get(ENDPOINT, None).shared, threading.get_ident())
         return registry
 
@@ -168,7 +169,7 @@ async def _close(registry):
 
 async def test_two_evals_at_once_share_the_endpoints_max_concurrency(server, tmp_path):
     """Two eval_async() of different tasks at once on one endpoint with
-    Limits(max_concurrency=5), each with 20 samples at work: the server never has more
+    RateLimits(max_concurrency=5), each with 20 samples at work: the server never has more
     than 5 requests in flight (per run, it would be 10)."""
     server.latency = 0.05
     chat = openai(server, MODEL)
@@ -176,7 +177,7 @@ async def test_two_evals_at_once_share_the_endpoints_max_concurrency(server, tmp
     b = ve.Task(
         sums(30, "B: "), ve.generate(chat.clone()), ve.detect_includes(), name="b", dir=tmp_path
     )
-    options = {"max_concurrency": 20, "limits": Limits(max_concurrency=5)}
+    options = {"max_concurrency": 20, "rate_limits": RateLimits(max_concurrency=5)}
     await eval_together((a, options), (b, options))
     assert server.peak_in_flight <= 5
     assert a.metrics == b.metrics == {"accuracy": 1.0}
@@ -190,7 +191,7 @@ async def test_a_rate_limit_seen_by_one_run_pauses_the_other(server, tmp_path):
     Retry-After has passed, and both runs go on after it."""
     server.latency = 0.01
     server.fail("429", times=1, retry_after=0.5)
-    limits = Limits(max_concurrency=1, rpm=60_000)
+    limits = RateLimits(max_concurrency=1, rpm=60_000)
     a = ve.Task(
         sums(4, "A: "),
         ve.generate(openai(server, MODEL)),
@@ -205,7 +206,7 @@ async def test_a_rate_limit_seen_by_one_run_pauses_the_other(server, tmp_path):
         name="b",
         dir=tmp_path,
     )
-    await eval_together((a, {"limits": limits}), (b, {"limits": limits}))
+    await eval_together((a, {"rate_limits": limits}), (b, {"rate_limits": limits}))
     assert a.metrics == b.metrics == {"accuracy": 1.0}
     [limited] = [r for r in server.log if r.outcome == "429"]
     after = [r for r in server.log if r is not limited]
@@ -224,7 +225,7 @@ async def test_a_finished_runs_limits_do_not_reach_a_later_run(server, tmp_path)
         sums(1), ve.generate(openai(server, MODEL)), ve.detect_includes(), name="a", dir=tmp_path
     )
     await a.eval_async(
-        limits=Limits(max_concurrency=1, rpm=60_000),
+        rate_limits=RateLimits(max_concurrency=1, rpm=60_000),
         retry=ve.Retry(max_attempts=1),
         fail_on_error=False,
         progress=False,

@@ -231,7 +231,7 @@ async def test_a_run_stopped_by_its_budget_ends_its_span_failed(server, tmp_path
     """A run its budget stops (BudgetExceeded) ends its span with an error status and
     `error.type`, the samples it did not start never spanned."""
     with pytest.raises(ve.BudgetExceeded):
-        await task(server, tmp_path, 40).eval_async(max_cost=0.00001, max_concurrency=2)
+        await task(server, tmp_path, 40).eval_async(cost_budget=0.00001, max_concurrency=2)
     (run,) = named(list(spans.get_finished_spans()), "eval ")
     assert run.status.status_code.name == "ERROR"
     assert attributes(run)["error.type"] == "BudgetExceeded"

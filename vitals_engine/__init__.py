@@ -75,7 +75,7 @@ if _typing.TYPE_CHECKING:
     )
     from .dataset_files import read_dataset
     from .distributed.backend import Ray
-    from .engine.options import EvalOptions
+    from .engine.options import EvalOptions, ScoreOptions, SolveOptions
     from .engine.user_functions import (
         VectorizedFunction,
         vectorized_scorer,
@@ -84,7 +84,7 @@ if _typing.TYPE_CHECKING:
     from .log.logged_eval import LoggedEval
     from .metrics import accuracy
     from .pacing.batch_mode import Batch
-    from .pacing.limits import Limits
+    from .pacing.limits import RateLimits
     from .pacing.retry import Retry
     from .pricing.table import set_price
     from .providers.base import Provider
@@ -165,6 +165,8 @@ _LAZY: dict[str, str] = {
     "log_dir_set": ".config",
     "VectorizedFunction": ".engine.user_functions",
     "EvalOptions": ".engine.options",
+    "ScoreOptions": ".engine.options",
+    "SolveOptions": ".engine.options",
     "vectorized_scorer": ".engine.user_functions",
     "vectorized_solver": ".engine.user_functions",
     "LoggedEval": ".log.logged_eval",
@@ -173,7 +175,7 @@ _LAZY: dict[str, str] = {
     "rescore_log": ".rescoring",
     "accuracy": ".metrics",
     "Batch": ".pacing.batch_mode",
-    "Limits": ".pacing.limits",
+    "RateLimits": ".pacing.limits",
     "Retry": ".pacing.retry",
     "Provider": ".providers.base",
     "summary": ".report",
@@ -248,7 +250,6 @@ __all__ = [
     "GenerateStructured",
     "InvalidScore",
     "JournalInUseError",
-    "Limits",
     "LogFormatError",
     "LogWriteError",
     "LoggedEval",
@@ -263,6 +264,7 @@ __all__ = [
     "ProviderUnavailable",
     "QuotaExhausted",
     "RateLimitError",
+    "RateLimits",
     "Ray",
     "RescorableLog",
     "Retry",
@@ -271,8 +273,10 @@ __all__ = [
     "SampleRecord",
     "SampleStream",
     "Score",
+    "ScoreOptions",
     "ScorerError",
     "Solution",
+    "SolveOptions",
     "SolvedSample",
     "SolverError",
     "StoreAccessDenied",
@@ -334,6 +338,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> _typing.Any:
+    if name == "Limits":  # deprecated: the class warns when made
+        from .pacing.limits import Limits
+
+        return Limits
     module = _LAZY.get(name)
     if module is None:
         from ._deprecated import RENAMED, renamed

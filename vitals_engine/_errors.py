@@ -454,8 +454,8 @@ class EvalSetFailedError(EvalFailedError):
 
 
 class BudgetExceeded(VitalsError):
-    """The run reached its budget (`max_cost`, `max_tokens`, or a model's
-    `Limits(max_cost=)`): it started no more samples, finished those at work as far as
+    """The run reached its budget (`cost_budget`, `token_budget`, or a model's
+    `cost_budget`): it started no more samples, finished those at work as far as
     their calls fit, and wrote its log with status "cancelled"; `resume=True` continues
     it. Inside the run, a model call that does not fit (and is not sent) raises it too:
     its sample stops unfinished, and a resumed run runs it again.
@@ -467,11 +467,11 @@ class BudgetExceeded(VitalsError):
         >>> task = ve.Task([{"input": "What's 2+2?", "target": "4"}],
         ...                ve.generate(ve.chat_mock()), ve.detect_includes())
         >>> try:
-        ...     task.eval(max_tokens=1, progress=False)
+        ...     task.eval(token_budget=1, progress=False)
         ... except ve.BudgetExceeded as error:
         ...     print(error.reason)
         token budget reached: 0 of 1 tokens
-        >>> task.eval(resume=True, max_tokens=100, progress=False).metrics
+        >>> task.eval(resume=True, token_budget=100, progress=False).metrics
         {'accuracy': 1.0}
     """
 

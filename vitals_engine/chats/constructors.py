@@ -14,7 +14,9 @@ Every constructor takes the model and these keyword options (`ChatOptions`):
   unless told, bounds the whole attempt);
 - `headers`: extra request headers;
 - `stream`: receive the reply as server-sent events (see `ChatOptions`);
-- `limits`: `Limits(max_concurrency=, rpm=, tpm=)` for this model;
+- `rate_limits`: `RateLimits(max_concurrency=, rpm=, tpm=)` for this model;
+- `cost_budget`: the most this model may cost in one run, in dollars (the run starts
+  no sample that could take the model's spending past it: `eval(cost_budget=)`);
 - `retry`: `Retry(max_attempts=, timeout=, ...)` for this model;
 - `batch`: this model's calls in the provider's batch API, at half the price and
   answered later (True, or `Batch(size=, wait=, poll=)`), even when the run's are
@@ -33,12 +35,15 @@ Every constructor takes the model and these keyword options (`ChatOptions`):
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any, Literal, TypedDict, Unpack
 
+from .._deprecated import renamed_keyword
 from .._errors import ConfigError, keyword_hint
 from ..caching.options import Cache, cache_option
 from ..pacing.batch_mode import Batch, batch_option
-from ..pacing.limits import Limits
+from ..pacing.budget import check_budget
+from ..pacing.limits import RateLimits, cost_budget_of
 from ..pacing.retry import Retry
 from ..providers.anthropic import AnthropicProvider
 from ..providers.google import GeminiProvider
@@ -97,7 +102,8 @@ class ChatOptions(TypedDict, total=False):
     timeouts: Timeouts | None
     headers: dict[str, str] | None
     stream: bool | None
-    limits: Limits | None
+    rate_limits: RateLimits | None
+    cost_budget: float | None
     retry: Retry | None
     batch: Batch | bool | None
     cache: Cache | bool | None
@@ -129,9 +135,11 @@ def chat_mock(
     model: str = "mock-model",
     system_prompt: str | None = None,
     latency: float = 0.0,
-    limits: Limits | None = None,
+    rate_limits: RateLimits | None = None,
+    cost_budget: float | None = None,
     retry: Retry | None = None,
     stream: bool | float = False,
+    **deprecated: Any,
 ) -> Chat:
     """A deterministic offline chat: the embedded default for examples and tests.
 
@@ -174,8 +182,34 @@ def chat_mock(
             f"chat_mock(stream=...) takes True/False or a pause in seconds >= 0, not {stream!r}."
         )
     provider = MockProvider(model=model, replies=replies, latency=latency, stream=pause)
-    provider.limits, provider.retry = limits, retry
+    given = {"rate_limits": rate_limits, "cost_budget": cost_budget}
+    given = {key: value for key, value in given.items() if value is not None} | deprecated
+    _own_limits(provider, given, "chat_mock")
+    provider.retry = retry
     return Chat(provider, system_prompt=system_prompt)
+
+
+#: The options of a model's own limits and budget (`limits`: deprecated).
+_OWN_LIMITS = ("rate_limits", "cost_budget", "limits")
+
+
+def _own_limits(provider: Any, options: Mapping[str, Any], who: str, depth: int = 4) -> None:
+    """The model's own rate limits and cost budget (`limits=`, and `Limits(max_cost=)`,
+    under their deprecated names, taken as those)."""
+    given = dict(options)
+    renamed_keyword(given, "limits", "rate_limits", where=who, stacklevel=depth)
+    unknown = sorted(set(given) - {"rate_limits", "cost_budget"})
+    if unknown:
+        raise ConfigError(f"{who}() got unexpected keyword argument(s): {', '.join(unknown)}.")
+    limits = given.get("rate_limits")
+    if limits is not None and not isinstance(limits, RateLimits):
+        raise ConfigError(
+            f"{who}(rate_limits=...) takes a ve.RateLimits(...), not {type(limits).__name__}."
+        )
+    provider.rate_limits = limits
+    provider.cost_budget = check_budget(
+        given.get("cost_budget") or cost_budget_of(limits), "cost_budget", who
+    )
 
 
 def _http_chat(
@@ -183,7 +217,7 @@ def _http_chat(
 ) -> Chat:
     """A chat of `cls` with the common options; `own`: the constructor's own keywords,
     named among the known ones when an option is unknown."""
-    unknown = sorted(set(options) - set(ChatOptions.__annotations__))
+    unknown = sorted(set(options) - {*ChatOptions.__annotations__, "limits"})
     if unknown:
         known = [*ChatOptions.__annotations__, *own]
         hints = "".join(keyword_hint(name, known) for name in unknown)
@@ -201,7 +235,8 @@ def _http_chat(
         headers=options.get("headers"),
         stream=options.get("stream"),
     )
-    provider.limits = options.get("limits")
+    own = {key: value for key, value in options.items() if key in _OWN_LIMITS}
+    _own_limits(provider, own, "chat_*", depth=5)
     provider.retry = options.get("retry")
     given = options.get("batch")
     provider.batch = False if given is False else batch_option(given, f"The {cls.name} chat")

@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import BudgetExceeded, ConfigError, DatasetError, EvalFailedError
-from ..caching.options import Cache
-from ..distributed.backend import Ray
-from ..pacing.limits import Limits
+from ..engine.option_table import OPTIONS
 from ..report import summary
 from ..task.eval_set import EvalSetFailedError, eval_set, model_chat
 from ..task.task import Task
 from .gates import FinishedRun, check_gate_names, check_junit_path, gated, gating
+from .run_flags import run_options
 from .shared import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, report, say
 from .task_file import find_tasks_or_fail, imported
 
@@ -37,21 +36,8 @@ class _Outcome:
     code: int
 
 
-def _backend(args: argparse.Namespace) -> Ray | None:
-    """`--ray [ADDRESS]` and `--workers N` as the run's backend (None: this process)."""
-    address = getattr(args, "ray", None)
-    workers = getattr(args, "workers", None)
-    if address is None:
-        if workers is not None:
-            raise UsageError("--workers is the number of Ray workers: give --ray with it.")
-        return None
-    return Ray(address=None if address == "local" else address, workers=workers)
-
-
-def run_eval(args: argparse.Namespace) -> int:
-    """`vitals eval FILE.py[:task]`: run the file's task(s), one after another; with
-    several `--model` (or `--max-tasks`), every task on every model at once as an eval
-    set. The worst exit code of the runs."""
+def _checked_file(args: argparse.Namespace) -> tuple[Path, str | None]:
+    """The task file and task name `FILE.py[:task]` names, checked to be a Python file."""
     path, name = _split_target(args.target)
     if not path.exists():
         raise UsageError(f"File not found: {path}")
@@ -59,7 +45,36 @@ def run_eval(args: argparse.Namespace) -> int:
         raise UsageError(f"{path} is not a file: give a Python file with a Task in it.")
     if path.suffix != ".py":
         raise UsageError(f"{path} is not a Python file (.py).")
+    return path, name
 
+
+def _check_resume(args: argparse.Namespace, path: Path, tasks: list[tuple[str, Task]]) -> None:
+    """`--resume LOG` continues one run: one task, not an eval set."""
+    if not isinstance(args.resume, str):
+        return
+    if len(tasks) > 1:
+        names = ", ".join(n for n, _ in tasks)
+        raise UsageError(
+            f"--resume {args.resume} continues one task, but {path.name} has "
+            f"{len(tasks)} ({names}); pick one with {path}:NAME."
+        )
+    if _as_set(args):
+        raise UsageError(
+            f"--resume {args.resume} continues one run; an eval set (several --model, "
+            "--max-tasks) continues with --resume alone."
+        )
+
+
+def _as_set(args: argparse.Namespace) -> bool:
+    """Several --model, or --max-tasks: every task on every model at once, as an eval set."""
+    return len(args.model or []) > 1 or getattr(args, "max_tasks", None) is not None
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """`vitals eval FILE.py[:task]`: run the file's task(s), one after another; with
+    several `--model` (or `--max-tasks`), every task on every model at once as an eval
+    set. The worst exit code of the runs."""
+    path, name = _checked_file(args)
     estimating = _estimating(args)
     if estimating and gating(args):
         raise UsageError("--fail-under and --junit check a run: leave out --estimate.")
@@ -67,70 +82,42 @@ def run_eval(args: argparse.Namespace) -> int:
     with imported(path) as module:
         tasks = find_tasks_or_fail(module, path, name)
         check_gate_names([task for _, task in tasks], args)
-        if isinstance(args.resume, str) and len(tasks) > 1:
-            names = ", ".join(n for n, _ in tasks)
-            raise UsageError(
-                f"--resume {args.resume} continues one task, but {path.name} has "
-                f"{len(tasks)} ({names}); pick one with {path}:NAME."
-            )
-        backend = _backend(args)
+        _check_resume(args, path, tasks)
+        options: dict[str, Any] = {**run_options(args, "eval"), "resume": args.resume}
         models: list[str] = args.model or []
-        max_tasks = getattr(args, "max_tasks", None)
-        as_set = len(models) > 1 or max_tasks is not None
-        if as_set and isinstance(args.resume, str):
-            raise UsageError(
-                f"--resume {args.resume} continues one run; an eval set (several --model, "
-                "--max-tasks) continues with --resume alone."
-            )
         # every (task, model), checked before anything runs: a model each solver can take
         pairs = [(task, {"solver_chat": model_chat(m, task)}) for _, task in tasks for m in models]
         if not models:
             pairs = [(task, {}) for _, task in tasks]
-        options: dict[str, Any] = {
-            "epochs": args.epochs,
-            "max_concurrency": args.max_concurrency,
-            "limits": Limits(rpm=args.rpm) if args.rpm is not None else None,
-            "fail_on_error": args.fail_on_error,
-            "progress": False if args.no_progress else None,
-            "log_format": args.log_format,
-            "resume": args.resume,
-            "resume_anyway": args.resume_anyway,
-            "backend": backend,
-            "batch": True if getattr(args, "batch", False) else None,
-            "cache": _cache(getattr(args, "cache", None)),
-            "max_cost": getattr(args, "max_cost", None),
-            "max_tokens": getattr(args, "max_tokens", None),
-            "limit": getattr(args, "limit", None),
-            "sample_ids": getattr(args, "sample_ids", None),
-            "shuffle": bool(getattr(args, "shuffle", False)),
-            "seed": getattr(args, "seed", None),
-        }
         debug = bool(getattr(args, "debug", False))
         if estimating:
             return _estimate_tasks(pairs, options, args, debug, named=len(models) > 1)
         if args.log_dir:
             for _, task in tasks:
                 task.dir = args.log_dir
-        finished: list[FinishedRun] = []
-        if as_set:
-            code = _run_set(
-                [task for _, task in tasks], models, options, max_tasks, debug, finished
-            )
+        if _as_set(args):
+            finished: list[FinishedRun] = []
+            max_tasks = getattr(args, "max_tasks", None)
+            tasks_only = [task for _, task in tasks]
+            code = _run_set(tasks_only, models, options, max_tasks, debug, finished)
             return gated(code, finished, args)
-        outcomes: list[_Outcome] = []
-        for task, kwargs in pairs:
-            outcomes.append(_run_task(task, options, kwargs, debug))
-            if outcomes[-1].code == EXIT_INTERRUPTED:
-                break
-        finished += [FinishedRun(o.task.name, o.task.log_path, o.code) for o in outcomes]
-        return gated(max((o.code for o in outcomes), default=EXIT_OK), finished, args)
+        return _run_one_by_one(pairs, options, debug, args)
 
 
-def _cache(given: str | bool | None) -> Cache | None:
-    """`--cache` (the default store) or `--cache DIR`."""
-    if given is None or given is False:
-        return None
-    return Cache() if given is True else Cache(dir=given)
+def _run_one_by_one(
+    pairs: list[tuple[Task, dict[str, Any]]],
+    options: dict[str, Any],
+    debug: bool,
+    args: argparse.Namespace,
+) -> int:
+    """Each (task, model) in turn, until one is interrupted; the worst exit code, gated."""
+    outcomes: list[_Outcome] = []
+    for task, kwargs in pairs:
+        outcomes.append(_run_task(task, options, kwargs, debug))
+        if outcomes[-1].code == EXIT_INTERRUPTED:
+            break
+    finished = [FinishedRun(o.task.name, o.task.log_path, o.code) for o in outcomes]
+    return gated(max((o.code for o in outcomes), default=EXIT_OK), finished, args)
 
 
 def _estimating(args: argparse.Namespace) -> bool:
@@ -154,10 +141,7 @@ def _estimating(args: argparse.Namespace) -> bool:
 
 
 #: The eval options a sampled estimate runs with (its log is temporary, never resumed).
-_ESTIMATE_OPTIONS = (
-    *("max_concurrency", "limits", "fail_on_error", "progress", "backend", "batch"),
-    *("limit", "sample_ids", "shuffle", "seed"),  # the estimate is of the samples selected
-)
+_ESTIMATE_OPTIONS = tuple(option.name for option in OPTIONS if option.estimate == "runs")
 
 
 def _estimate_tasks(
@@ -170,12 +154,12 @@ def _estimate_tasks(
     """`--estimate`: print what each task's eval (on each model: `named` says which)
     would cost; the worst exit code of them."""
     codes = []
-    run_options = {k: v for k, v in options.items() if k in _ESTIMATE_OPTIONS}
-    if run_options.get("seed") is None:
-        run_options.pop("seed", None)  # the estimate's own default picks its rows
+    sampled = {k: v for k, v in options.items() if k in _ESTIMATE_OPTIONS}
+    if sampled.get("seed") is None:
+        sampled.pop("seed", None)  # the estimate's own default picks its rows
     for task, kwargs in pairs:
         model = _model_of(kwargs) if named else ""
-        codes.append(_estimate_task(task, run_options, kwargs, args, debug, model))
+        codes.append(_estimate_task(task, sampled, kwargs, args, debug, model))
         if codes[-1] == EXIT_INTERRUPTED:
             break
     return max(codes, default=EXIT_OK)

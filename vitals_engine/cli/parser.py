@@ -4,15 +4,15 @@ dispatches to a command and turns its errors into one line and an exit code."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import math
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from .._errors import ConfigError, DatasetError
 from .._version import version
+from ..engine.option_table import positive_int
 from ..thresholds import parse_threshold
+from .run_flags import add_run_flags
 from .shared import (
     EXIT_BROKEN_PIPE,
     EXIT_FAILED,
@@ -68,14 +68,14 @@ Examples:
   vitals eval evals/suite.py --limit 200 --shuffle --seed 1
                                                        the same 200 random samples each time
   vitals eval evals/suite.py --sample-id 3 --sample-id q-12   only these two samples
-  vitals eval evals/suite.py --cache --max-cost 5       replies from the cache; at most $5
+  vitals eval evals/suite.py --cache --cost-budget 5    replies from the cache; at most $5
   vitals eval evals/suite.py --resume logs/2026-01-14T16-19-11-00-00_suite_abc.journal
   vitals eval evals/suite.py --fail-under accuracy=0.8 --junit report.xml
                                                        a CI gate: exit 3 below 0.8
   vitals eval evals/suite.py --fail-under detect_includes/accuracy=0.9
 
 Exit codes: 0 success, 1 samples failed beyond --fail-on-error (the log is
-still written), the run reached --max-cost or --max-tokens, or the run failed,
+still written), the run reached --cost-budget or --token-budget, or the run failed,
 2 usage error (a --fail-under name that matches no metric included), 3 a metric
 below its --fail-under threshold (when no run failed); for several runs, the
 worst of them.
@@ -151,47 +151,6 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
-    return value
-
-
-def _positive_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}")
-    return value
-
-
-def _fail_on_error(text: str) -> bool | int | float:
-    """`--fail-on-error`: "true"/"false", a count ("5") or a fraction below 1 ("0.1")."""
-    lowered = text.strip().lower()
-    if lowered in ("true", "yes"):
-        return True
-    if lowered in ("false", "no"):
-        return False
-    with contextlib.suppress(ValueError):
-        count = int(lowered)
-        if count >= 0:
-            return count
-    with contextlib.suppress(ValueError):
-        fraction = float(lowered)
-        if 0 <= fraction < 1:
-            return fraction
-    raise argparse.ArgumentTypeError(
-        f"must be true (no failed sample allowed), false (any number), a count such as 5 "
-        f"or a fraction below 1 such as 0.1, not {text!r}"
-    )
-
-
 def _add_debug(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--debug",
@@ -239,36 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--max-tasks",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="runs at once in an eval set (default: all); alone, it runs the file's tasks "
         "as a set, N at a time",
     )
-    run.add_argument("--epochs", type=_positive_int, metavar="N", help="runs per sample")
-    run.add_argument(
-        "--limit", type=_positive_int, metavar="N", help="run only the first N samples"
-    )
-    run.add_argument(
-        "--sample-id",
-        action="append",
-        dest="sample_ids",
-        metavar="ID",
-        help="run only the sample with this id (repeat it for more)",
-    )
-    run.add_argument(
-        "--shuffle",
-        action="store_true",
-        help="run the samples in a random order (before --limit), the same for the same --seed",
-    )
-    run.add_argument(
-        "--seed", type=int, metavar="N", help="the seed of --shuffle (default: drawn, logged)"
-    )
-    run.add_argument(
-        "--max-concurrency", type=_positive_int, metavar="N", help="samples in flight at once"
-    )
-    run.add_argument(
-        "--rpm", type=_positive_number, metavar="N", help="requests per minute for every model"
-    )
+    add_run_flags(run, "eval")
     run.add_argument("--log-dir", metavar="DIR", help="where to write the log(s)")
     run.add_argument(
         "--resume",
@@ -278,61 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LOG",
         help="continue an unfinished run: the newest journal of the task, or this journal or log",
     )
-    run.add_argument(
-        "--resume-anyway",
-        action="store_true",
-        help="with --resume: go on even if the solver, scorer or model changed, keeping the "
-        "samples that still match",
-    )
-    run.add_argument(
-        "--ray",
-        nargs="?",
-        const="local",
-        default=None,
-        metavar="ADDRESS",
-        help="run the samples on Ray workers: a local Ray (no ADDRESS), `auto` (the cluster "
-        "this node belongs to) or a ray:// address; needs vitals-engine[ray]",
-    )
-    run.add_argument(
-        "--workers", type=_positive_int, metavar="N", help="with --ray: Ray workers (actors)"
-    )
-    run.add_argument(
-        "--batch",
-        action="store_true",
-        help="send every model call in the providers' batch APIs (half the price, answers "
-        "within hours)",
-    )
-    run.add_argument(
-        "--cache",
-        nargs="?",
-        const=True,
-        metavar="DIR",
-        help="answer model calls from the cache of replies where it has them, and keep new "
-        "replies (in DIR, else VITALS_CACHE_DIR, else the user's cache directory)",
-    )
-    run.add_argument(
-        "--max-cost",
-        type=_positive_number,
-        metavar="DOLLARS",
-        help="stop starting samples when the next could take the run's cost past this "
-        "(the log is written, status cancelled; --resume continues)",
-    )
-    run.add_argument(
-        "--max-tokens",
-        type=_positive_int,
-        metavar="N",
-        help="the same for tokens sent and received",
-    )
-    run.add_argument(
-        "--fail-on-error",
-        type=_fail_on_error,
-        metavar="X",
-        help="failed samples tolerated: a count (5), a fraction (0.1), true (none, the "
-        "default) or false (any)",
-    )
-    run.add_argument("--log-format", choices=["json", "eval"], help="the log's format")
     _add_gates(run)
-    run.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
     run.add_argument(
         "--estimate",
         action="store_true",
@@ -341,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--estimate-samples",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="with --estimate: the rows to run (default 20)",
     )
@@ -427,18 +308,12 @@ def _add_score(commands: argparse._SubParsersAction, formatter: type) -> None:
         metavar="DIR",
         help="where to write the new log (default: the directory of LOG)",
     )
-    score.add_argument(
-        "--max-concurrency", type=_positive_int, metavar="N", help="samples scored at once"
-    )
-    score.add_argument(
-        "--rpm", type=_positive_number, metavar="N", help="requests per minute for every model"
-    )
+    add_run_flags(score, "score")
     score.add_argument(
         "--human",
         metavar="COLUMN",
         help="a metadata column of human grades: the new scores' means are corrected by them",
     )
-    score.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
     _add_debug(score)
 
 
@@ -511,7 +386,7 @@ def _add_cache(commands: argparse._SubParsersAction, formatter: type) -> None:
         if name == "ls":
             action.add_argument(
                 "--limit",
-                type=_positive_int,
+                type=positive_int,
                 default=50,
                 metavar="N",
                 help="list at most N replies (default: 50)",

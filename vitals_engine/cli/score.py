@@ -10,11 +10,11 @@ from types import ModuleType
 from typing import Any
 
 from .._errors import ConfigError
-from ..pacing.limits import Limits
 from ..report import summary
 from ..rescoring import RescorableLog, check_scorer, read_log
 from ..storage.location import is_url
 from ..task.task import Task
+from .run_flags import run_options
 from .shared import EXIT_FAILED, EXIT_OK, RunError, UsageError, say
 from .task_file import imported
 
@@ -35,11 +35,7 @@ def run_score(args: argparse.Namespace) -> int:
     if not is_url(source) and not Path(source).exists():
         raise UsageError(f"Log not found: {source}")
     file, name = _split_scorer(args.scorer)
-    options: dict[str, Any] = {
-        "max_concurrency": args.max_concurrency,
-        "limits": Limits(rpm=args.rpm) if args.rpm is not None else None,
-        "progress": False if args.no_progress else None,
-    }
+    options = run_options(args, "score")
     with imported(file) as module:
         scorer = load_scorer(module, file, name)
         logged = read_log(source)

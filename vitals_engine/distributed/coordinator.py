@@ -42,7 +42,7 @@ import math
 import time
 from typing import Any
 
-from ..pacing.limits import Limits
+from ..pacing.limits import RateLimits
 
 __all__ = ["LEASE_TTL", "EndpointCoordinator", "LimitsHub"]
 
@@ -101,7 +101,7 @@ class EndpointCoordinator:
 
     Example:
         >>> endpoint = ("openai", "https://api.openai.com/v1", "gpt-4.1")
-        >>> coordinator = EndpointCoordinator(endpoint, Limits(rpm=600), 100, workers=2)
+        >>> coordinator = EndpointCoordinator(endpoint, RateLimits(rpm=600), 100, workers=2)
         >>> coordinator.join(0, handle)          # 50 slots for worker 0, no pause
         (50, 0.0)
     """
@@ -109,7 +109,7 @@ class EndpointCoordinator:
     def __init__(
         self,
         endpoint: Endpoint,
-        limits: Limits,
+        limits: RateLimits,
         concurrency: int,
         *,
         workers: int = 1,
@@ -146,7 +146,7 @@ class EndpointCoordinator:
         self.requests = _retuned(self.requests, rpm, _burst(rpm, 1 / 60), now)
         self.tokens = _retuned(self.tokens, tpm, _burst(tpm, 1.0), now)
 
-    def configure(self, limits: Limits) -> None:
+    def configure(self, limits: RateLimits) -> None:
         """A worker saw other limits for the endpoint: the stricter of each holds."""
         merged = self.limits.stricter(limits)
         if merged == self.limits:
@@ -164,7 +164,7 @@ class EndpointCoordinator:
     def free(self) -> int:
         return self.total - sum(self.held.values())
 
-    def join(self, worker: int, handle: Any, limits: Limits | None = None) -> tuple[int, float]:
+    def join(self, worker: int, handle: Any, limits: RateLimits | None = None) -> tuple[int, float]:
         """Register a worker (its handle takes pushes): (the slots it gets now, pause
         seconds left)."""
         self.calls += 1
@@ -376,7 +376,7 @@ class LimitsHub:
         self.coordinators: dict[Endpoint, EndpointCoordinator] = {}
 
     def join(
-        self, endpoint: Endpoint, worker: int, handle: Any, limits: Limits
+        self, endpoint: Endpoint, worker: int, handle: Any, limits: RateLimits
     ) -> tuple[int, float]:
         """See `EndpointCoordinator.join`; makes the endpoint's coordinator if need be."""
         coordinator = self.coordinators.get(endpoint)
@@ -387,7 +387,7 @@ class LimitsHub:
             self.coordinators[endpoint] = coordinator
         return coordinator.join(worker, handle, limits)
 
-    def configure(self, endpoint: Endpoint, limits: Limits) -> None:
+    def configure(self, endpoint: Endpoint, limits: RateLimits) -> None:
         if endpoint in self.coordinators:
             self.coordinators[endpoint].configure(limits)
 

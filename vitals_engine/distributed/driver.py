@@ -23,7 +23,7 @@ one sample are cloudpickled: what cannot be sent is a ConfigError naming it. Eac
 worker gets the run's options whole (`WorkerPlan`), with its share of the
 concurrency, and the run's trace context (W3C), which its samples' spans continue.
 
-Limits: the driver starts the run's `LimitsHub` (a Ray actor), whose
+RateLimits: the driver starts the run's `LimitsHub` (a Ray actor), whose
 endpoint coordinators lease each endpoint's rpm, tpm and concurrency to the
 workers (`coordinator.py`, `leases.py`), so they hold for the cluster. At the
 end, their concurrency changes go to the run's log as a local run's do.

@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 
 from ..pacing.clock import Clock
-from ..pacing.limits import EndpointLimiter, Limits, LimitsRegistry, Slots, TokenBucket
+from ..pacing.limits import EndpointLimiter, LimitsRegistry, RateLimits, Slots, TokenBucket
 from .coordinator import LEASE_TTL, Endpoint
 
 __all__ = [
@@ -81,7 +81,7 @@ class CoordinatorLink:
             if not self.joined:
                 self._joining = None  # the next caller tries again
 
-    def configure(self, limits: Limits) -> None:
+    def configure(self, limits: RateLimits) -> None:
         if self.joined:
             self.hub.configure.remote(self.endpoint, limits)
 
@@ -230,11 +230,11 @@ class LeasedBucket(TokenBucket):
 class SharedLimiter(EndpointLimiter):
     """An endpoint limiter whose capacity is leased from the endpoint's coordinator."""
 
-    def __init__(self, link: CoordinatorLink, limits: Limits, concurrency: int, clock: Clock):
+    def __init__(self, link: CoordinatorLink, limits: RateLimits, concurrency: int, clock: Clock):
         self.link = link
         super().__init__(limits, concurrency, clock)
 
-    def configure(self, limits: Limits) -> None:
+    def configure(self, limits: RateLimits) -> None:
         self.limits = limits
         self.adaptive = limits.adaptive is not False
         self.max_concurrency = limits.max_concurrency or self.default_concurrency
@@ -281,7 +281,7 @@ class SharedLimitsRegistry(LimitsRegistry):
         hub: Any,
         worker: int,
         me: Any,
-        defaults: Limits | None,
+        defaults: RateLimits | None,
         concurrency: int,
         clock: Clock | None = None,
     ) -> None:

@@ -166,7 +166,7 @@ class SampleWorker:
             if self.hub is not None:
                 me = importlib.import_module("ray").get_runtime_context().current_actor
                 limits = SharedLimitsRegistry(
-                    self.hub, self.index, me, options.limits, plan.cluster_concurrency, clock
+                    self.hub, self.index, me, options.rate_limits, plan.cluster_concurrency, clock
                 )
             self.run = Run(
                 work=plan.work,

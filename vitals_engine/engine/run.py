@@ -40,7 +40,7 @@ from ..chats.layers.replies import Replies
 from ..chats.layers.stacks import CallStacks
 from ..pacing.budget import Budget
 from ..pacing.clock import Clock, SystemClock
-from ..pacing.limits import Endpoint, Limits, LimitsRegistry, RunLimits
+from ..pacing.limits import Endpoint, LimitsRegistry, RateLimits, RunLimits
 from ..pacing.retry import Retry
 from ..progress import Progress
 from ..samples import SampleRecord
@@ -110,7 +110,7 @@ class Run:
         journal: RunJournal | None = None,
         cache: CacheUse | None = None,
         budget: Budget | None = None,
-        solver_endpoints: Sequence[tuple[Endpoint, Limits | None]] = (),
+        solver_endpoints: Sequence[tuple[Endpoint, RateLimits | None]] = (),
         limits: LimitsRegistry | None = None,
         observer: RunObserver | None = None,
         live: LiveTexts | None = None,
@@ -141,7 +141,7 @@ class Run:
         #: The run's endpoint limits, shared with the other runs of its event loop (a Ray
         #: worker's: with the cluster's).
         self.limits: LimitsRegistry = limits or RunLimits(
-            options.limits, self.concurrency, self.clock
+            options.rate_limits, self.concurrency, self.clock
         )
         self.retry = options.retry or Retry()
         self.counts = RunCounts(total=total, on_progress=on_progress, snapshot=self.progress)

@@ -1,7 +1,7 @@
 """Admission: new samples wait while the endpoint their solver calls is already busy.
 
 A run keeps up to `max_concurrency` samples at work. When the endpoint its solver
-calls allows fewer requests at once (a model's own `Limits`, or several runs
+calls allows fewer requests at once (a model's own `RateLimits`, or several runs
 sharing it), the samples beyond that only queue for a request slot, each holding
 its record, its chat and a stack of coroutines. Six runs of C=1,000 on one endpoint
 of 1,000 would keep 6,000 samples open to make 1,000 requests, and the memory they

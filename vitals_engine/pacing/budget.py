@@ -1,7 +1,7 @@
 """A run's budget: what it may spend, and the checks that hold it there.
 
-`eval(max_cost=, max_tokens=)` caps the run; `Limits(max_cost=)` caps one model (a
-model's own, or every model's through `eval(limits=)`).
+`eval(cost_budget=, token_budget=)` caps the run; `chat_*(cost_budget=)` caps one model
+(every model of the run: `eval(model_cost_budget=)`).
 
 Each model call holds room in every cap that watches it, from before it is sent until
 its reply settles it (`hold()`, from the budget layer of the call, `chats/layers/
@@ -41,9 +41,10 @@ first call, before any request.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import NoReturn, Protocol
+from typing import Any, NoReturn, Protocol
 
 import anyio
 
@@ -52,9 +53,8 @@ from ..pricing.cost import cost_of
 from ..pricing.table import find_price
 from ..vocab.turns import TokenUsage
 from ..vocab.usage import UsageLedger
-from .limits import Limits
 
-__all__ = ["WARMUP", "AtWork", "Budget", "Hold"]
+__all__ = ["WARMUP", "AtWork", "Budget", "Hold", "check_budget"]
 
 #: A model: (provider, model).
 _Model = tuple[str, str]
@@ -124,30 +124,49 @@ def _dollars(amount: float, scale: float | None = None) -> str:
     return f"${amount:.4f}"
 
 
+def check_budget(value: Any, name: str, who: str = "eval") -> Any:
+    """A budget as given to `who`, checked: a number of dollars above 0 (`cost_budget`,
+    `model_cost_budget`) or a whole number of tokens above 0 (`token_budget`); None for
+    none.
+
+    Example:
+        >>> check_budget(5, "cost_budget")
+        5.0
+    """
+    if value is None:
+        return None
+    whole = name == "token_budget"
+    kind = int if whole else int | float
+    if isinstance(value, bool) or not isinstance(value, kind) or not 0 < value < math.inf:
+        what = "a whole number of tokens" if whole else "a number of dollars"
+        raise ConfigError(f"{who}({name}=...) must be {what} above 0, not {value!r}.")
+    return value if whole else float(value)
+
+
 class Budget:
     """The caps of one run and the check made before each sample starts.
 
     Example:
-        >>> budget = Budget(max_cost=5.0, first_guess=(0.01, 900))
+        >>> budget = Budget(cost=5.0, first_guess=(0.01, 900))
         >>> budget.admits(run_ledger, 10, records_in_flight, paid=10)
         True
     """
 
     def __init__(
         self,
-        max_cost: float | None = None,
-        max_tokens: float | None = None,
+        cost: float | None = None,
+        tokens: float | None = None,
         *,
         model_default: float | None = None,
         first_guess: tuple[float, float] = (0.0, 0.0),
         warmup: int = WARMUP,
     ) -> None:
         self.caps: list[_Cap] = []
-        if max_cost is not None:
-            self.caps.append(_Cap(max_cost))
-        if max_tokens is not None:
-            self.caps.append(_Cap(max_tokens, tokens=True))
-        #: Every model's own cap when it has none (`eval(limits=Limits(max_cost=))`).
+        if cost is not None:
+            self.caps.append(_Cap(cost))
+        if tokens is not None:
+            self.caps.append(_Cap(tokens, tokens=True))
+        #: Every model's own cap when it has none (`eval(model_cost_budget=)`).
         self.model_default = model_default
         #: One sample's dollars and tokens before any has finished (from its prompt).
         self.first_guess = first_guess
@@ -178,19 +197,19 @@ class Budget:
         """Whether there is any cap to watch (or one may come with a model)."""
         return bool(self.caps) or self.model_default is not None
 
-    def on_call(self, provider: str, model: str, own: Limits | None) -> None:
-        """Before a model's first call in the run: take up its cap, and refuse a model
-        of unknown price when a dollar cap watches it."""
+    def on_call(self, provider: str, model: str, own: float | None) -> None:
+        """Before a model's first call in the run: take up its cap (`own`: the model's
+        `cost_budget`), and refuse a model of unknown price when a dollar cap watches it."""
         if (provider, model) in self._seen:
             return
-        limit = (own.max_cost if own is not None else None) or self.model_default
+        limit = own or self.model_default
         priced = limit is not None or any(c.provider is None and not c.tokens for c in self.caps)
         if priced and find_price(provider, model) is None:
             raise ConfigError(
                 f"{provider.lower()}/{model} has no known price, so a budget in dollars cannot "
                 f"count its calls. Give it one: ve.set_price('{provider}', '{model}', "
                 "input=..., output=...) (dollars per million tokens), or budget in tokens "
-                "(max_tokens=)."
+                "(token_budget=)."
             )
         self._seen.add((provider, model))
         if limit is not None:

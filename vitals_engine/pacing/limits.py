@@ -26,7 +26,7 @@ Retry-After; no request starts while the endpoint is paused (a request that
 gets a slot during a pause gives it back and waits); the number in flight
 never exceeds the current limit.
 
-Whose limits: a model's own `Limits` win field by field over the run's;
+Whose limits: a model's own `RateLimits` win field by field over the run's;
 when chats with different own limits share an endpoint, the stricter of
 each applies (the lowest number; adaptive if any asks for it). Runs that
 share an endpoint combine the same way (see `RunLimits`).
@@ -44,6 +44,7 @@ import functools
 import math
 import operator
 import time
+import warnings
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -64,8 +65,10 @@ __all__ = [
     "EndpointState",
     "Limits",
     "LimitsRegistry",
+    "RateLimits",
     "RunLimits",
     "TokenBucket",
+    "cost_budget_of",
 ]
 
 #: (provider, base URL, model): the unit limits belong to.
@@ -81,7 +84,7 @@ _N = TypeVar("_N", int, float)
 
 
 @dataclass(frozen=True, slots=True)
-class Limits:
+class RateLimits:
     """How hard a model endpoint may be driven.
 
     Args:
@@ -90,53 +93,76 @@ class Limits:
         tpm: tokens per minute (input + output).
         adaptive: lower concurrency on 429s and raise it back on success
             (None: the run's setting, else on).
-        max_cost: the most this model may cost in one run, in dollars: the run starts
-            no sample that could take the model's spending past it (see
-            `eval(max_cost=)`); calls outside a run have no budget.
 
     Example:
-        >>> chat_openai(model="gpt-4.1-mini", limits=Limits(max_concurrency=20, rpm=500))
-        >>> task.eval(limits=Limits(rpm=60))      # the default for every model in the run
+        >>> chat_openai(model="gpt-4.1-mini", rate_limits=RateLimits(max_concurrency=20, rpm=500))
+        >>> task.eval(rate_limits=RateLimits(rpm=60))   # the default for every model in the run
     """
 
     max_concurrency: int | None = None
     rpm: float | None = None
     tpm: float | None = None
     adaptive: bool | None = None
-    max_cost: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_concurrency", "rpm", "tpm", "max_cost"):
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not math.isfinite(value) or value <= 0
-            ):
-                raise ConfigError(
-                    f"Limits({name}={value!r}) must be a positive finite number, "
-                    "or None for no limit."
-                )
+        for name in ("max_concurrency", "rpm", "tpm"):
+            _check_positive(type(self).__name__, name, getattr(self, name))
 
-    def over(self, defaults: Limits | None) -> Limits:
+    def over(self, defaults: RateLimits | None) -> RateLimits:
         """These limits, with what they leave unset taken from `defaults`."""
         if defaults is None:
             return self
-        return Limits(
+        return RateLimits(
             self.max_concurrency or defaults.max_concurrency,
             self.rpm or defaults.rpm,
             self.tpm or defaults.tpm,
             defaults.adaptive if self.adaptive is None else self.adaptive,
-            self.max_cost or defaults.max_cost,
         )
 
-    def stricter(self, other: Limits) -> Limits:
+    def stricter(self, other: RateLimits) -> RateLimits:
         """The tighter of each limit of two chats sharing one endpoint (None: no limit)."""
         pair = (self.adaptive, other.adaptive)
-        return Limits(
+        return RateLimits(
             _least(self.max_concurrency, other.max_concurrency),
             _least(self.rpm, other.rpm),
             _least(self.tpm, other.tpm),
             True if True in pair else False if False in pair else None,
-            _least(self.max_cost, other.max_cost),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Limits(RateLimits):
+    """`RateLimits` under its old name, deprecated: it warns when made, and its `max_cost`
+    is a model's cost budget (`chat_*(cost_budget=)`; `eval(model_cost_budget=)` for every
+    model of a run), which the chat or the run takes from it."""
+
+    max_cost: float | None = None
+
+    def __post_init__(self) -> None:
+        RateLimits.__post_init__(self)
+        _check_positive("Limits", "max_cost", self.max_cost)
+        said = "use ve.RateLimits(...) instead"
+        if self.max_cost is not None:
+            said += (
+                ", and a model's budget as chat_*(cost_budget=) (every model of a run: "
+                "eval(model_cost_budget=))"
+            )
+        warnings.warn(
+            f"ve.Limits is deprecated and will be removed in the next release: {said}.",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+
+
+def cost_budget_of(limits: RateLimits | None) -> float | None:
+    """The model cost budget a deprecated `Limits(max_cost=)` carries (None: none)."""
+    return limits.max_cost if isinstance(limits, Limits) else None
+
+
+def _check_positive(kind: str, name: str, value: float | None) -> None:
+    if value is not None and (isinstance(value, bool) or not math.isfinite(value) or value <= 0):
+        raise ConfigError(
+            f"{kind}({name}={value!r}) must be a positive finite number, or None for no limit."
         )
 
 
@@ -270,7 +296,7 @@ class EndpointState:
         self.slots = Slots(0)
         self.requests: TokenBucket | None = None
         self.tokens: TokenBucket | None = None
-        self.limits = Limits()
+        self.limits = RateLimits()
         self.adaptive = True
         self.max_concurrency = 0
         self.paused_until = -math.inf
@@ -287,7 +313,7 @@ class EndpointState:
         concurrency none of them sets is theirs added up. What the endpoint learnt (a
         lowered concurrency, bucket levels, a pause) is kept."""
         users = self.users
-        limits = functools.reduce(Limits.stricter, (user.asked for user in users))
+        limits = functools.reduce(RateLimits.stricter, (user.asked for user in users))
         old_max = self.max_concurrency
         self.limits = limits
         self.adaptive = limits.adaptive is not False
@@ -313,7 +339,8 @@ class EndpointLimiter:
     said its calls to the endpoint are being retried.
 
     Example:
-        >>> limiter = EndpointLimiter(Limits(max_concurrency=8, rpm=600), default_concurrency=32)
+        >>> limits = RateLimits(max_concurrency=8, rpm=600)
+        >>> limiter = EndpointLimiter(limits, default_concurrency=32)
         >>> await limiter.wait_turn()
         >>> async with limiter.slot():
         ...     ...  # send the request
@@ -321,7 +348,7 @@ class EndpointLimiter:
 
     def __init__(
         self,
-        limits: Limits,
+        limits: RateLimits,
         default_concurrency: int,
         clock: Clock | None = None,
         shared: EndpointState | None = None,
@@ -331,7 +358,7 @@ class EndpointLimiter:
         #: What this run asks of the endpoint (its models' own limits over its defaults).
         self.asked = limits
         #: The models' own limits merged into these (see `LimitsRegistry.get`).
-        self.model_limits: tuple[Limits, ...] = ()
+        self.model_limits: tuple[RateLimits, ...] = ()
         #: Whether a warning said this run's calls to the endpoint are being retried.
         self.retries_announced = False
         #: Concurrency changes while this run used the endpoint: (unix time, old limit,
@@ -386,12 +413,12 @@ class EndpointLimiter:
         self.shared.paused_until = when
 
     @property
-    def limits(self) -> Limits:
+    def limits(self) -> RateLimits:
         """The limits that hold for the endpoint (the stricter of what its runs ask)."""
         return self.shared.limits
 
     @limits.setter
-    def limits(self, limits: Limits) -> None:
+    def limits(self, limits: RateLimits) -> None:
         self.shared.limits = limits
 
     @property
@@ -448,7 +475,7 @@ class EndpointLimiter:
                 self.shared.settle()
         return not users
 
-    def configure(self, limits: Limits) -> None:
+    def configure(self, limits: RateLimits) -> None:
         """Ask `limits` for this run, keeping what the endpoint has learnt (a lowered
         concurrency, bucket levels, a pause)."""
         self.asked = limits
@@ -557,26 +584,26 @@ class LimitsRegistry:
     """Every endpoint limiter of a run, made on first use, each with limits of its own.
 
     Example:
-        >>> registry = LimitsRegistry(Limits(rpm=500), concurrency=32)
+        >>> registry = LimitsRegistry(RateLimits(rpm=500), concurrency=32)
         >>> limiter = registry.get(("OpenAI", "https://api.openai.com/v1", "gpt-4.1"), None)
     """
 
     def __init__(
-        self, defaults: Limits | None = None, concurrency: int = 32, clock: Clock | None = None
+        self, defaults: RateLimits | None = None, concurrency: int = 32, clock: Clock | None = None
     ) -> None:
-        self.defaults = defaults or Limits()
+        self.defaults = defaults or RateLimits()
         self.concurrency = concurrency
         self.clock = clock or SystemClock()
         self._limiters: dict[Endpoint, EndpointLimiter] = {}
 
-    def get(self, endpoint: Endpoint, limits: Limits | None) -> EndpointLimiter:
+    def get(self, endpoint: Endpoint, limits: RateLimits | None) -> EndpointLimiter:
         """The endpoint's limiter; a model's own `limits` not seen before are merged in."""
         limiter = self._limiters.get(endpoint)
         if limiter is None:
             limiter = self._limiters[endpoint] = self.new_limiter(endpoint)
         if limits is not None and limits not in limiter.model_limits:
             limiter.model_limits += (limits,)
-            own = functools.reduce(Limits.stricter, limiter.model_limits)
+            own = functools.reduce(RateLimits.stricter, limiter.model_limits)
             limiter.configure(own.over(self.defaults))
         return limiter
 
@@ -617,7 +644,7 @@ class RunLimits(LimitsRegistry):
 
     How two runs' settings combine: the stricter of each limit holds (the lowest
     number, adaptive if either asks); a `max_concurrency` that no run sets for the
-    endpoint (neither a model's own `Limits` nor `eval(limits=)`) is the runs' own
+    endpoint (neither a model's own `RateLimits` nor `eval(limits=)`) is the runs' own
     `max_concurrency` added up, so runs without limits do not slow each other down.
     Each run keeps its own `history` of the changes it saw. `close()` (at the end of
     the run) leaves every endpoint; the last run to leave one forgets it, so a later
@@ -625,7 +652,7 @@ class RunLimits(LimitsRegistry):
     throttles the next.
 
     Example:
-        >>> a, b = RunLimits(Limits(max_concurrency=5)), RunLimits(None, concurrency=50)
+        >>> a, b = RunLimits(RateLimits(max_concurrency=5)), RunLimits(None, concurrency=50)
         >>> a.get(endpoint, None).shared is b.get(endpoint, None).shared   # in one loop
         True
         >>> b.get(endpoint, None).max_concurrency
@@ -634,13 +661,13 @@ class RunLimits(LimitsRegistry):
     """
 
     def __init__(
-        self, defaults: Limits | None = None, concurrency: int = 32, clock: Clock | None = None
+        self, defaults: RateLimits | None = None, concurrency: int = 32, clock: Clock | None = None
     ) -> None:
         super().__init__(defaults, concurrency, clock)
         #: The endpoint states of the run's event loop (known once it used an endpoint).
         self._states: dict[tuple[Endpoint, Clock | None], EndpointState] = {}
 
-    def get(self, endpoint: Endpoint, limits: Limits | None) -> EndpointLimiter:
+    def get(self, endpoint: Endpoint, limits: RateLimits | None) -> EndpointLimiter:
         limiter = self._limiters.get(endpoint)
         if limiter is not None and not limiter.joined:  # the run goes on after close()
             limiter.join(self._shared(endpoint))

@@ -12,7 +12,7 @@ from .reasoning import Reasoning, log_config
 if TYPE_CHECKING:
     from ..caching.options import Cache
     from ..pacing.batch_mode import Batch
-    from ..pacing.limits import Limits
+    from ..pacing.limits import RateLimits
     from ..pacing.retry import Retry
 
 __all__ = ["Provider"]
@@ -42,8 +42,11 @@ class Provider(ABC):
         self.base_url = base_url
         self.params = dict(params or {})
         #: This model's own rate limits and retry policy (None: the run's).
-        self.limits: Limits | None = None
+        self.rate_limits: RateLimits | None = None
         self.retry: Retry | None = None
+        #: The most this model may cost in one run, in dollars (None: the run's
+        #: `model_cost_budget`, if any).
+        self.cost_budget: float | None = None
         #: This model's calls in provider batches: `Batch` options, False for never
         #: (even in a run in batch mode), None as the run says.
         self.batch: Batch | bool | None = None

@@ -34,12 +34,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+from .._deprecated import renamed_keyword
 from .._errors import ConfigError, EvalFailedError
 from .._words import plural
 from ..chats.chat import Chat
 from ..chats.layers.call import guess_tokens
 from ..dataset import DatasetRow, select_rows
-from ..engine.options import OPTION_NAMES, check_epochs
+from ..engine.option_table import DEPRECATED, OPTIONS
+from ..engine.options import check_epochs
 from ..engine.user_functions import route_kwargs
 from ..pricing.cost import cost_of
 from ..samples import SampleRecord
@@ -59,11 +61,12 @@ __all__ = ["Estimate", "estimate_cost"]
 _Z = 1.96
 
 
-#: eval() options that mean nothing for a sample run into a temporary log.
-_REFUSED = ("view", "log_format", "resume", "resume_anyway", "cache", "max_cost", "max_tokens")
-#: Run options of the sampled run (`Task.stream_async`'s: every other one but `epochs`,
-#: estimate_cost's own); other keywords are routed.
-_RUN_OPTIONS = tuple(name for name in OPTION_NAMES if name not in (*_REFUSED, "epochs"))
+#: eval() options that mean nothing for a sample run into a temporary log (the table of
+#: run options says which; `view` and `resume` are eval()'s own).
+_REFUSED = ("view", "resume", *(option.name for option in OPTIONS if option.estimate == "refused"))
+#: Run options of the sampled run (`Task.stream_async`'s, but `epochs`, estimate_cost's
+#: own); other keywords are routed.
+_RUN_OPTIONS = tuple(option.name for option in OPTIONS if option.estimate == "runs")
 
 #: (role, provider, model)
 _Key = tuple[str, str, str]
@@ -184,6 +187,8 @@ async def estimate_cost(
         raise ConfigError("The dataset is empty: there is nothing to estimate.")
     runs = check_epochs(epochs) or setup.epochs or 1
     kwargs = dict(kwargs or {})
+    for old, new in DEPRECATED.items():
+        renamed_keyword(kwargs, old, new, where="estimate_cost", stacklevel=5)
     refused = [name for name in _REFUSED if name in kwargs]
     if refused:
         raise ConfigError(

@@ -277,7 +277,7 @@ class _TaskRun:
             ),
             cache=CacheUse(options.cache, task=setup.name, log=self.state.log_name),
             budget=self.budget,
-            solver_endpoints=[(chat.provider.endpoint, chat.provider.limits)] if chat else (),
+            solver_endpoints=[(chat.provider.endpoint, chat.provider.rate_limits)] if chat else (),
             observer=RunObserver(task=setup.name, run_id=self.state.run_id),
             live=self.texts,
             total=self.total,

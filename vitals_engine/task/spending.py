@@ -44,16 +44,15 @@ def make_budget(options: RunOptions, rows: Sequence[Sample], chats: Iterable[Cha
     """The run's budget, each known chat told to it (a `ConfigError` for a model of
     unknown price under a budget in dollars)."""
     chats = list(chats)
-    model_default = options.limits.max_cost if options.limits is not None else None
     budget = Budget(
-        options.max_cost,
-        options.max_tokens,
-        model_default=model_default,
+        options.cost_budget,
+        options.token_budget,
+        model_default=options.model_cost_budget,
         first_guess=_first_guess(rows, chats),
     )
     for chat in chats:
         provider = chat.provider
-        budget.on_call(provider.name, provider.model, provider.limits)
+        budget.on_call(provider.name, provider.model, provider.cost_budget)
     return budget
 
 

@@ -22,14 +22,19 @@ from .._words import plural
 from ..chats.chat import Chat
 from ..dataset import DatasetRow, dataset_name, known_columns, load_dataset
 from ..dataset_files import file_rows
-from ..engine.options import OPTION_NAMES, EvalKeywords, RunOptions, check_epochs
+from ..engine.options import (
+    EvalKeywords,
+    RunOptions,
+    ScoreKeywords,
+    SolveKeywords,
+    check_epochs,
+    options_of,
+)
 from ..engine.scorer_set import as_scorer
 from ..engine.user_functions import route_kwargs, spec_of
 from ..frames import dataset_frame, records_frame
 from ..log.writer import clean_task_name
 from ..metrics import Metric, check_metrics
-from ..pacing.limits import Limits
-from ..pacing.retry import Retry
 from ..statistics.corrected import CorrectedMean
 from ..statistics.intervals import MetricStat
 from ..statistics.reducers import check_reducer
@@ -50,9 +55,9 @@ if TYPE_CHECKING:
 __all__ = ["Task"]
 
 #: The run options of score(), solve() and eval(): a misspelt one gets a "did you mean".
-_SCORE_OPTIONS = ("max_concurrency", "limits", "retry", "progress")
-_SOLVE_OPTIONS = ("epochs", *_SCORE_OPTIONS)
-_EVAL_OPTIONS = (*OPTION_NAMES, "view", "resume")
+_SCORE_OPTIONS = options_of("score")
+_SOLVE_OPTIONS = options_of("solve")
+_EVAL_OPTIONS = (*options_of("eval"), "view", "resume")
 
 
 class Task:
@@ -320,7 +325,7 @@ class Task:
                 model is refused (ConfigError), unless `resume_anyway=True`.
             **options: the run's options, documented in `ve.EvalOptions`
                 (`vitals_engine/engine/options.py`): `epochs`, `max_concurrency`,
-                `limits`, `retry`, `fail_on_error`, `cache`, `max_cost`, ... Any other
+                `rate_limits`, `retry`, `fail_on_error`, `cache`, `cost_budget`, ... Any other
                 keyword is routed to the solver and/or scorer by their signatures, so
                 `task.eval(solver_chat=other_chat)` re-runs on another model.
 
@@ -348,7 +353,7 @@ class Task:
 
         A slow consumer slows the run (nothing piles up in memory); leaving
         the block early cancels the run and logs what finished. Takes `eval()`'s run
-        options (`ve.EvalOptions`), `cache`, `max_cost` and `max_tokens` included (a run its
+        options (`ve.EvalOptions`), `cache`, `cost_budget` and `token_budget` included (a run its
         budget stops ends the stream with `BudgetExceeded`); it draws no progress bar
         unless `progress=True`.
 
@@ -407,80 +412,60 @@ class Task:
             raise over
         raise_if_failed(self._state, options)
 
-    def solve(
-        self, *, epochs: int | None = None, max_concurrency: int | None = None, **kwargs: Any
-    ) -> Task:
+    def solve(self, **options: Unpack[SolveKeywords]) -> Task:
         """Run the solver on every sample (and epoch); clears earlier results.
 
-        Takes `epochs`, `max_concurrency` and the same `limits`, `retry` and
-        `progress` options as `eval()`; other keywords are routed to the solver.
-        """
-        return run_sync(
-            functools.partial(
-                self.solve_async, epochs=epochs, max_concurrency=max_concurrency, **kwargs
-            )
-        )
+        Takes the run options of `ve.SolveOptions` (`epochs`, `max_concurrency`,
+        `rate_limits`, `retry`, `progress`, as `eval()` does); other keywords are routed
+        to the solver.
 
-    async def solve_async(
-        self,
-        *,
-        epochs: int | None = None,
-        max_concurrency: int | None = None,
-        limits: Limits | None = None,
-        retry: Retry | None = None,
-        progress: bool | None = None,
-        **kwargs: Any,
-    ) -> Task:
+        Example:
+            >>> task.solve(epochs=2, max_concurrency=8).get_samples()["result"]
+        """
+        return run_sync(functools.partial(self.solve_async, **options))
+
+    async def solve_async(self, **options: Unpack[SolveKeywords]) -> Task:
         """The async form of `solve()`."""
-        options = self._own(
-            RunOptions.check(
-                epochs=epochs,
-                max_concurrency=max_concurrency,
-                limits=limits,
-                retry=retry,
-                progress=progress,
-            )
-        )
+        checked, kwargs = RunOptions.parse(options, "solve")
         solver_kw, _ = route_kwargs(kwargs, self._setup.solver_spec, None, _SOLVE_OPTIONS)
         _check_keys(self._setup.solver, solver_kw, "solver_chat")
         await run_task(
-            self._setup, self._state, options, solve=True, score=False, solver_kwargs=solver_kw
+            self._setup,
+            self._state,
+            self._own(checked),
+            solve=True,
+            score=False,
+            solver_kwargs=solver_kw,
         )
         return self
 
-    def score(self, *, max_concurrency: int | None = None, **kwargs: Any) -> Task:
+    def score(self, **options: Unpack[ScoreKeywords]) -> Task:
         """Run the scorer on every solved sample; clears earlier scores.
 
-        Takes `max_concurrency`, `limits`, `retry` and `progress` like
-        `eval()`; other keywords are routed to the scorer.
-        """
-        return run_sync(
-            functools.partial(self.score_async, max_concurrency=max_concurrency, **kwargs)
-        )
+        Takes the run options of `ve.ScoreOptions` (`max_concurrency`, `rate_limits`,
+        `retry`, `progress`, as `eval()` does); other keywords are routed to the scorer.
 
-    async def score_async(
-        self,
-        *,
-        max_concurrency: int | None = None,
-        limits: Limits | None = None,
-        retry: Retry | None = None,
-        progress: bool | None = None,
-        **kwargs: Any,
-    ) -> Task:
+        Example:
+            >>> task.score(max_concurrency=8).metrics
+        """
+        return run_sync(functools.partial(self.score_async, **options))
+
+    async def score_async(self, **options: Unpack[ScoreKeywords]) -> Task:
         """The async form of `score()`."""
         if self._state.records is None:
             raise TaskStateError("Task has not been solved yet. Run task.solve() first.")
         if self._setup.scorer_spec is None:
             raise TaskStateError("This task has no scorer: pass scorer= or call set_scorer().")
-        options = self._own(
-            RunOptions.check(
-                max_concurrency=max_concurrency, limits=limits, retry=retry, progress=progress
-            )
-        )
+        checked, kwargs = RunOptions.parse(options, "score")
         _, scorer_kw = route_kwargs(kwargs, None, self._setup.scorer_spec, _SCORE_OPTIONS)
         _check_keys(self._setup.scorer, scorer_kw, "scorer_chat")
         await run_task(
-            self._setup, self._state, options, solve=False, score=True, scorer_kwargs=scorer_kw
+            self._setup,
+            self._state,
+            self._own(checked),
+            solve=False,
+            score=True,
+            scorer_kwargs=scorer_kw,
         )
         return self
 

@@ -1,4 +1,4 @@
-"""The run's budget (`eval(max_cost=, max_tokens=)`, `Limits(max_cost=)`), checked before
+"""The run's budget (`eval(cost_budget=, token_budget=)`, `chat_*(cost_budget=)`), checked before
 each call goes out.
 
 The budget is told of the call's model first: it takes up the model's own cap and
@@ -14,24 +14,23 @@ above charges what it really cost in the same step. After an attempt that timed 
 
 Whether a new sample may start is the run's question (`pacing/budget.py`), not a
 call's. A run without a cap has no such layer, but for the models with a cost cap of
-their own (`Limits(max_cost=)`).
+their own (`chat_*(cost_budget=)`).
 """
 
 from __future__ import annotations
 
 from ...pacing.budget import Budget
-from ...pacing.limits import Limits
 from ...vocab.turns import Turn
 from .call import Call, Send
 
 __all__ = ["BudgetCheck", "watches"]
 
 
-def watches(budget: Budget, own: Limits | None) -> bool:
-    """Whether `budget` has anything to do at the calls of a model with its own `limits=`
-    `own`: a cap of the run's (or every model's), or one of the model's own. (A budget
-    without either only notes that it saw the model.)"""
-    return budget.active or (own is not None and own.max_cost is not None)
+def watches(budget: Budget, own: float | None) -> bool:
+    """Whether `budget` has anything to do at the calls of a model with its own
+    `cost_budget` `own`: a cap of the run's (or every model's), or one of the model's own.
+    (A budget without either only notes that it saw the model.)"""
+    return budget.active or own is not None
 
 
 class BudgetCheck:
@@ -47,7 +46,7 @@ class BudgetCheck:
     async def __call__(self, call: Call, send: Send) -> Turn:
         provider, budget = call.provider, self.budget
         name, model = provider.name, provider.model
-        budget.on_call(name, model, provider.limits)
+        budget.on_call(name, model, provider.cost_budget)
         guess = call.guess
         hold = await budget.hold(name, model, guess.prompt, guess.output_cap, batch=self.batched)
         if hold is None:  # no cap watches this model

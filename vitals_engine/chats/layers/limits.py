@@ -38,7 +38,7 @@ class EndpointLimits:
     def _limiter(self, call: Call) -> EndpointLimiter:
         """The call's limiter, found at its first attempt."""
         provider, scope = call.provider, call.scope
-        limiter = call.limiter = self.registry.get(provider.endpoint, provider.limits)
+        limiter = call.limiter = self.registry.get(provider.endpoint, provider.rate_limits)
         if scope is not None and scope.role == "solver":
             limiter.solver_calls = True  # the run's new samples wait for this endpoint's admission
         return limiter

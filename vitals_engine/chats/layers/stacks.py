@@ -4,7 +4,7 @@ its layers.
 A run makes one `CallStacks` (`engine/run.py`, when its batch queues exist) and hands it
 to every call scope; `call_model` asks it for the stack of the call's model. Most models
 share the run's one stack; a model with its own `cache=`, `batch=` or cost cap
-(`Limits(max_cost=)`) gets a stack of its own, built at its first call and kept for the
+(`chat_*(cost_budget=)`) gets a stack of its own, built at its first call and kept for the
 run.
 A feature the run (or model) does not use has no layer: no cache, no cache layer; no
 cap, no budget layer; no batch mode, no batch queue; no journal (a run without a log,
@@ -133,8 +133,8 @@ class CallStacks:
 
     def stack(self, provider: Provider) -> Stack:
         """The stack `provider`'s calls pass (built at its first call)."""
-        own_cache, own_batch, own_limits = provider.cache, provider.batch, provider.limits
-        capped = own_limits is not None and own_limits.max_cost is not None
+        own_cache, own_batch = provider.cache, provider.batch
+        capped = provider.cost_budget is not None
         if own_cache is None and own_batch is None and not capped:
             stack = self._plain
             if stack is None:
@@ -149,7 +149,7 @@ class CallStacks:
     def layers(self, provider: Provider) -> tuple[list[Layer], Send]:
         """The layers `provider`'s calls pass, in the order they meet them, and the bottom
         of the stack. What it reads of `provider`: its own `cache=`, `batch=` and cost cap
-        (`limits.max_cost`), what `stack()` keys stacks by."""
+        (`cost_budget`), what `stack()` keys stacks by."""
         accounting = Accounting()
         batches = self.batches
         batched = batches is not None and batches.takes(provider)
@@ -161,7 +161,7 @@ class CallStacks:
         layers.append(accounting)
         if self.replies is not None:
             layers.append(ReplyJournal(self.replies))
-        if self.budget is not None and watches(self.budget, provider.limits):
+        if self.budget is not None and watches(self.budget, provider.cost_budget):
             layers.append(BudgetCheck(self.budget, batched=batched))
         if batches is not None and not batched and batches.resumed:
             layers.append(ResumedBatches(batches))
