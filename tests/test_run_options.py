@@ -114,7 +114,8 @@ def test_the_command_line_reads_back_every_option_it_spells(tmp_path):
     assert got["cost_budget"] == 3.0
     assert (got["shuffle"], got["sample_ids"], got["progress"]) == (True, ["a", "b"], False)
     assert got["cache"] == ve.Cache(dir=str(tmp_path))
-    assert got["max_concurrency"] is None and got["backend"] is None
+    assert got["max_concurrency"] is None
+    assert got["backend"] is None
     scored = run_options(
         parser.parse_args(["score", "run.json", "--max-concurrency", "3"]), "score"
     )
