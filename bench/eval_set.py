@@ -9,7 +9,7 @@ beside one run of 30,000 samples of the same work.
 Each side runs in a fresh child process after a warm-up sample, against `python -m
 vitals_engine.testing` (100 ms latency) in another process, recording every request.
 The tasks are `Task(generate(chat_openai(...)), detect_includes())` with their logs on,
-with `limits=Limits(max_concurrency=C)` (C=1,000): the six runs of the set share the
+with `rate_limits=RateLimits(max_concurrency=C)` (C=1,000): the six runs of the set share the
 endpoint's C requests in flight, as the single run has them to itself. The set runs
 twice: each run at `max_concurrency=C` (what one would write; the endpoint's admission
 keeps about C + C/8 samples at work across the runs, not 6 x C), and each at C/6 (the
@@ -67,7 +67,7 @@ def child_run(kind: str, port: int, n: int, c: int, patient: bool = False) -> di
 
     options: dict[str, Any] = {
         "max_concurrency": c,
-        "limits": ve.Limits(max_concurrency=c),
+        "rate_limits": ve.RateLimits(max_concurrency=c),
         "progress": False,
         "retry": ve.Retry(max_attempts=20),
         "fail_on_error": False,
@@ -204,7 +204,7 @@ def report(n: int, c: int, rounds: int) -> list[str]:
 
     lines = [
         f"eval set: {RUNS} runs of {n:,} samples at once beside one run of {total:,}, "
-        f"Limits(max_concurrency={c:,}) on one endpoint; latency "
+        f"RateLimits(max_concurrency={c:,}) on one endpoint; latency "
         f"{_throughput.LATENCY * 1000:.0f} ms, ideal {ideal(total, c):.2f} s; "
         f"{rounds} round{'s' if rounds > 1 else ''}"
     ]

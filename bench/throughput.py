@@ -23,7 +23,7 @@ Scenarios and their targets:
           429 k times in a row needs k x (latency + 1 s) more, whatever the
           engine does; the scenario prints that floor beside the wall.
 - storm100: the same at C=100, a run long beside the Retry-After.
-- budget: N=5,000, C=1,000, with and without `max_cost` (one the run never reaches, so
+- budget: N=5,000, C=1,000, with and without `cost_budget` (one the run never reaches, so
           every call holds room in the budget and none waits): the CPU a budget adds.
 """
 
@@ -106,7 +106,7 @@ def child_engine(
     options: dict[str, Any] = {}
     if budget:  # a budget the run never reaches: every call holds room, none waits
         ve.set_price("OpenAI", "gpt-bench", input=1.0, output=1.0)
-        options["max_cost"] = 1e6
+        options["cost_budget"] = 1e6
 
     data = [{"input": f"What's {i}+{i}?", "target": str(2 * i)} for i in range(n)]
     chat = ve.chat_openai("gpt-bench", base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-bench")
@@ -315,9 +315,9 @@ def scenario_budget(n: int, c: int) -> list[str]:
         budgeted = in_child("engine-budget", port, n, c)
     extra = (budgeted["cpu"] - plain["cpu"]) / n * 1000
     return [
-        f"budget: N={n:,}, C={c:,}, with and without max_cost (never reached)",
+        f"budget: N={n:,}, C={c:,}, with and without cost_budget (never reached)",
         line("no budget", plain, n, c),
-        line("max_cost", budgeted, n, c),
+        line("cost_budget", budgeted, n, c),
         f"  the budget adds {extra:+.3f} ms CPU per sample",
     ]
 

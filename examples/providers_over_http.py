@@ -23,5 +23,5 @@ with MockServer(latency=0.02) as server:
     )
     # A few 429s on the way: the engine waits the Retry-After and retries.
     server.fail("429", times=3, retry_after=0.2)
-    task.eval(max_concurrency=8, limits=ve.Limits(rpm=6000))
+    task.eval(max_concurrency=8, rate_limits=ve.RateLimits(rpm=6000))
     print(ve.summary(task))

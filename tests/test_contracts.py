@@ -222,7 +222,7 @@ async def test_generate_refuses_dict_inputs(tmp_path):
         await task.eval_async()
 
 
-# -- batch functions -----------------------------------------------------------------------
+# -- vectorized functions -----------------------------------------------------------------------
 
 
 async def test_batch_solver_gets_all_inputs_at_once(tmp_path):

@@ -93,7 +93,9 @@ def includes_all(samples):
     ],
     ids=["vectorized solver", "vectorized scorer", "both"],
 )
-def test_a_batch_stage_runs_on_the_driver_and_the_other_on_workers(tmp_path, solver, scorer):
+def test_a_whole_dataset_stage_runs_on_the_driver_and_the_other_on_workers(
+    tmp_path, solver, scorer
+):
     """A vectorized solver or scorer gets every sample at once, on the driver; the per-sample
     stage runs on the workers. Samples, scores, the cost table (each call counted once)
     and the logged chats are those of a local run."""

@@ -151,7 +151,7 @@ async def test_the_layer_answers_a_journaled_call_without_sending_it():
 
 
 async def test_a_call_outside_a_sample_stage_is_neither_journaled_nor_answered():
-    """No sample (a batch stage, a scope of one's own, no scope): sent, nothing journaled."""
+    """No sample (a whole-dataset stage, a scope of one's own, no scope): sent, not journaled."""
     journaled: list[JournaledReply] = []
     layer = ReplyJournal(Replies(journaled.append))
     send = Sent()

@@ -381,7 +381,7 @@ async def call_scorer(
 def vectorized_column(
     out: Mapping[str, Any], key: str, n: int, who: str, error: type[Exception]
 ) -> list[Any]:
-    """One column of a batch function's output, checked to have one entry per sample."""
+    """One column of a vectorized function's output, checked to have one entry per sample."""
     value = out.get(key)
     if value is None:
         return [None] * n

@@ -23,7 +23,7 @@ class SeatCount:
     async def __call__(self, call: Call, send: Send) -> Turn:
         scope = call.scope
         seat = scope.seat if scope is not None else None
-        if seat is None:  # not a worker's sample (a batch stage, a scope of one's own)
+        if seat is None:  # not a worker's sample (a whole-dataset stage, a scope of one's own)
             return await send(call)
         seat.calls += 1
         try:
