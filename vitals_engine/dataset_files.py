@@ -344,14 +344,23 @@ def _typed(value: Any, kind: type) -> Any:
     if kind is str:
         return value if isinstance(value, str) else str(_text(value))
     if isinstance(value, str):
-        text = value.strip()
-        if kind is bool and text.lower() in _BOOLEANS:
-            return _BOOLEANS[text.lower()]
-        if kind is int and _INTEGER.fullmatch(text):
-            return int(text)
-        if kind is float and "_" not in text:
-            return float(text)  # ValueError for what is not a number
-        raise ValueError(text)
+        return _typed_text(value.strip(), kind)
+    return _typed_value(value, kind)
+
+
+def _typed_text(text: str, kind: type) -> Any:
+    """A cell's text as `kind` (int, float or bool)."""
+    if kind is bool and text.lower() in _BOOLEANS:
+        return _BOOLEANS[text.lower()]
+    if kind is int and _INTEGER.fullmatch(text):
+        return int(text)
+    if kind is float and "_" not in text:
+        return float(text)  # ValueError for what is not a number
+    raise ValueError(text)
+
+
+def _typed_value(value: Any, kind: type) -> Any:
+    """A value a typed format gave (a JSON number or bool) as `kind`."""
     if isinstance(value, bool) or kind is bool:
         if isinstance(value, bool) and kind is bool:
             return value

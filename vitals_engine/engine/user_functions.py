@@ -126,6 +126,33 @@ def spec_of(fn: Any, role: Role) -> FunctionSpec:
         >>> spec_of(ve.detect_includes(), "scorer").label
         'detect_includes(case_sensitive=False)'
     """
+    _check_is_a_function(fn, role)
+    vectorized = isinstance(fn, VectorizedFunction)
+    if vectorized and fn.role != role:
+        raise ConfigError(f"A @vectorized_{fn.role} was given as the {role}.")
+    target = fn.fn if vectorized else fn
+    params = _parameters(target, role, _name_of(fn))
+    keyword_names = _keyword_names(params)
+    accepts_sample = role == "solver" and not vectorized and "sample" in keyword_names
+    call = getattr(target, "__call__", None)  # noqa: B004 - objects with an async __call__
+    is_async = inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call)
+    name = _name_of(fn)
+    return FunctionSpec(
+        fn=target,
+        role=role,
+        name=name,
+        label=getattr(fn, "__vitals_label__", None) or name,
+        vectorized=vectorized,
+        is_async=is_async,
+        accepts_sample=accepts_sample,
+        params=frozenset(keyword_names - {"sample"} if accepts_sample else keyword_names),
+        takes_var_kwargs=any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params),
+    )
+
+
+def _check_is_a_function(fn: Any, role: Role) -> None:
+    """Refuse what is not a solver or scorer, saying what to write instead: a chat, the
+    function that makes one (`ve.generate`, not `ve.generate(chat)`), anything else."""
     if isinstance(fn, Chat):
         fix = "ve.generate(chat)" if role == "solver" else "ve.model_graded_qa(scorer_chat=chat)"
         raise ConfigError(
@@ -142,47 +169,35 @@ def spec_of(fn: Any, role: Role) -> FunctionSpec:
         )
     if not callable(fn):
         raise ConfigError(f"The {role} must be a function, not {type(fn).__name__}.")
-    vectorized = isinstance(fn, VectorizedFunction)
-    if vectorized and fn.role != role:
-        raise ConfigError(f"A @vectorized_{fn.role} was given as the {role}.")
-    target = fn.fn if vectorized else fn
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_BY_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def _parameters(target: Any, role: Role, name: str) -> list[inspect.Parameter]:
+    """`target`'s parameters, checked to take the input (or solved sample) first."""
     try:
         signature = inspect.signature(target)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"Cannot read the signature of the {role} {_name_of(fn)}: {exc}") from exc
+        raise ConfigError(f"Cannot read the signature of the {role} {name}: {exc}") from exc
     params = list(signature.parameters.values())
-    positional = [
-        p
-        for p in params
-        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    ]
-    if not positional and not any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+    takes_one = any(
+        p.kind in _POSITIONAL or p.kind is inspect.Parameter.VAR_POSITIONAL for p in params
+    )
+    if not takes_one:
         what = "its input" if role == "solver" else "the solved sample"
         raise ConfigError(
-            f"The {role} {_name_of(fn)} takes no positional argument; it must take {what} first."
+            f"The {role} {name} takes no positional argument; it must take {what} first."
         )
+    return params
+
+
+def _keyword_names(params: list[inspect.Parameter]) -> set[str]:
+    """The parameters after the first positional one that can be given by keyword."""
+    positional = [p for p in params if p.kind in _POSITIONAL]
     first = positional[0].name if positional else None
-    keyword_names = {
-        p.name
-        for p in params
-        if p.name != first
-        and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    }
-    accepts_sample = role == "solver" and not vectorized and "sample" in keyword_names
-    call = getattr(target, "__call__", None)  # noqa: B004 - objects with an async __call__
-    is_async = inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call)
-    name = _name_of(fn)
-    return FunctionSpec(
-        fn=target,
-        role=role,
-        name=name,
-        label=getattr(fn, "__vitals_label__", None) or name,
-        vectorized=vectorized,
-        is_async=is_async,
-        accepts_sample=accepts_sample,
-        params=frozenset(keyword_names - {"sample"} if accepts_sample else keyword_names),
-        takes_var_kwargs=any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params),
-    )
+    return {p.name for p in params if p.name != first and p.kind in _BY_KEYWORD}
 
 
 def route_kwargs(

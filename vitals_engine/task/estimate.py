@@ -344,25 +344,12 @@ def extrapolate(records: Sequence[SampleRecord], size: int, epochs: int) -> Esti
         cached_calls += cached
     order = {"solver": 0, "scorer": 1}
     keys = sorted({k for usage in per_sample for k in usage}, key=lambda k: (order.get(k[0], 2), k))
-    n = len(records)
     columns: dict[str, list[Any]] = {name: [] for name in _schema()}
     notes: list[str] = []
     for key in keys:
-        used = [usage.get(key, _Usage()) for usage in per_sample]
-        cost, low, high = _cost_range([u.cost for u in used], size, epochs)
-        for name, values in (
-            ("requests", [u.requests for u in used]),
-            ("input_tokens", [u.input for u in used]),
-            ("cached_input_tokens", [u.cached_input for u in used]),
-            ("cache_write_tokens", [u.cache_write for u in used]),
-            ("output_tokens", [u.output for u in used]),
-        ):
-            columns[name].append(round(sum(values) / n * size * epochs))
-        for name, value in zip(("role", "provider", "model"), key, strict=True):
-            columns[name].append(value)
-        columns["cost"].append(cost)
-        columns["cost_low"].append(low)
-        columns["cost_high"].append(high)
+        cost = _add_row(
+            columns, key, [usage.get(key, _Usage()) for usage in per_sample], size, epochs
+        )
         if cost is None:
             notes.append(
                 f"No price is known for {key[1]}/{key[2]}: its cost is unknown "
@@ -375,6 +362,7 @@ def extrapolate(records: Sequence[SampleRecord], size: int, epochs: int) -> Esti
             f"The cache answered {plural(cached_calls, 'call')} of the sample; they are "
             "priced as if sent, as a fresh run would send them."
         )
+    n = len(records)
     if n == 1 and size > 1:
         notes.append("One sample gives no range: run at least 2 for one.")
     return Estimate(
@@ -388,6 +376,29 @@ def extrapolate(records: Sequence[SampleRecord], size: int, epochs: int) -> Esti
         local=False,
         notes=tuple(notes),
     )
+
+
+def _add_row(
+    columns: dict[str, list[Any]], key: _Key, used: list[_Usage], size: int, epochs: int
+) -> float | None:
+    """One (role, provider, model)'s row of the estimate, from what each sample used of
+    it, scaled to `size` rows x `epochs`; returns its cost (None: unknown)."""
+    n = len(used)
+    cost, low, high = _cost_range([u.cost for u in used], size, epochs)
+    for name, values in (
+        ("requests", [u.requests for u in used]),
+        ("input_tokens", [u.input for u in used]),
+        ("cached_input_tokens", [u.cached_input for u in used]),
+        ("cache_write_tokens", [u.cache_write for u in used]),
+        ("output_tokens", [u.output for u in used]),
+    ):
+        columns[name].append(round(sum(values) / n * size * epochs))
+    for name, value in zip(("role", "provider", "model"), key, strict=True):
+        columns[name].append(value)
+    columns["cost"].append(cost)
+    columns["cost_low"].append(low)
+    columns["cost_high"].append(high)
+    return cost
 
 
 def _sum_costs(usages: Iterable[_Usage]) -> float | None:

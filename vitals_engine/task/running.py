@@ -479,17 +479,9 @@ def _finish_run(
     records: list[SampleRecord],
     failed: BaseException | None,
 ) -> None:
-    state.solve_ledger.merge(run.ledger, role="solver")
-    state.score_ledger.merge(run.ledger, role="scorer")
-    if run.batches is not None:
-        state.batches.update(run.batches.records)
-    state.count_cache(run.cache)
-    run.limits.close()  # a run on Ray never calls run.execute() here: let go of its endpoints
-    state.limit_history = [
-        log_schema.ConnectionLimitChange(when, f"{provider.lower()}/{model}", old, new, why)
-        for (provider, _, model), limiter in run.limits.items()
-        for when, old, new, why in limiter.history
-    ]
+    """What the run leaves in the task's state: its usage, batches, cache counts and
+    endpoint limits' history, its records and times, and how it ended."""
+    _keep_what_it_used(state, run)
     if solve:
         state.records = records
         state.started_at = run.counts.started_at
@@ -504,18 +496,43 @@ def _finish_run(
         state.status = "cancelled"  # resumable: the samples not started run then
         state.error = log_schema.EvalError(reason, reason, reason)
     elif failed is not None:
-        if score:
-            by_scorer = scored_so_far(setup, records)
-            state.partial_metrics = next(iter(by_scorer.values())) if by_scorer else None
-            state.scorer_stats = by_scorer if by_scorer and len(by_scorer) > 1 else None
-        # Ctrl-C and sys.exit() alike: the process stopping, not the run failing
-        cancelled = isinstance(failed, (anyio.get_cancelled_exc_class(), *INTERRUPTS))
-        state.status = "cancelled" if cancelled else "error"
-        state.error = eval_error(failed)
+        _stopped_by(setup, state, records, failed, score)
     else:
-        failures = sum(1 for r in records if r.error is not None)
-        allowed = allowed_failures(options.fail_on_error, len(records))
-        state.status = "error" if failures > allowed else "success"
+        state.status = "error" if _too_many_failed(records, options) else "success"
+
+
+def _keep_what_it_used(state: RunState, run: Run) -> None:
+    """The run's usage, batches, cache counts and its endpoints' limit changes, into the
+    task's state; its endpoints let go of."""
+    state.solve_ledger.merge(run.ledger, role="solver")
+    state.score_ledger.merge(run.ledger, role="scorer")
+    if run.batches is not None:
+        state.batches.update(run.batches.records)
+    state.count_cache(run.cache)
+    run.limits.close()  # a run on Ray never calls run.execute() here: let go of its endpoints
+    state.limit_history = [
+        log_schema.ConnectionLimitChange(when, f"{provider.lower()}/{model}", old, new, why)
+        for (provider, _, model), limiter in run.limits.items()
+        for when, old, new, why in limiter.history
+    ]
+
+
+def _stopped_by(
+    setup: TaskSetup,
+    state: RunState,
+    records: list[SampleRecord],
+    failed: BaseException,
+    score: bool,
+) -> None:
+    """A run `failed` stopped: the metrics of what it scored so far, and its status."""
+    if score:
+        by_scorer = scored_so_far(setup, records)
+        state.partial_metrics = next(iter(by_scorer.values())) if by_scorer else None
+        state.scorer_stats = by_scorer if by_scorer and len(by_scorer) > 1 else None
+    # Ctrl-C and sys.exit() alike: the process stopping, not the run failing
+    cancelled = isinstance(failed, (anyio.get_cancelled_exc_class(), *INTERRUPTS))
+    state.status = "cancelled" if cancelled else "error"
+    state.error = eval_error(failed)
 
 
 def _too_many_failed(records: Sequence[SampleRecord], options: RunOptions) -> bool:
