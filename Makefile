@@ -2,6 +2,7 @@
 #   make demo   set up the runtime dependencies alone, then run the quickstart eval offline
 #   make test   set up everything (dev tools, extras, a browser if it can), build the docs
 #               (as `make docs`), then run the suite
+# `make options` writes the run options' types from their table after it changes.
 # Also: `make docs` builds the documentation site into site/ (strict: a broken link or any
 # warning fails it); `make docs-serve` serves it at http://127.0.0.1:8000/ while you edit.
 PYTHON ?= python3
@@ -13,7 +14,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 CHROMIUM := /usr/bin/chromium
 APT_CHROMIUM := env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
-.PHONY: setup demo test lint docs docs-serve bench browser clean
+.PHONY: setup demo test lint docs docs-serve bench browser clean options
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -68,6 +69,12 @@ docs: $(VENV)/.synced-dev
 docs-serve: $(VENV)/.synced-dev
 	@echo "Serving the docs at http://$(DOCS_ADDR)/ (rebuilt on each change; Ctrl-C stops)"
 	$(MKDOCS) serve --dev-addr $(DOCS_ADDR)
+
+# The run options' typed keywords and fields, written from their table
+# (vitals_engine/engine/option_table.py): run after editing the table.
+options: $(VENV)/.synced-dev
+	$(VENV)/bin/python -m vitals_engine.engine.option_table
+	$(VENV)/bin/ruff format --quiet vitals_engine/engine/option_types.py
 
 bench: $(VENV)/.synced-dev
 	$(VENV)/bin/python bench/throughput.py
