@@ -235,8 +235,8 @@ def _http_chat(
         headers=options.get("headers"),
         stream=options.get("stream"),
     )
-    own = {key: value for key, value in options.items() if key in _OWN_LIMITS}
-    _own_limits(provider, own, "chat_*", depth=5)
+    limits = {key: value for key, value in options.items() if key in _OWN_LIMITS}
+    _own_limits(provider, limits, "chat_*", depth=5)
     provider.retry = options.get("retry")
     given = options.get("batch")
     provider.batch = False if given is False else batch_option(given, f"The {cls.name} chat")
