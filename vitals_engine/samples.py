@@ -19,6 +19,7 @@ from .vocab.usage import UsageLedger
 if TYPE_CHECKING:
     from .chats.chat import Chat
     from .vocab.model_calls import ModelCall, RetryNote
+    from .vocab.transcript import TranscriptRecord
 
 __all__ = [
     "GRADES",
@@ -202,6 +203,9 @@ class SampleRecord:
     score_completed: float | None = None
     usage: UsageLedger = field(default_factory=UsageLedger)
     calls: list[ModelCall] = field(default_factory=list)
+    #: What it did besides its model calls, in order: spans, tool calls, sandbox actions,
+    #: a limit it hit (`vocab/transcript.py`).
+    events: list[TranscriptRecord] = field(default_factory=list)
     #: Its chats were dropped from memory; the log holds them (see task/spill.py).
     spilled: bool = False
     #: Retries read back from a log, whose model calls are not in memory.
