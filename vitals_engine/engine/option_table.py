@@ -249,6 +249,27 @@ def drawn_seed() -> int:
     return random.SystemRandom().randrange(2**31)
 
 
+def _sample_limit(name: str) -> Callable[[Any], Any]:
+    whole = name in ("message_limit", "token_limit")
+
+    def check(value: Any) -> Any:
+        if value is None:
+            return None
+        kind = int if whole else int | float
+        if isinstance(value, bool) or not isinstance(value, kind) or not 0 < value < math.inf:
+            what = "a whole number" if whole else "a number"
+            raise ConfigError(f"`{name}` must be {what} above 0, not {value!r}.")
+        return value if whole else float(value)
+
+    return check
+
+
+def _check_max_sandboxes(value: Any) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"`max_sandboxes` must be a whole number of at least 1, not {value!r}.")
+    return value
+
+
 def _budget(name: str) -> Callable[[Any], Any]:
     return lambda value: check_budget(value, name)
 
@@ -548,6 +569,80 @@ OPTIONS: tuple[Option, ...] = (
         "a `cost_budget=` of their own" + _NOT_ON_RAY + ".",
         check=_budget("model_cost_budget"),
         estimate="refused",
+    ),
+    *(
+        Option(
+            name,
+            given=f"{kind} | None",
+            kept=f"{kind} | None",
+            default="None",
+            doc=doc,
+            check=_sample_limit(name),
+            flags=(
+                Flag(
+                    "--" + name.replace("_", "-"),
+                    {"type": parse, "metavar": metavar, "help": doc.rstrip(".")},
+                ),
+            ),
+            from_flags=_plain(name),
+        )
+        for name, kind, parse, metavar, doc in (
+            (
+                "message_limit",
+                "int",
+                positive_int,
+                "N",
+                "the most messages a sample's conversation may have: a sample that passes "
+                "it stops, and is scored on what it has (its log says which limit it hit).",
+            ),
+            (
+                "token_limit",
+                "int",
+                positive_int,
+                "N",
+                "the most tokens a sample's model calls may use (input, cached, cache writes "
+                "and output), as `message_limit` stops it.",
+            ),
+            (
+                "time_limit",
+                "float",
+                positive_number,
+                "SECONDS",
+                "the most clock time a sample may solve for, as `message_limit` stops it.",
+            ),
+            (
+                "working_limit",
+                "float",
+                positive_number,
+                "SECONDS",
+                "the most working time a sample may solve for (clock time less the waits for "
+                "rate limits, retries, seats and sandboxes), as `message_limit` stops it.",
+            ),
+            (
+                "cost_limit",
+                "float",
+                positive_number,
+                "DOLLARS",
+                "the most a sample's model calls may cost, in dollars, as `message_limit` "
+                "stops it.",
+            ),
+        )
+    ),
+    Option(
+        "max_sandboxes",
+        given="int | None",
+        kept="int | None",
+        default="None",
+        doc="the most sandboxes alive at once (`Task(sandbox=)`; default: `max_concurrency`); "
+        "a sample waits for one as for a seat. On Ray: per worker.",
+        check=_check_max_sandboxes,
+        flags=(
+            Flag(
+                "--max-sandboxes",
+                {"type": positive_int, "metavar": "N", "help": "the most sandboxes at once"},
+            ),
+        ),
+        from_flags=_plain("max_sandboxes"),
     ),
     Option(
         "limit",

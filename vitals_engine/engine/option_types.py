@@ -63,6 +63,18 @@ class EvalOptions(TypedDict, total=False):
             output).
         model_cost_budget: the most each model may cost in this run, in dollars, for the
             models without a `cost_budget=` of their own; not with backend=ve.Ray() yet.
+        message_limit: the most messages a sample's conversation may have: a sample that
+            passes it stops, and is scored on what it has (its log says which limit it hit).
+        token_limit: the most tokens a sample's model calls may use (input, cached, cache
+            writes and output), as `message_limit` stops it.
+        time_limit: the most clock time a sample may solve for, as `message_limit` stops it.
+        working_limit: the most working time a sample may solve for (clock time less the
+            waits for rate limits, retries, seats and sandboxes), as `message_limit` stops
+            it.
+        cost_limit: the most a sample's model calls may cost, in dollars, as `message_limit`
+            stops it.
+        max_sandboxes: the most sandboxes alive at once (`Task(sandbox=)`; default:
+            `max_concurrency`); a sample waits for one as for a seat. On Ray: per worker.
         limit: run only the first N samples of the dataset (after `shuffle`).
         sample_ids: run only the samples with these ids (a `DatasetError` lists some that
             exist when one is not in the dataset).
@@ -89,6 +101,12 @@ class EvalOptions(TypedDict, total=False):
     cost_budget: float | None
     token_budget: int | None
     model_cost_budget: float | None
+    message_limit: int | None
+    token_limit: int | None
+    time_limit: float | None
+    working_limit: float | None
+    cost_limit: float | None
+    max_sandboxes: int | None
     limit: int | None
     sample_ids: Sequence[int | str] | None
     shuffle: bool
@@ -159,6 +177,12 @@ class RunOptionFields:
     cost_budget: float | None = None
     token_budget: int | None = None
     model_cost_budget: float | None = None
+    message_limit: int | None = None
+    token_limit: int | None = None
+    time_limit: float | None = None
+    working_limit: float | None = None
+    cost_limit: float | None = None
+    max_sandboxes: int | None = None
     limit: int | None = None
     sample_ids: tuple[int | str, ...] | None = None
     shuffle: bool = False

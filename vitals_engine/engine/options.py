@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from .._deprecated import renamed_keyword
 from .._errors import ConfigError
 from ..pacing.limits import cost_budget_of
+from ..pacing.sample_limits import SampleLimits
 from .option_table import (
     DEFAULT_CONCURRENCY,
     DEPRECATED,
@@ -104,6 +105,18 @@ class RunOptions(RunOptionFields):
         >>> options.max_concurrency, list(routed)
         (8, ['solver_chat'])
     """
+
+    @property
+    def sample_limits(self) -> SampleLimits | None:
+        """The limits each sample solves under (None: none is set)."""
+        limits = SampleLimits(
+            message_limit=self.message_limit,
+            token_limit=self.token_limit,
+            time_limit=self.time_limit,
+            working_limit=self.working_limit,
+            cost_limit=self.cost_limit,
+        )
+        return limits if limits.any else None
 
     @classmethod
     def parse(

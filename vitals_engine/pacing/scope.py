@@ -11,9 +11,13 @@ reply journal). The run's settings (limits, retries, cache, budget, batch mode, 
 are not here: they are built once into the run's call stacks (`chats/layers/stacks.py`),
 which the scope points to.
 
-This is the one per-sample object that reaches every call: what a sample adds later
-(its own limits and what it has used, its sandbox, its transcript) goes here too, made
-when the stage starts and gone when it ends.
+This is the one per-sample object that reaches every call and tool: it also carries
+what the sample's two stages share, made when the sample starts and gone when it ends:
+its limits and what it has used of them (`limits`, a `LimitWatch`: the solve stage's
+only, since a limit stops solving and the sample is scored on what it has), its
+sandbox (`sandbox`: tools and scorers find it through `current_sandbox()`), its
+transcript (`transcript`: the sample's `events`, where tools, sandbox actions and spans
+are recorded), and the span now open (`span`).
 
 A scope is built by keyword. One without stacks (a test's, or an application's own
 scope around a chat) has its calls pass the default layers: the model's own cache,
@@ -31,9 +35,11 @@ from ..vocab.model_calls import ModelCall
 from .seats import Seat
 
 if TYPE_CHECKING:
+    from ..vocab.transcript import TranscriptRecord
     from ..vocab.usage import UsageLedger
+    from .sample_limits import LimitWatch
 
-__all__ = ["CallScope", "Stacks", "TextSink", "current_scope", "text_sink"]
+__all__ = ["CallScope", "Stacks", "TextSink", "current_sandbox", "current_scope", "text_sink"]
 
 #: Takes the text of a streamed reply as it arrives: (the attempt it belongs to, new text).
 #: Each attempt of a call has its own key (any object), so a retried stream starts afresh.
@@ -76,6 +82,14 @@ class CallScope:
     #: Per call digest, how many identical calls this stage made, as the reply journal
     #: counts them (made on first use; `chats/layers/replies.py`).
     replies_seen: dict[str, int] | None = None
+    #: The sample's limits, watched while it solves (None: no limit, or not solving).
+    limits: LimitWatch | None = None
+    #: The sample's sandbox (None: the task has none).
+    sandbox: Any = None
+    #: Where the sample's transcript is recorded (its `SampleRecord.events`; None: not).
+    transcript: list[TranscriptRecord] | None = None
+    #: The id of the span now open in this stage (None: none).
+    span: str | None = None
 
     _token: Token[CallScope | None] | None = None
 
@@ -95,6 +109,12 @@ _scope: ContextVar[CallScope | None] = ContextVar("vitals_call_scope", default=N
 def current_scope() -> CallScope | None:
     """The call scope of the running sample stage, if any."""
     return _scope.get()
+
+
+def current_sandbox() -> Any:
+    """The sandbox of the sample whose stage is running (None: none)."""
+    scope = _scope.get()
+    return scope.sandbox if scope is not None else None
 
 
 def text_sink() -> TextSink | None:

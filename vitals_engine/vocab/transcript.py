@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-class SpanBegin(msgspec.Struct, tag="span_begin", frozen=True):
+class SpanBegin(msgspec.Struct, tag_field="record", tag="span_begin", frozen=True):
     """A span opens: its `id`, `name`, `type` ("solver", "tool" ...) and the span it is
     in (`parent`, None at the top)."""
 
@@ -41,14 +41,14 @@ class SpanBegin(msgspec.Struct, tag="span_begin", frozen=True):
     parent: str | None = None
 
 
-class SpanEnd(msgspec.Struct, tag="span_end", frozen=True):
+class SpanEnd(msgspec.Struct, tag_field="record", tag="span_end", frozen=True):
     """The span `id` closes."""
 
     id: str
     at: float
 
 
-class ToolRecord(msgspec.Struct, tag="tool", frozen=True):
+class ToolRecord(msgspec.Struct, tag_field="record", tag="tool", frozen=True):
     """One tool call: the model's request (`call_id`, `function`, `arguments`), what went
     back to the model (`result`, text), an error the model was shown (`error`: its type,
     "timeout", "parsing", "unknown" ..., and `message`), and when it started and ended."""
@@ -64,7 +64,7 @@ class ToolRecord(msgspec.Struct, tag="tool", frozen=True):
     span: str | None = None
 
 
-class SandboxRecord(msgspec.Struct, tag="sandbox", frozen=True):
+class SandboxRecord(msgspec.Struct, tag_field="record", tag="sandbox", frozen=True):
     """One action in the sample's sandbox: "exec" (`cmd`, `input`, its `result` exit code
     and `output`, stdout then stderr, cut as the tool cut it), "read_file" or
     "write_file" (`file`, and the text written or read, `output`)."""
@@ -81,7 +81,7 @@ class SandboxRecord(msgspec.Struct, tag="sandbox", frozen=True):
     span: str | None = None
 
 
-class LimitRecord(msgspec.Struct, tag="sample_limit", frozen=True):
+class LimitRecord(msgspec.Struct, tag_field="record", tag="sample_limit", frozen=True):
     """The sample hit a limit: its `type` ("message", "token", "time", "working", "cost"),
     the `limit`, and a `message` saying what happened."""
 
@@ -92,7 +92,7 @@ class LimitRecord(msgspec.Struct, tag="sample_limit", frozen=True):
     span: str | None = None
 
 
-class ErrorRecord(msgspec.Struct, tag="error", frozen=True):
+class ErrorRecord(msgspec.Struct, tag_field="record", tag="error", frozen=True):
     """An error that ended the sample, as it happened (the sample's `error` says it too)."""
 
     message: str

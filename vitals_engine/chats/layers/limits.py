@@ -53,7 +53,11 @@ class EndpointLimits:
         await limiter.wait_turn(estimate)
         try:
             slots = await limiter.acquire_slot()
-            call.paced += clock.now() - began
+            paced = clock.now() - began
+            call.paced += paced
+            scope = call.scope
+            if scope is not None and scope.limits is not None:
+                scope.limits.waited(paced)  # not working time
             try:
                 turn = await send(call)
             finally:

@@ -112,6 +112,8 @@ class Retries:
         if self.on_retry is not None:
             self.on_retry(note)
         scope = call.scope
+        if scope is not None and scope.limits is not None:
+            scope.limits.waited(wait)  # not working time
         seat = scope.seat if scope is not None else None
         if seat is not None:
             await seat.wait_out(wait, self.clock.sleep)  # lends the sample's seat meanwhile
