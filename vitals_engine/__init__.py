@@ -43,12 +43,15 @@ from ._errors import (
     StoreThrottled,
     StoreUnreachable,
     TaskStateError,
+    ToolError,
     VitalsError,
     WorkerLostError,
 )
 
 if _typing.TYPE_CHECKING:
     from . import datasets
+    from .agents.react import React, react
+    from .agents.tools import bash, python, sandbox, text_editor
     from .analysis import (
         bind,
         read_logs,
@@ -140,6 +143,12 @@ if _typing.TYPE_CHECKING:
 #: vitals_engine` costs milliseconds and a path loads only what it touches.
 _LAZY: dict[str, str] = {
     "datasets": ".datasets",
+    "React": ".agents.react",
+    "react": ".agents.react",
+    "bash": ".agents.tools",
+    "python": ".agents.tools",
+    "sandbox": ".agents.tools",
+    "text_editor": ".agents.tools",
     "bind": ".analysis",
     "read_logs": ".analysis",
     "Cache": ".caching.options",
@@ -266,6 +275,7 @@ __all__ = [
     "RateLimitError",
     "RateLimits",
     "Ray",
+    "React",
     "RescorableLog",
     "Retry",
     "RetryNote",
@@ -290,12 +300,14 @@ __all__ = [
     "Timeouts",
     "TokenUsage",
     "Tool",
+    "ToolError",
     "Turn",
     "VectorizedFunction",
     "ViewServer",
     "VitalsError",
     "WorkerLostError",
     "accuracy",
+    "bash",
     "bind",
     "bundle",
     "chat",
@@ -325,12 +337,16 @@ __all__ = [
     "log_dir_set",
     "model_graded_fact",
     "model_graded_qa",
+    "python",
+    "react",
     "read_dataset",
     "read_log",
     "read_logs",
     "rescore_log",
+    "sandbox",
     "set_price",
     "summary",
+    "text_editor",
     "vectorized_scorer",
     "vectorized_solver",
     "view",

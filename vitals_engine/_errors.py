@@ -20,6 +20,7 @@ VitalsError
  │    ├── MalformedResponse     a body that is not the JSON the provider promised
  │    └── BatchUnsupported      a server without a batch API (404 at its batch endpoint)
  ├── ExtractionError        a structured reply that does not validate against its type
+ ├── ToolError              a tool's failure the model is shown (carries `kind`: "timeout" ...)
  ├── EvalFailedError        more samples failed than `fail_on_error` allows
  │    └── EvalSetFailedError    runs of an eval set failed (carries `errors`, `eval_set`)
  ├── BudgetExceeded         the run reached its budget (carries `reason`, `spent`, `log_path`)
@@ -75,6 +76,7 @@ __all__ = [
     "StoreThrottled",
     "StoreUnreachable",
     "TaskStateError",
+    "ToolError",
     "VitalsError",
     "WorkerLostError",
 ]
@@ -398,6 +400,24 @@ class ExtractionError(VitalsError):
     def __init__(self, message: str, *, raw: str) -> None:
         super().__init__(message)
         self.raw = raw
+
+
+class ToolError(VitalsError):
+    """A tool could not do what the model asked: raised inside a tool, it goes back to the
+    model as the call's error (its message as it is), never as the sample's.
+
+    `kind` says what went wrong, for the transcript: "timeout", "exit" (a command that
+    failed), "output" (too much of it), "file", "parsing", or "unknown".
+
+    Example:
+        >>> def lookup(key: str) -> str:
+        ...     "Look a key up."
+        ...     raise ve.ToolError(f"no entry for {key!r}", kind="file")
+    """
+
+    def __init__(self, message: str, *, kind: str = "unknown") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class EvalFailedError(VitalsError):

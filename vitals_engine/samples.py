@@ -31,6 +31,7 @@ __all__ = [
     "Solution",
     "SolvedSample",
     "id_text",
+    "is_correct",
 ]
 
 # A spilled record's usage and model calls: shared, and nothing is ever added to them
@@ -53,6 +54,21 @@ def id_text(sample_id: int | str) -> str:
 
 #: The ordered grades: incorrect < partially correct < correct.
 GRADES = ("I", "P", "C")
+
+
+def is_correct(score: Score | None) -> bool:
+    """Whether `score` says correct: "C", True, or a number of 1 (or more).
+
+    Example:
+        >>> is_correct(Score("C")), is_correct(Score(0.5)), is_correct(None)
+        (True, False, False)
+    """
+    value = score.value if score is not None else None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value >= 1
+    return value == "C"
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +222,8 @@ class SampleRecord:
     #: What it did besides its model calls, in order: spans, tool calls, sandbox actions,
     #: a limit it hit (`vocab/transcript.py`).
     events: list[TranscriptRecord] = field(default_factory=list)
+    #: Its sandbox while it is at work (`Task(sandbox=)`; never logged, None after).
+    sandbox: Any = None
     #: Its chats were dropped from memory; the log holds them (see task/spill.py).
     spilled: bool = False
     #: Retries read back from a log, whose model calls are not in memory.

@@ -122,6 +122,16 @@ class Chat:
         self._tools[tool.definition.name] = tool
         return tool
 
+    def add_tool(self, tool: Tool) -> Tool:
+        """Give the chat a tool made already (`ve.bash()`, `tool_from_function(f)` ...).
+
+        Example:
+            >>> chat.add_tool(ve.bash(timeout=60))
+            <Tool bash>
+        """
+        self._tools[tool.definition.name] = tool
+        return tool
+
     @property
     def tools(self) -> list[Tool]:
         return list(self._tools.values())
@@ -185,17 +195,48 @@ class Chat:
             del self._turns[start:]  # a failed exchange leaves the conversation as it was
             raise
 
+    async def step_async(self, *prompt: Prompt, **params: Any) -> Turn:
+        """One model call: send the conversation (and a user turn of `prompt`, if given),
+        with the chat's tools, and add the reply to it; the tools it asks for are not run
+        (`run_tools_async` runs them). What an agent loop takes one step at a time.
+
+        Example:
+            >>> reply = await chat.step_async("List the files.")
+            >>> if reply.tool_requests:
+            ...     await chat.run_tools_async(reply)
+        """
+        if prompt:
+            self._turns.append(Turn.user(*_check_prompt(prompt)))
+        return await self._one_call(None, params)
+
+    async def run_tools_async(self, turn: Turn) -> Turn:
+        """Run the tool calls of the assistant `turn` (side by side), add their results to
+        the conversation as a user turn, and return it.
+
+        Example:
+            >>> results = await chat.run_tools_async(chat.last_turn())
+            >>> [content.text for content in results.contents]
+            ['7']
+        """
+        results = Turn("user", list(await self._run_tools(turn.tool_requests)))
+        self._turns.append(results)
+        return results
+
+    async def _one_call(self, output_schema: dict[str, Any] | None, params: dict[str, Any]) -> Turn:
+        request = ChatRequest(
+            turns=list(self._turns),
+            system_prompt=self._system_prompt,
+            tools=[t.definition for t in self._tools.values()],
+            output_schema=output_schema,
+            params=params,
+        )
+        reply = await call_model(self._provider, request)
+        self._turns.append(reply)
+        return reply
+
     async def _complete(self, output_schema: dict[str, Any] | None, params: dict[str, Any]) -> Turn:
         for _ in range(self.max_tool_rounds + 1):
-            request = ChatRequest(
-                turns=list(self._turns),
-                system_prompt=self._system_prompt,
-                tools=[t.definition for t in self._tools.values()],
-                output_schema=output_schema,
-                params=params,
-            )
-            reply = await call_model(self._provider, request)
-            self._turns.append(reply)
+            reply = await self._one_call(output_schema, params)
             requests = reply.tool_requests
             if not requests:
                 return reply

@@ -3,7 +3,10 @@
 A function's signature and docstring become a JSON-schema tool definition;
 the model's arguments are validated against the type hints before the call.
 A tool that raises sends the error back to the model instead of failing the
-conversation. In a traced run (`tracing/`), each tool call is a span.
+conversation (a `ToolError`'s message as it is, any other error with its type). In a
+traced run (`tracing/`), each tool call is a span; in a sample stage, each is recorded
+in the sample's transcript (a span of its own, holding what the tool did, and the call:
+`vocab/transcript.py`).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import time
 import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -18,9 +22,11 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 import msgspec
 
-from .._errors import ConfigError
+from .._errors import ConfigError, ToolError
 from ..pacing.scope import current_scope
+from ..pacing.transcript import record, recording, span
 from ..vocab.model_calls import ToolDef
+from ..vocab.transcript import ToolRecord
 from ..vocab.turns import ContentToolRequest, ContentToolResult
 from .layers.stacks import CallStacks
 
@@ -95,12 +101,34 @@ class Tool:
 
     async def invoke(self, request: ContentToolRequest) -> ContentToolResult:
         """Call the tool with the model's arguments; errors become tool errors."""
+        if not recording():
+            return await self._traced(request)
+        started = time.time()
+        with span(self.name, "tool") as tool_span:
+            result = await self._traced(request)
+        error = result.error
+        record(
+            ToolRecord(
+                call_id=request.id,
+                function=self.name,
+                arguments=dict(request.arguments or {}),
+                result=_text(result.value) if error is None else "",
+                started=started,
+                completed=time.time(),
+                error_type=None if error is None else result.error_kind or "unknown",
+                error_message=error,
+                span=tool_span,
+            )
+        )
+        return result
+
+    async def _traced(self, request: ContentToolRequest) -> ContentToolResult:
         trace = _run_trace()
         if trace is None:
             return await self._invoke(request)
-        with trace.tool(self.name, request.id) as span:
+        with trace.tool(self.name, request.id) as tool_span:
             result = await self._invoke(request)
-            span.result(request.arguments, result)
+            tool_span.result(request.arguments, result)
         return result
 
     async def _invoke(self, request: ContentToolRequest) -> ContentToolResult:
@@ -114,12 +142,21 @@ class Tool:
             else:
                 value = await anyio.to_thread.run_sync(functools.partial(self.fn, **kwargs))
             value = msgspec.to_builtins(value)
+        except ToolError as exc:  # the tool's own words for the model
+            return ContentToolResult(request.id, request.name, error=str(exc), error_kind=exc.kind)
         except Exception as exc:  # the model gets to see what went wrong and try again
             return ContentToolResult(request.id, request.name, error=f"{type(exc).__name__}: {exc}")
         return ContentToolResult(request.id, request.name, value=value)
 
     def __repr__(self) -> str:
         return f"<Tool {self.name}>"
+
+
+def _text(value: Any) -> str:
+    """A tool's value as the text the transcript records."""
+    if isinstance(value, str):
+        return value
+    return msgspec.json.encode(value).decode()
 
 
 def _run_trace() -> RunTrace | None:

@@ -238,6 +238,7 @@ class Run:
                             live=self.live,
                             at_work=self.at_work,
                             left=batches.nudge,
+                            limits=self.options.sample_limits,
                         ),
                         whole=WholeDatasetStages(work=self.work, stacks=stacks, ledger=self.ledger),
                     )

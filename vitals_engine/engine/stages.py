@@ -10,18 +10,26 @@ end the run.
 
 While a sample is in a stage it counts as at work (`at_work`), which the batch queues
 read to know when every sample that may still join a batch is waiting on one.
+
+Given a run's `SampleLimits`, a sample solves under a `LimitWatch` (`pacing/
+sample_limits.py`): one that hits a limit stops at once, the limit goes in its
+transcript, and it is scored on its last reply. Its scope carries its transcript (its
+`events`) and its sandbox (`record.sandbox`, when the task has one) to every call, tool
+and scorer.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 
 import anyio
 
+from ..pacing.sample_limits import LimitWatch, SampleLimits
 from ..pacing.scope import CallScope, Stacks
 from ..pacing.seats import current_seat
-from ..samples import SampleRecord
+from ..samples import SampleRecord, ScoreSet, Solution, is_correct
 from ..vocab.usage import UsageLedger
 from .live_texts import LiveTexts
 from .observing import RunObserver
@@ -55,6 +63,7 @@ class SampleStages:
         "at_work",
         "ledger",
         "left",
+        "limits",
         "live",
         "observer",
         "sample_timeout",
@@ -75,6 +84,7 @@ class SampleStages:
         live: LiveTexts | None = None,
         at_work: AtWork | None = None,
         left: Callable[[], None] | None = None,
+        limits: SampleLimits | None = None,
     ) -> None:
         self.work = work
         self.stacks = stacks
@@ -88,22 +98,29 @@ class SampleStages:
         self.at_work = at_work or AtWork()
         #: Called when a sample leaves a stage (the batch queues look again).
         self.left = left
+        #: The limits each sample solves under (None: none).
+        self.limits = limits
 
     async def solve(self, record: SampleRecord) -> None:
         """Solve `record`'s sample: its result and solver chat, or its error."""
         solver = self.work.solver
         assert solver is not None
         record.solve_started = time.time()
+        watch = LimitWatch(self.limits) if self.limits is not None else None
 
         async def solved() -> None:
-            solution = await call_solver(
-                solver, record.sample, self.work.solver_kwargs, self.threads
-            )
+            call = call_solver(solver, record.sample, self.work.solver_kwargs, self.threads)
+            if watch is None:
+                solution = await call
+            else:
+                solution = await _watched(watch, call, record)
+                if solution is None:  # stopped by a limit: scored on what it has
+                    return
             record.result = solution.result
             record.solver_chat = solution.chat
             record.solver_metadata = solution.metadata
 
-        await self._stage(record, "solver", "solve", solved)
+        await self._stage(record, "solver", "solve", solved, watch)
         record.solve_completed = time.time()
 
     async def score(self, record: SampleRecord) -> None:
@@ -122,12 +139,17 @@ class SampleStages:
         record.score_completed = time.time()
 
     async def _stage(
-        self, record: SampleRecord, role: str, stage: str, work: Callable[[], Awaitable[None]]
+        self,
+        record: SampleRecord,
+        role: str,
+        stage: str,
+        work: Callable[[], Awaitable[None]],
+        watch: LimitWatch | None = None,
     ) -> None:
         at_work = self.at_work
         at_work.count += 1
         try:
-            with self.observer.stage(record), self._scope(role, record):
+            with self.observer.stage(record), self._scope(role, record, watch):
                 try:
                     with deadline(self._time_left(record)):
                         await work()
@@ -141,8 +163,9 @@ class SampleStages:
             if self.left is not None:
                 self.left()
 
-    def _scope(self, role: str, record: SampleRecord) -> CallScope:
+    def _scope(self, role: str, record: SampleRecord, watch: LimitWatch | None) -> CallScope:
         live = self.live
+        grade = self._grader(record) if role == "solver" else None
         return CallScope(
             role=role,
             stacks=self.stacks,
@@ -151,7 +174,27 @@ class SampleStages:
             sample=record.key,
             seat=current_seat(),
             on_text=live.sink(record.sample, role) if live is not None else None,
+            limits=watch,
+            sandbox=record.sandbox,
+            transcript=record.events,
+            grade=grade,
         )
+
+    def _grader(self, record: SampleRecord) -> Callable[[str], Awaitable[bool]] | None:
+        """Grades an answer to `record`'s sample with the task's scorer, in a scorer's
+        scope (its calls are the scorer's): for an agent's attempts."""
+        scorer = self.work.scorer
+        if scorer is None or scorer.vectorized:
+            return None
+
+        async def grade(answer: str) -> bool:
+            solved = dataclasses.replace(record.solved_sample(), result=answer)
+            with self._scope("scorer", record, None):
+                scored = await call_scorer(scorer, solved, self.work.scorer_kwargs, self.threads)
+            score = scored.primary if isinstance(scored, ScoreSet) else scored
+            return is_correct(score)
+
+        return grade
 
     def _time_left(self, record: SampleRecord) -> float | None:
         limit = self.sample_timeout
@@ -159,3 +202,22 @@ class SampleStages:
             return None
         began = record.solve_started or record.score_started or time.time()
         return limit - (time.time() - began)
+
+
+async def _watched(
+    watch: LimitWatch, call: Awaitable[Solution], record: SampleRecord
+) -> Solution | None:
+    """The solver's solution, unless a limit stopped it: then None, the limit in the
+    sample's transcript and its last reply as its result."""
+    with watch.scope() as scope:
+        return await call
+    if scope.cancelled_caught:
+        watch.timed_out()  # a deadline, when no count stopped it
+    hit = watch.hit
+    if hit is None:  # cancelled from outside: the run is stopping
+        return None
+    record.events.append(hit)
+    reply = watch.last_reply
+    record.result = reply.text if reply is not None else ""
+    record.solver_chat = watch.chat
+    return None

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -97,6 +98,7 @@ class LimitWatch:
 
     __slots__ = (
         "_cancel",
+        "chat",
         "cost",
         "hit",
         "last_reply",
@@ -118,6 +120,9 @@ class LimitWatch:
         self.hit: LimitRecord | None = None
         #: The solver's last reply (what the sample is scored on when a limit stops it).
         self.last_reply: Turn | None = None
+        #: The conversation an agent solver keeps, for the log of a sample a limit stopped
+        #: (an agent tells it: `ve.react()` does).
+        self.chat: Any = None
         self._cancel: anyio.CancelScope | None = None
 
     def scope(self) -> anyio.CancelScope:

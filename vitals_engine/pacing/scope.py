@@ -17,7 +17,7 @@ its limits and what it has used of them (`limits`, a `LimitWatch`: the solve sta
 only, since a limit stops solving and the sample is scored on what it has), its
 sandbox (`sandbox`: tools and scorers find it through `current_sandbox()`), its
 transcript (`transcript`: the sample's `events`, where tools, sandbox actions and spans
-are recorded), and the span now open (`span`).
+are recorded: `pacing/transcript.py`).
 
 A scope is built by keyword. One without stacks (a test's, or an application's own
 scope around a chat) has its calls pass the default layers: the model's own cache,
@@ -26,7 +26,7 @@ accounting, retries by the default policy and the send, with nothing shared.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -88,8 +88,9 @@ class CallScope:
     sandbox: Any = None
     #: Where the sample's transcript is recorded (its `SampleRecord.events`; None: not).
     transcript: list[TranscriptRecord] | None = None
-    #: The id of the span now open in this stage (None: none).
-    span: str | None = None
+    #: Grades an answer with the task's scorer, True when correct (the solve stage's, for
+    #: an agent's attempts; None: no scorer to ask).
+    grade: Callable[[str], Awaitable[bool]] | None = None
 
     _token: Token[CallScope | None] | None = None
 

@@ -95,6 +95,8 @@ class ContentToolResult(
     name: str
     value: Any = None
     error: str | None = None
+    #: What kind of error (a `ToolError`'s: "timeout", "exit" ...; None: another error).
+    error_kind: str | None = None
 
     @property
     def text(self) -> str:
