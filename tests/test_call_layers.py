@@ -166,12 +166,13 @@ def test_every_layer_on_meets_a_call_in_the_order_drawn(tmp_path):
         "limits": LimitsRegistry(),
         "replies": Replies(),
         "trace": object(),
+        "sample_limits": True,
     }
     assert CallStacks(batches=Resumed(), **options).stack(offline()).names() == live  # type: ignore[arg-type]
     assert CallStacks(batches=Batched(), **options).stack(offline()).names() == batched  # type: ignore[arg-type]
     page = (Path(__file__).parent.parent / "docs" / "architecture.md").read_text()
     assert drawn_order(page) == (live, batched)
-    assert len(live) == 10
+    assert len(live) == 11
 
 
 def test_a_call_outside_any_run_passes_accounting_retries_and_the_send(tmp_path):

@@ -223,6 +223,7 @@ class Run:
                         replies=self.journal.replies,
                         trace=observer.trace,
                         on_retry=self.counts.retried,
+                        sample_limits=self.options.sample_limits is not None,
                     )
                     for endpoint, own in self.solver_endpoints:
                         self.limits.get(endpoint, own).solver_calls = True

@@ -3,6 +3,8 @@
 ```
 call_model
   -> Traced          (a traced run only) the call's span, its retries as events, its metrics
+  -> SampleLimitCheck  (limits per sample) a solver call counted against them: messages,
+                     tokens, dollars; a sample past one stops here, the call in flight too
   -> ReplyCache      a hit answers here: cost 0, recorded as read; a miss's reply is kept
   -> Accounting      the price of the reply, the call's record, the run's and sample's ledgers
   -> ReplyJournal    each reply to the run's journal as it arrives; a resumed run's

@@ -28,8 +28,8 @@ from ...caching.store import CachedReply
 from ...pacing.scope import CallScope
 from ...pricing.cost import cost_of
 from ...providers.base import Provider
-from ...vocab.model_calls import ChatRequest, ModelCall
-from ...vocab.turns import ContentToolResult, TokenUsage, Turn
+from ...vocab.model_calls import ModelCall
+from ...vocab.turns import TokenUsage, Turn
 from .call import Call, Send
 
 __all__ = ["Accounting"]
@@ -62,8 +62,6 @@ class Accounting:
                 config=provider.call_config(request) or None,
             )  # fmt: skip
             _charge(scope, provider, record, cost, batch=batch_id is not None)
-            if scope.limits is not None:
-                scope.limits.charged(turn, tokens, cost, _messages(request) + 1, provider.model_id)
         return turn
 
     def from_cache(self, call: Call, hit: CachedReply) -> Turn:
@@ -107,16 +105,6 @@ class Accounting:
                     error=str(error),
                 )
             )
-
-
-def _messages(request: ChatRequest) -> int:
-    """The conversation's messages a request holds, as Inspect counts them: the system
-    prompt, each turn, and each tool result of a turn of results."""
-    count = 1 if request.system_prompt else 0
-    for turn in request.turns:
-        results = sum(1 for content in turn.contents if isinstance(content, ContentToolResult))
-        count += results or 1
-    return count
 
 
 def _charge(

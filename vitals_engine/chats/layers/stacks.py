@@ -43,6 +43,7 @@ from .call import Layer, Send, Stack
 from .limits import EndpointLimits
 from .replies import Replies, ReplyJournal
 from .retries import Retries
+from .sample_limits import SampleLimitCheck
 from .seats import SeatCount
 from .send import ProviderSend
 from .traced import Traced
@@ -70,6 +71,8 @@ class CallStacks:
         replies: the run's journaled replies (None: no journal, nothing to answer from).
         trace: the run's trace (None: the run is not traced).
         on_retry: told of each retry (the run's count of them; None: nobody).
+        sample_limits: whether the run's samples solve under limits (messages, tokens,
+            dollars: a layer counts each solver call against them).
 
     Example:
         >>> stacks = CallStacks(retry=Retry(), clock=SystemClock(), limits=registry)
@@ -88,6 +91,7 @@ class CallStacks:
         "on_retry",
         "replies",
         "retry",
+        "sample_limits",
         "scoped",
         "trace",
     )
@@ -105,6 +109,7 @@ class CallStacks:
         replies: Replies | None = None,
         trace: RunTrace | None = None,
         on_retry: Callable[[RetryNote], None] | None = None,
+        sample_limits: bool = False,
     ) -> None:
         self.retry = retry
         self.clock = clock
@@ -116,6 +121,7 @@ class CallStacks:
         self.replies = replies
         self.trace = trace
         self.on_retry = on_retry
+        self.sample_limits = sample_limits
         #: The stack of models that leave cache and batches to the run (made at first use).
         self._plain: Stack | None = None
         #: The stacks of models with their own `cache=`, `batch=` or cost cap, by those.
@@ -156,6 +162,8 @@ class CallStacks:
         layers: list[Layer] = []
         if self.trace is not None:
             layers.append(Traced(self.trace))
+        if self.sample_limits:
+            layers.append(SampleLimitCheck())
         if caches(self.cache, provider.cache):
             layers.append(ReplyCache(self.cache, accounting.from_cache))
         layers.append(accounting)
