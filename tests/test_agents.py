@@ -58,7 +58,7 @@ class MemorySandbox:
         self.files = dict(files or {})
         self.commands: list[Any] = []
 
-    async def exec(  # noqa: ASYNC109 - the sandbox interface's timeout
+    async def exec(
         self, cmd: Any, *, input: Any = None, timeout: float | None = None, **_: Any
     ) -> Ran:
         self.commands.append(cmd)

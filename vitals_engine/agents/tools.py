@@ -177,9 +177,7 @@ async def _str_replace(path: str, old_str: str | None, new_str: str | None) -> s
     found = text.count(old_str)
     if found != 1:
         said = "does not occur" if found == 0 else f"occurs {found} times"
-        raise ToolError(
-            f"old_str {said} in {path}: it must occur exactly once.", kind="parsing"
-        )
+        raise ToolError(f"old_str {said} in {path}: it must occur exactly once.", kind="parsing")
     await _backup(path, text)
     await sandbox().write_file(path, text.replace(old_str, new_str or "", 1))
     return f"{path} was edited: old_str replaced."
