@@ -59,7 +59,7 @@ class MemorySandbox:
         self.commands: list[Any] = []
 
     async def exec(
-        self, cmd: Any, *, input: Any = None, timeout: float | None = None, **_: Any
+        self, cmd: Any, *, input: Any = None, timeout: float | None = None, **_: Any  # noqa: ASYNC109
     ) -> Ran:
         self.commands.append(cmd)
         line = cmd[-1] if isinstance(cmd, list) else cmd
