@@ -59,7 +59,12 @@ class MemorySandbox:
         self.commands: list[Any] = []
 
     async def exec(
-        self, cmd: Any, *, input: Any = None, timeout: float | None = None, **_: Any  # noqa: ASYNC109
+        self,
+        cmd: Any,
+        *,
+        input: Any = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the sandbox interface's
+        **_: Any,
     ) -> Ran:
         self.commands.append(cmd)
         line = cmd[-1] if isinstance(cmd, list) else cmd
