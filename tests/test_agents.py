@@ -283,3 +283,33 @@ def test_the_sandbox_tools_describe_themselves_to_the_model():
     assert python.definition.parameters["required"] == ["code"]
     commands = editor.definition.parameters["properties"]["command"]["enum"]
     assert sorted(commands) == ["create", "insert", "str_replace", "undo_edit", "view"]
+
+
+# -- over HTTP, in each provider's wire format ------------------------------------------------
+
+
+def provider_chat(server: Any, api: str, **options: Any) -> ve.Chat:
+    if api == "anthropic":
+        return ve.chat_anthropic("claude-test", base_url=server.base_url("anthropic"), api_key="k")
+    if api == "google":
+        return ve.chat_google_gemini("gemini-test", base_url=server.base_url("google"), api_key="k")
+    return ve.chat_openai("gpt-test", base_url=server.base_url(), api_key="k", api=api, **options)
+
+
+@pytest.mark.parametrize("api", ["chat_completions", "responses", "anthropic", "google"])
+@pytest.mark.parametrize("stream", [False, True])
+async def test_react_follows_a_trajectory_in_every_wire_format(server, api, stream):
+    """The mock model's trajectory (read a file, then submit what it said) drives the agent
+    over each provider's API, streamed or not: the submitted answer is the file's text."""
+    from vitals_engine.testing import last_tool_text, trajectory
+
+    server.script(trajectory(("bash", {"cmd": "cat notes/flag.txt"}), submit=last_tool_text))
+    chat = provider_chat(server, api)
+    if stream:
+        chat.provider.stream = True
+    sandbox = MemorySandbox({"notes/flag.txt": "flag{x}"})
+    record = await solve_in(sandbox, ve.react(chat, tools=[ve.bash()]), "Find the flag.")
+    assert record.error is None
+    assert record.result == "flag{x}"
+    assert [tool.function for tool in tools_of(record)] == ["bash", "submit"]
+    assert server.requests == 2

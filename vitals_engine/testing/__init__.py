@@ -16,6 +16,7 @@ Run it on its own with `python -m vitals_engine.testing --port 8765`.
 
 from .brain import MockMessage, MockReply, MockRequest, MockToolCall
 from .clock import VirtualClock
+from .trajectories import last_tool_text, trajectory
 from .server import Failure, MockServer, RecordedRequest, StreamHold, mock_server, reply
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "RecordedRequest",
     "StreamHold",
     "VirtualClock",
+    "last_tool_text",
     "mock_server",
     "reply",
+    "trajectory",
 ]
