@@ -9,7 +9,7 @@ cap is cut, and says so. What a tool does in the sandbox is in the sample's tran
 
 `text_editor()` takes the commands of the providers' own text-editor tools: `view`,
 `create`, `str_replace`, `insert` and `undo_edit`. What an edit replaced is kept in the
-sandbox itself (under `/tmp/.vitals-edits`), so `undo_edit` works as long as the sample
+sandbox itself (under `.vitals-edits` in its work directory), so `undo_edit` works as long as the sample
 does, and nothing of it outlives the sandbox.
 """
 
@@ -29,7 +29,7 @@ __all__ = ["bash", "python", "sandbox", "text_editor"]
 OUTPUT_LIMIT = 16 * 1024
 
 #: Where `text_editor()` keeps what its edits replaced, inside the sandbox.
-_EDITS = "/tmp/.vitals-edits"
+_EDITS = ".vitals-edits"
 
 
 def sandbox() -> Any:
