@@ -21,6 +21,7 @@ VitalsError
  │    └── BatchUnsupported      a server without a batch API (404 at its batch endpoint)
  ├── ExtractionError        a structured reply that does not validate against its type
  ├── ToolError              a tool's failure the model is shown (carries `kind`: "timeout" ...)
+ ├── SandboxError           a sample's sandbox could not be made, or died (carries `output`)
  ├── EvalFailedError        more samples failed than `fail_on_error` allows
  │    └── EvalSetFailedError    runs of an eval set failed (carries `errors`, `eval_set`)
  ├── BudgetExceeded         the run reached its budget (carries `reason`, `spent`, `log_path`)
@@ -68,6 +69,7 @@ __all__ = [
     "ProviderUnavailable",
     "QuotaExhausted",
     "RateLimitError",
+    "SandboxError",
     "ScorerError",
     "SolverError",
     "StoreAccessDenied",
@@ -418,6 +420,29 @@ class ToolError(VitalsError):
     def __init__(self, message: str, *, kind: str = "unknown") -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class SandboxError(VitalsError):
+    """A sample's sandbox failed: it could not be made (its setup script failed, the
+    container would not start), or it died under the sample (out of memory, its daemon
+    gone). That sample ends as an error, never as a success on what was left. `kind` is
+    the sandbox's kind, `output` its last output, also at the end of the message.
+
+    Example:
+        >>> from vitals_engine.sandboxes import sandbox_kind
+        >>> local = sandbox_kind(ve.SandboxSpec("local"))
+        >>> try:
+        ...     await local.create(run_id="r1", sample_id="1", epoch=1, setup="echo no; exit 2")
+        ... except ve.SandboxError as error:
+        ...     print(error.kind, error.output)
+        local no
+    """
+
+    def __init__(self, message: str, *, kind: str, output: str = "") -> None:
+        output = output.strip()
+        super().__init__(f"{message}. Its last output:\n{output}" if output else message)
+        self.kind = kind
+        self.output = output
 
 
 class EvalFailedError(VitalsError):
