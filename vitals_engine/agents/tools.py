@@ -9,8 +9,8 @@ cap is cut, and says so. What a tool does in the sandbox is in the sample's tran
 
 `text_editor()` takes the commands of the providers' own text-editor tools: `view`,
 `create`, `str_replace`, `insert` and `undo_edit`. What an edit replaced is kept in the
-sandbox itself (under `.vitals-edits` in its work directory), so `undo_edit` works as long as the sample
-does, and nothing of it outlives the sandbox.
+sandbox itself (under `.vitals-edits` in its work directory), so `undo_edit` works as
+long as the sample does, and nothing of it outlives the sandbox.
 """
 
 from __future__ import annotations
