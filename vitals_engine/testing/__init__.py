@@ -16,8 +16,8 @@ Run it on its own with `python -m vitals_engine.testing --port 8765`.
 
 from .brain import MockMessage, MockReply, MockRequest, MockToolCall
 from .clock import VirtualClock
-from .trajectories import last_tool_text, trajectory
 from .server import Failure, MockServer, RecordedRequest, StreamHold, mock_server, reply
+from .trajectories import last_tool_text, trajectory
 
 __all__ = [
     "Failure",
