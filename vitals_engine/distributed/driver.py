@@ -190,7 +190,13 @@ def _plan(
     return _pickled(
         "The run",
         WorkerPlan(
-            work=RunWork(work.solver, work.scorer, work.solver_kwargs, work.scorer_kwargs),
+            work=RunWork(
+                work.solver,
+                work.scorer,
+                work.solver_kwargs,
+                work.scorer_kwargs,
+                sandbox=work.sandbox,
+            ),
             options=run.options,
             concurrency=concurrency,
             cluster_concurrency=cluster_concurrency,

@@ -44,6 +44,7 @@ from ..pacing.limits import Endpoint, LimitsRegistry, RateLimits, RunLimits
 from ..pacing.retry import Retry
 from ..progress import Progress
 from ..samples import SampleRecord
+from ..sandboxes.kinds import sandbox_kind
 from ..vocab.batch_records import BatchRecord
 from ..vocab.usage import UsageLedger
 from .counts import RunCounts
@@ -53,6 +54,7 @@ from .gc_tuning import relaxed_gc
 from .live_texts import LiveTexts
 from .observing import RunObserver
 from .options import RunOptions
+from .sandboxing import RunSandboxes
 from .stages import AtWork, SampleStages
 from .supervisor import Supervisor
 from .whole_dataset import WholeDatasetStages
@@ -153,6 +155,16 @@ class Run:
         #: their counts and records stay for the record. (A Ray worker's run is opened by
         #: each parcel at once, each with queues of its own.)
         self.batches: BatchQueues | None = None
+        #: The sandboxes of its samples (None: the task has none).
+        self.sandboxes = (
+            RunSandboxes(
+                sandbox_kind(work.sandbox),
+                run_id=self.observer.run_id or "run",
+                max_sandboxes=options.max_sandboxes or self.concurrency,
+            )
+            if work.sandbox is not None
+            else None
+        )
         self._threads = anyio.CapacityLimiter(self.concurrency)
         #: `under_way()` openings going on (the run lets go of its endpoints when none is).
         self._open = 0
@@ -209,6 +221,8 @@ class Run:
         )
         try:
             with relaxed_gc(), in_vitals_eval(), asyncio_named(), observer.running(self.progress):
+                if self.sandboxes is not None and self._open == 1:
+                    await self.sandboxes.start()  # a missing bwrap or daemon: before any call
                 async with queues as batches:
                     self.batches = batches
                     if budget is not None:
@@ -240,6 +254,7 @@ class Run:
                             at_work=self.at_work,
                             left=batches.nudge,
                             limits=self.options.sample_limits,
+                            sandboxes=self.sandboxes,
                         ),
                         whole=WholeDatasetStages(work=self.work, stacks=stacks, ledger=self.ledger),
                     )
@@ -250,6 +265,8 @@ class Run:
             self._open -= 1
             if not self._open:
                 self.limits.close()
+                if self.sandboxes is not None:
+                    await self.sandboxes.close_all()
 
     async def execute(self, records: Iterable[SampleRecord], sink: Sink) -> None:
         """Solve and/or score `records`, handing each finished one to `sink`, counted.
@@ -263,8 +280,11 @@ class Run:
 
     def _counted(self, sink: Sink) -> Sink:
         counts, gate, observer, live = self.counts, self.gate, self.observer, self.live
+        sandboxes = self.sandboxes
 
         async def counted(record: SampleRecord) -> None:
+            if sandboxes is not None:
+                await sandboxes.close(record)
             observer.done(record)
             if live is not None and live.entries:
                 live.drop(record.key)

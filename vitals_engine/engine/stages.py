@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
+from .._errors import SandboxError
 from ..pacing.sample_limits import LimitWatch, SampleLimits
 from ..pacing.scope import CallScope, Stacks
 from ..pacing.seats import current_seat
@@ -34,6 +35,7 @@ from ..vocab.usage import UsageLedger
 from .live_texts import LiveTexts
 from .observing import RunObserver
 from .sample_errors import FATAL, deadline, raise_if_it_stops_the_run, sample_error
+from .sandboxing import RunSandboxes
 from .user_functions import call_scorer, call_solver
 from .work import RunWork
 
@@ -67,6 +69,7 @@ class SampleStages:
         "live",
         "observer",
         "sample_timeout",
+        "sandboxes",
         "stacks",
         "threads",
         "work",
@@ -85,6 +88,7 @@ class SampleStages:
         at_work: AtWork | None = None,
         left: Callable[[], None] | None = None,
         limits: SampleLimits | None = None,
+        sandboxes: RunSandboxes | None = None,
     ) -> None:
         self.work = work
         self.stacks = stacks
@@ -100,12 +104,21 @@ class SampleStages:
         self.left = left
         #: The limits each sample solves under (None: none).
         self.limits = limits
+        #: The run's sandboxes, one a sample (None: the task has none).
+        self.sandboxes = sandboxes
 
     async def solve(self, record: SampleRecord) -> None:
         """Solve `record`'s sample: its result and solver chat, or its error."""
         solver = self.work.solver
         assert solver is not None
         record.solve_started = time.time()
+        if (
+            self.sandboxes is not None
+            and record.sandbox is None
+            and not await self._sandbox(record)
+        ):
+            record.solve_completed = time.time()
+            return
         watch = LimitWatch(self.limits) if self.limits is not None else None
 
         async def solved() -> None:
@@ -162,6 +175,16 @@ class SampleStages:
             at_work.count -= 1
             if self.left is not None:
                 self.left()
+
+    async def _sandbox(self, record: SampleRecord) -> bool:
+        """Make `record`'s sandbox; False when it could not be (the sample's error)."""
+        assert self.sandboxes is not None
+        try:
+            await self.sandboxes.open(record)
+        except SandboxError as exc:
+            record.error = sample_error("solve", exc, None)
+            return False
+        return True
 
     def _scope(self, role: str, record: SampleRecord, watch: LimitWatch | None) -> CallScope:
         live = self.live

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..samples import SampleRecord
+from ..sandboxes.base import SandboxSpec
 from .user_functions import FunctionSpec
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ class RunWork:
         solver_kwargs: passed to the solver at each call.
         scorer_kwargs: passed to the scorer at each call.
         samples_frame: the solved samples as the DataFrame a vectorized scorer takes.
+        sandbox: what each sample's sandbox is (None: no sandbox).
 
     Example:
         >>> work = RunWork(solver=spec_of(answer, "solver"), scorer=None)
@@ -45,6 +47,7 @@ class RunWork:
     solver_kwargs: dict[str, Any] = field(default_factory=dict)
     scorer_kwargs: dict[str, Any] = field(default_factory=dict)
     samples_frame: Callable[[Sequence[SampleRecord]], pl.DataFrame] | None = None
+    sandbox: SandboxSpec | None = None
 
     @property
     def vectorized(self) -> bool:

@@ -230,6 +230,7 @@ class _TaskRun:
             solver_kwargs=self.solver_kwargs or {},
             scorer_kwargs=self.scorer_kwargs or {},
             samples_frame=lambda recs: records_frame(recs, None, scored=False),
+            sandbox=setup.sandbox,
         )
 
     def check_sendable(self) -> None:

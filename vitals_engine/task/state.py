@@ -35,6 +35,7 @@ from ..log.journal_format import written_key
 from ..log.writer import LogWriter
 from ..metrics import Metric
 from ..samples import Sample, SampleRecord
+from ..sandboxes.base import SandboxSpec
 from ..statistics.corrected import CorrectedMean
 from ..statistics.intervals import MetricStat
 from ..storage.location import Store
@@ -66,6 +67,8 @@ class TaskSetup:
     store: Store | None = None
     #: The metadata column of human grades (None: none; see task/human_grades.py).
     human: str | None = None
+    #: Each sample's sandbox (None: the samples have none).
+    sandbox: SandboxSpec | None = None
     positions: dict[Any, int] = field(init=False)
 
     def __post_init__(self) -> None:

@@ -35,6 +35,7 @@ from ..engine.user_functions import route_kwargs, spec_of
 from ..frames import dataset_frame, records_frame
 from ..log.writer import clean_task_name
 from ..metrics import Metric, check_metrics
+from ..sandboxes.base import SandboxSpec, sandbox_spec
 from ..statistics.corrected import CorrectedMean
 from ..statistics.intervals import MetricStat
 from ..statistics.reducers import check_reducer
@@ -91,6 +92,12 @@ class Task:
             rows have: each scorer's mean is then also reported corrected by them, with
             its 95% interval (`task.corrected`; docs: guide/grading.md, "Human grades
             correct the judge").
+        sandbox: where each sample's tools run, one sandbox a sample (per epoch): "bwrap"
+            (bubblewrap: this host's system read-only, a work directory of its own, no
+            network), "docker" (a container; `("docker", "Dockerfile")` builds one),
+            "local" (a temporary directory, nothing isolated) or a `ve.SandboxSpec`. A
+            sample's `files` column (path to contents) is written there and its `setup`
+            column (a shell script) run before it is solved (docs: guide/agents.md).
 
     Example:
         >>> task = Task(
@@ -115,6 +122,7 @@ class Task:
         reducer: str | None = None,
         cluster: str | None = None,
         human: str | None = None,
+        sandbox: str | tuple[Any, Any] | SandboxSpec | None = None,
     ) -> None:
         if log_format not in ("json", "eval"):
             raise ConfigError(f"`log_format` must be 'json' or 'eval', not {log_format!r}.")
@@ -137,6 +145,7 @@ class Task:
             reducer=check_reducer(reducer, epochs),
             cluster=_check_cluster(cluster, rows),
             human=check_human(human, rows),
+            sandbox=sandbox_spec(sandbox),
         )
         self._state = RunState()
         self.dir = dir
