@@ -187,3 +187,36 @@ def test_a_sandbox_kind_that_is_not_one_is_a_config_error(tmp_path):
             ve.detect_includes(),
             sandbox="vm",
         )
+
+
+async def test_a_resumed_agent_buys_no_reply_twice(server, tmp_path):
+    """A run of 3 agents stopped while each runs its third tool (three replies in):
+    resumed, each agent's first three calls are answered from the journal and its tools
+    re-run in a new sandbox, so only the fourth call of each goes out, and every sample
+    ends as an uninterrupted run would."""
+    go_on, waiting = tmp_path / "go-on", tmp_path / "waiting"
+    waiting.mkdir()
+    wait = f"mktemp -p {waiting} >/dev/null; until test -e {go_on}; do sleep 0.05; done"
+    server.script(
+        trajectory(
+            ("bash", {"cmd": "ls notes"}),
+            ("bash", {"cmd": "cat notes/flag.txt"}),
+            ("bash", {"cmd": wait}),
+            submit=lambda request: "flag{" + request.all_text.split("flag{")[1].split("}")[0] + "}",
+        )
+    )
+    solver = ve.react(openai(server), tools=[ve.bash(timeout=60)])
+    task = ve.Task(flags(3), solver, ve.detect_includes(), sandbox="local", dir=tmp_path)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(functools.partial(task.eval_async, progress=False))
+        await until(lambda: len(list(waiting.iterdir())) == 3)  # each in its third tool
+        tg.cancel_scope.cancel()
+    first = server.requests
+    assert first == 9
+    go_on.touch()
+
+    again = ve.Task(flags(3), solver, ve.detect_includes(), sandbox="local", dir=tmp_path)
+    await again.eval_async(resume=True, progress=False)
+    assert server.requests - first == 3  # the fourth call of each, nothing else
+    assert again.metrics == {"accuracy": 1.0}
+    assert await leftovers("local") == 0
