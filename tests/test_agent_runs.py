@@ -220,3 +220,38 @@ async def test_a_resumed_agent_buys_no_reply_twice(server, tmp_path):
     assert server.requests - first == 3  # the fourth call of each, nothing else
     assert again.metrics == {"accuracy": 1.0}
     assert await leftovers("local") == 0
+
+
+async def test_a_resumed_agent_whose_tool_says_otherwise_goes_on_live(server, tmp_path):
+    """Resumed where a tool now gives another result than it gave the stopped run: the
+    agent's calls from there go out live (their journaled replies answer nothing), and its
+    transcript says so."""
+    from vitals_engine.vocab.transcript import NoteRecord
+
+    state, waiting, go_on = tmp_path / "state", tmp_path / "waiting", tmp_path / "go-on"
+    state.write_text("one")
+    waiting.mkdir()
+    wait = f"mktemp -p {waiting} >/dev/null; until test -e {go_on}; do sleep 0.05; done"
+    server.script(
+        trajectory(
+            ("bash", {"cmd": f"cat {state}"}),
+            ("bash", {"cmd": wait}),
+            submit="flag{1}",
+        )
+    )
+    solver = ve.react(openai(server), tools=[ve.bash(timeout=60)])
+    task = ve.Task(flags(1), solver, ve.detect_includes(), sandbox="local", dir=tmp_path)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(functools.partial(task.eval_async, progress=False))
+        await until(lambda: len(list(waiting.iterdir())) == 1)
+        tg.cancel_scope.cancel()
+    first = server.requests
+    state.write_text("two")  # the first tool's result differs from now on
+    go_on.touch()
+
+    again = ve.Task(flags(1), solver, ve.detect_includes(), sandbox="local", dir=tmp_path)
+    await again.eval_async(resume=True, progress=False)
+    assert server.requests - first == 2  # the second call (now live) and the third
+    (record,) = again._state.records or []
+    (note,) = [e for e in record.events if isinstance(e, NoteRecord)]
+    assert "went on live" in note.message

@@ -27,12 +27,14 @@ application set up OpenTelemetry.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence, Sized
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
 
+from .._logging import log
 from .._sync import asyncio_named
 from ..batching.queues import BatchCounts, BatchQueues
 from ..caching.lookup import CacheUse
@@ -46,6 +48,7 @@ from ..progress import Progress
 from ..samples import SampleRecord
 from ..sandboxes.kinds import sandbox_kind
 from ..vocab.batch_records import BatchRecord
+from ..vocab.transcript import NoteRecord
 from ..vocab.usage import UsageLedger
 from .counts import RunCounts
 from .eval_env import in_vitals_eval
@@ -280,11 +283,13 @@ class Run:
 
     def _counted(self, sink: Sink) -> Sink:
         counts, gate, observer, live = self.counts, self.gate, self.observer, self.live
-        sandboxes = self.sandboxes
+        sandboxes, replies = self.sandboxes, self.journal.replies
 
         async def counted(record: SampleRecord) -> None:
             if sandboxes is not None:
                 await sandboxes.close(record)
+            if replies is not None:
+                _note_replies_left(record, replies.left_over(record.key))
             observer.done(record)
             if live is not None and live.entries:
                 live.drop(record.key)
@@ -332,6 +337,19 @@ class Run:
         if batch is None:
             return None
         return max(self.concurrency, batch.pending)
+
+
+def _note_replies_left(record: SampleRecord, left: int) -> None:
+    """A resumed sample whose journaled replies did not all answer its calls went on live
+    (a tool gave another result than the run it resumes had): its transcript says so."""
+    if not left:
+        return
+    said = (
+        f"Resumed: {left} reply(ies) the stopped run had received answered no call of this "
+        "run (a tool gave another result, and the sample went on live from there)."
+    )
+    record.events.append(NoteRecord(said, time.time()))
+    log.info("resume: a sample went on live", sample=record.sample.id, unused_replies=left)
 
 
 async def _ignore(_: SampleRecord) -> None:

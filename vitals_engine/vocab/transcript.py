@@ -22,6 +22,7 @@ import msgspec
 __all__ = [
     "ErrorRecord",
     "LimitRecord",
+    "NoteRecord",
     "SandboxRecord",
     "SpanBegin",
     "SpanEnd",
@@ -92,6 +93,15 @@ class LimitRecord(msgspec.Struct, tag_field="record", tag="sample_limit", frozen
     span: str | None = None
 
 
+class NoteRecord(msgspec.Struct, tag_field="record", tag="info", frozen=True):
+    """Something the engine says of the sample, for whoever reads its transcript (a
+    resumed sample that went on live where its journal no longer matched, say)."""
+
+    message: str
+    at: float
+    span: str | None = None
+
+
 class ErrorRecord(msgspec.Struct, tag_field="record", tag="error", frozen=True):
     """An error that ended the sample, as it happened (the sample's `error` says it too)."""
 
@@ -102,4 +112,6 @@ class ErrorRecord(msgspec.Struct, tag_field="record", tag="error", frozen=True):
 
 
 #: One record of a sample's transcript.
-TranscriptRecord = SpanBegin | SpanEnd | ToolRecord | SandboxRecord | LimitRecord | ErrorRecord
+TranscriptRecord = (
+    SpanBegin | SpanEnd | ToolRecord | SandboxRecord | LimitRecord | NoteRecord | ErrorRecord
+)

@@ -89,6 +89,18 @@ class Replies:
             del known[key]
         return reply
 
+    def left_over(self, sample: _Sample) -> int:
+        """How many of `sample`'s earlier replies answered no call of this run (its
+        calls went otherwise: a tool gave another result, and the agent went on live);
+        they are forgotten now.
+
+        Example:
+            >>> replies.left_over((7, 1))
+            2
+        """
+        calls = self._earlier.pop((_as_written(sample[0]), sample[1]), None)
+        return len(calls) if calls else 0
+
     def of(self, samples: Iterable[_Sample]) -> list[JournaledReply]:
         """The earlier replies of `samples` (kept here too): what a Ray worker running
         them needs."""
