@@ -7,6 +7,8 @@ agent did; the capture-the-flag task of the docs, on the mock server over HTTP.
 from __future__ import annotations
 
 import functools
+import glob
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -58,7 +60,7 @@ async def leftovers(kind: str) -> int:
     from vitals_engine.sandboxes.owners import owner
 
     pid, started = owner()
-    mine = list(Path(tempfile.gettempdir()).glob(f"vitals-{kind}-{pid}-{started}-*"))
+    mine = glob.glob(os.path.join(tempfile.gettempdir(), f"vitals-{kind}-{pid}-{started}-*"))
     return len(mine) + await sandbox_kind(SandboxSpec(kind)).remove_leftovers()
 
 
