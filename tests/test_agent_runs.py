@@ -257,3 +257,13 @@ async def test_a_resumed_agent_whose_tool_says_otherwise_goes_on_live(server, tm
     (record,) = again._state.records or []
     (note,) = [e for e in record.events if isinstance(e, NoteRecord)]
     assert "went on live" in note.message
+
+
+def test_agents_with_sandboxes_run_on_ray_workers(local_ray, server, tmp_path):
+    """On Ray, each worker makes the sandboxes of the samples it runs: the agents find
+    their flags there, and no sandbox is left."""
+    task = ctf_task(server, tmp_path, "local", n=4)
+    task.eval(backend=ve.Ray(workers=2), progress=False)
+    assert task.metrics == {"accuracy": 1.0}
+    assert sorted(task.get_samples()["result"].to_list()) == [f"flag{{{i}}}" for i in range(1, 5)]
+    assert glob.glob(os.path.join(tempfile.gettempdir(), "vitals-local-*")) == []  # any process
