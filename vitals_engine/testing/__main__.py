@@ -14,6 +14,7 @@ from pathlib import Path
 import msgspec
 
 from .server import MockServer
+from .trajectories import trajectory
 
 
 async def _serve(server: MockServer) -> None:
@@ -73,6 +74,13 @@ def main() -> None:
     )
     parser.add_argument("--rpm", type=int, default=None, help="requests per minute before 429")
     parser.add_argument(
+        "--agent-steps",
+        type=int,
+        default=None,
+        metavar="N",
+        help="answer as an agent: N bash steps (`echo step k`), then submit(\"done\")",
+    )
+    parser.add_argument(
         "--record",
         type=Path,
         default=None,
@@ -93,6 +101,9 @@ def main() -> None:
         server.rpm(args.rpm)
     if args.batch_delay is not None:
         server.batch_delay = args.batch_delay
+    if args.agent_steps is not None:
+        steps = [("bash", {"cmd": f"echo step {k}"}) for k in range(1, args.agent_steps + 1)]
+        server.script(trajectory(*steps, submit="done"))
     print(
         f"Mock models at http://{args.host}:{args.port}/v1 (OpenAI chat/completions and "
         f"responses, Anthropic) "
