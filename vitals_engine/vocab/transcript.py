@@ -11,6 +11,10 @@ A span groups what happens inside it: `SpanBegin(id, name, type, parent)` opens 
 `SpanEnd(id)` closes it; every record made while a span is open names it (`span`), so
 a viewer can nest them. Types as Inspect's: "solvers", "solver", "scorers", "scorer",
 "tool", "init".
+
+As JSON (msgspec), a record names its kind under `record` ("span_begin", "tool" ...), so
+a list of them decodes as `list[TranscriptRecord]`; not under `type`, which is a span's
+and a limit's own field.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ __all__ = [
 ]
 
 
-class SpanBegin(msgspec.Struct, tag="span_begin", frozen=True):
+class SpanBegin(msgspec.Struct, tag="span_begin", tag_field="record", frozen=True):
     """A span opens: its `id`, `name`, `type` ("solver", "tool" ...) and the span it is
     in (`parent`, None at the top)."""
 
@@ -41,14 +45,14 @@ class SpanBegin(msgspec.Struct, tag="span_begin", frozen=True):
     parent: str | None = None
 
 
-class SpanEnd(msgspec.Struct, tag="span_end", frozen=True):
+class SpanEnd(msgspec.Struct, tag="span_end", tag_field="record", frozen=True):
     """The span `id` closes."""
 
     id: str
     at: float
 
 
-class ToolRecord(msgspec.Struct, tag="tool", frozen=True):
+class ToolRecord(msgspec.Struct, tag="tool", tag_field="record", frozen=True):
     """One tool call: the model's request (`call_id`, `function`, `arguments`), what went
     back to the model (`result`, text), an error the model was shown (`error`: its type,
     "timeout", "parsing", "unknown" ..., and `message`), and when it started and ended."""
@@ -64,7 +68,7 @@ class ToolRecord(msgspec.Struct, tag="tool", frozen=True):
     span: str | None = None
 
 
-class SandboxRecord(msgspec.Struct, tag="sandbox", frozen=True):
+class SandboxRecord(msgspec.Struct, tag="sandbox", tag_field="record", frozen=True):
     """One action in the sample's sandbox: "exec" (`cmd`, `input`, its `result` exit code
     and `output`, stdout then stderr, cut as the tool cut it), "read_file" or
     "write_file" (`file`, and the text written or read, `output`)."""
@@ -81,18 +85,19 @@ class SandboxRecord(msgspec.Struct, tag="sandbox", frozen=True):
     span: str | None = None
 
 
-class LimitRecord(msgspec.Struct, tag="sample_limit", frozen=True):
+class LimitRecord(msgspec.Struct, tag="sample_limit", tag_field="record", frozen=True):
     """The sample hit a limit: its `type` ("message", "token", "time", "working", "cost"),
-    the `limit`, and a `message` saying what happened."""
+    the `limit` (None for a limit without a value, as an operator's stop in a log another
+    tool wrote), and a `message` saying what happened."""
 
     type: str
-    limit: float
+    limit: float | None
     message: str
     at: float
     span: str | None = None
 
 
-class ErrorRecord(msgspec.Struct, tag="error", frozen=True):
+class ErrorRecord(msgspec.Struct, tag="error", tag_field="record", frozen=True):
     """An error that ended the sample, as it happened (the sample's `error` says it too)."""
 
     message: str
