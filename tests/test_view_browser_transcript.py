@@ -9,7 +9,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from tests.transcripts import agent_task, record_transcripts
+from tests.transcripts import agent_record, agent_task, record_transcripts
+from vitals_engine.log.compose import compose_sample
 from vitals_engine.log.writer import write_json_log
 from vitals_engine.viewer.server import ViewServer
 
@@ -124,4 +125,23 @@ def test_markup_in_a_transcript_never_runs(page, tmp_path: Path) -> None:
         shot(page, "sample-transcript-hostile")
         assert page.evaluate("window.__pwned") is None
         assert page.locator("#app script, #app iframe, #app object, #app svg[onload]").count() == 0
+    assert page.problems == []
+
+
+def test_ten_thousand_events_draw_a_page_at_a_time(page, tmp_path: Path) -> None:
+    """A sample of 10,000 transcript records draws its first 200 tool spans, and 200 more
+    at each click."""
+    sample = compose_sample(agent_record(10_000), "includes")
+    header = synthetic_header("agent", 1)
+    path = tmp_path / "2026-01-01T00-00-00+00-00_agent_x.json"
+    write_json_log(path, msgspec.structs.replace(header, samples=[sample]))
+    with ViewServer(tmp_path).start() as server:
+        page.goto(log_url(server.url, path.name, "sample", "1", "1"))
+        tools = page.locator('#transcript details.span[data-type="tool"]')
+        expect(tools).to_have_count(200)
+        more = page.locator("#transcript .show-more")
+        expect(more).to_have_text("Show 200 more of 2,300")
+        more.click()
+        expect(tools).to_have_count(400)
+        expect(tools.nth(399).locator(".event-tool .fn")).to_have_text("bash")
     assert page.problems == []
