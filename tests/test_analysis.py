@@ -46,6 +46,8 @@ FIXTURE_ROWS = {
     "2025-04-15T01-13-00+00-00_simpleaddition_4be39e48547460f824ccd8.json": 2,
     "2025-04-29T14-36-27-05-00_An-R-Eval_e4763d5da8fe03a6cf4a90.json": 26,
     "2026-01-14T16-19-11-06-00_simple-addition_add3e3e94f8e2faf092a58.json": 2,
+    "2026-12-06T12-48-31-00-00_agent_8zq9CJfoUz8BdmNooHpFZG.json": 2,
+    "2026-12-06T12-48-32-00-00_agent_5WPnJRnR3sUdBbTNBk57nr.eval": 2,
 }
 
 ADDITION = [

@@ -20,6 +20,7 @@ from . import schema as s
 from .events import ChatLog, sample_events
 from .logged_batches import with_batches
 from .messages import chat_messages, model_usage, stop_reason, to_builtins
+from .transcript import sample_init, sample_limit
 
 __all__ = [
     "RunHeader",
@@ -196,7 +197,9 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
         metadata["solver_metadata"] = to_builtins(record.solver_metadata)
     times = _times
     chats = [solver, *judges] if solver is not None else judges
-    events, events_data = sample_events(record, list(scores.values()), chats, times, output)
+    logged = logged_input(sample.input)
+    init = _sample_init(record, logged)
+    events, events_data = sample_events(record, scores, chats, times, output, init)
     started = record.solve_started or record.score_started
     completed = record.score_completed or record.solve_completed
     # completed first: it is the score event's timestamp, just made (see `_times`)
@@ -209,7 +212,7 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
     return s.EvalSample(
         id=sample.id,
         epoch=sample.epoch,
-        input=logged_input(sample.input),
+        input=logged,
         target=sample.target,
         messages=messages,
         output=output,
@@ -225,7 +228,18 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
         error=error,
         events=events,
         events_data=events_data,
+        limit=sample_limit(record.events),
     )
+
+
+def _sample_init(record: SampleRecord, logged: Any) -> dict[str, Any] | None:
+    """The body of the sample's `sample_init` event (its logged input `logged`): only a
+    sample with transcript records has one (`log/transcript.py`)."""
+    if not record.events:
+        return None
+    sample = record.sample
+    metadata = dict(to_builtins(sample.metadata)) if sample.metadata else {}
+    return sample_init(sample.id, logged, sample.target, metadata)
 
 
 def _input_text(value: Any) -> str:

@@ -4,6 +4,10 @@
 model (solver call) ...  model (judge call, role "grader") ...  score
 ```
 
+A sample with transcript records (tool calls, sandbox actions, spans, a limit, an error:
+`SampleRecord.events`) gets them too, interleaved by time with these, under an init span
+holding `sample_init` (`log/transcript.py`); a sample without is logged as above.
+
 Inputs are not repeated per event: each model event's `input_refs` points
 into `events_data.messages` (the solver's conversation, then the judge's),
 as Inspect's own condensed format does, so a long tool loop costs its
@@ -26,6 +30,7 @@ from ..vocab.model_calls import ModelCall, RetryNote
 from ..vocab.turns import Turn
 from . import schema as s
 from .messages import chat_messages, model_usage, stop_reason, turn_message
+from .transcript import Event, transcript_events, transcript_start
 
 __all__ = ["ChatLog", "sample_events"]
 
@@ -173,17 +178,22 @@ def _retry(note: RetryNote, iso: Callable[[float], str]) -> dict[str, Any]:
 
 def sample_events(
     record: SampleRecord,
-    scores: list[s.LogScore],
+    scores: dict[str, s.LogScore],
     chats: list[ChatLog],
     iso: Callable[[float], str] = _iso,
     output: s.ModelOutput | None = None,
+    init: Event | None = None,
 ) -> tuple[msgspec.Raw, msgspec.Raw]:
     """The sample's events (raw JSON) and its `events_data` (None when there are no calls).
 
     `chats` are the sample's conversations already converted (solver's, then the
-    judges'); `scores` its scores, one score event each (a task's scorers in order).
+    judges'); `scores` its scores by scorer, one score event each (a task's scorers in
+    order); `init` the body of its `sample_init` event (`transcript.sample_init`), written
+    when the sample has transcript records.
     """
     start = record.solve_started or record.score_started
+    if record.events:
+        start = transcript_start(record.events, start)
     if start is None:
         return s.EMPTY_EVENTS, s.NO_EVENTS_DATA
     pool = _Pool(chats)
@@ -191,7 +201,7 @@ def sample_events(
     final = (last, output)
     events = [_model_event(c, pool, start, iso, final) for c in record.calls]
     when = record.score_completed or record.score_started or start
-    for score in scores:
+    for score in scores.values():
         events.append(
             {
                 "event": "score",
@@ -202,6 +212,11 @@ def sample_events(
                 "intermediate": False,
             }
         )
+    if record.events:
+        calls = record.calls
+        models = [(c.started, c.completed, e) for c, e in zip(calls, events, strict=False)]
+        scored = [(n, (when, when, e)) for n, e in zip(scores, events[len(calls) :], strict=True)]
+        events = transcript_events(record.events, models, scored, init or {}, start, iso)
     data = (
         msgspec.Raw(s.encoder.encode({"messages": pool.messages, "calls": []}))
         if pool.messages

@@ -23,6 +23,7 @@ from ..vocab.turns import Turn
 from ..vocab.usage import UsageLedger
 from . import schema as s
 from .logged_chat import LoggedChat
+from .logged_transcript import logged_transcript
 from .logged_turns import message_contents, message_text, message_turns, model_name, usage_tokens
 
 __all__ = [
@@ -333,6 +334,7 @@ def sample_record(sample: s.EvalSample, default_model: str, ours: bool) -> Sampl
         logged_retries=_logged_retries(sample.events),
         logged_batch=logged_batch(sample.events),
         logged_cache=logged_cache(sample.events),
+        events=logged_transcript(sample.events, sample.attachments),
     )
     if scores:
         record.set_score(ScoreSet(scores) if len(scores) > 1 else next(iter(scores.values())))

@@ -35,6 +35,7 @@ __all__ = [
     "EvalPlanStep",
     "EvalResults",
     "EvalSample",
+    "EvalSampleLimit",
     "EvalSampleSummary",
     "EvalScore",
     "EvalScorer",
@@ -220,6 +221,15 @@ class EvalError(Struct, gc=False):
 # -- the sample --------------------------------------------------------------------
 
 
+class EvalSampleLimit(_Loose):
+    """The limit that stopped a sample: its type ("message", "token", "time", "working",
+    "cost" ...), its value, and why (`reason`, the limit event's message)."""
+
+    type: str
+    limit: float
+    reason: str | None = None
+
+
 class EvalSample(_Loose):
     id: int | str
     epoch: int
@@ -242,6 +252,7 @@ class EvalSample(_Loose):
     error_retries: list[Any] | None = None
     attachments: dict[str, str] = field(default_factory=dict)
     events_data: Raw = NO_EVENTS_DATA  # kept raw, like events: decoded only by who needs it
+    limit: EvalSampleLimit | None = None
 
 
 class EvalSampleSummary(_Loose):
@@ -261,6 +272,9 @@ class EvalSampleSummary(_Loose):
     working_time: float | None = None
     uuid: str | None = None
     error: str | None = None
+    #: The type of the limit that stopped the sample, and why (its `limit.reason`).
+    limit: str | None = None
+    limit_reason: str | None = None
     retries: int | None = None
     # Always written: Inspect's reader takes a missing `completed` as false (its viewer as
     # true); a factory default is one msgspec's omit_defaults never leaves out.

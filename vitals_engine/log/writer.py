@@ -280,6 +280,7 @@ def _compose_json(
 
 class _SummaryIn(s.EvalSampleSummary, kw_only=True):
     error: s.EvalError | None = None  # type: ignore[assignment]
+    limit: s.EvalSampleLimit | None = None  # type: ignore[assignment]
     messages: list[msgspec.Raw] = msgspec.field(default_factory=list)  # counted, not decoded
 
 
@@ -291,6 +292,8 @@ def _summary(sample: bytes) -> s.EvalSampleSummary:
     got = _summary_decoder.decode(sample)
     fields = msgspec.structs.asdict(got)
     fields["error"] = got.error.message if got.error is not None else None
+    if got.limit is not None:
+        fields["limit"], fields["limit_reason"] = got.limit.type, got.limit.reason
     fields["message_count"] = len(fields.pop("messages"))
     return s.EvalSampleSummary(**fields)
 

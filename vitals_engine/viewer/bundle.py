@@ -4,7 +4,7 @@ Layout of the output directory:
 
 ```
 index.html, robots.txt
-assets/app.js, assets/compare.js, assets/app.css
+assets/app.js, assets/compare.js, assets/transcript.js, assets/app.css
 logs/<the log files, relative paths kept>, logs/listing.json
 api/logs.json, api/logs/<file>/summaries.json, api/logs/<file>/samples/<key>/<epoch>.json
 api/logs/<file>/batches.json

@@ -19,13 +19,14 @@ __all__ = [
 
 STATIC_DIR = Path(__file__).parent / "static"
 #: The page's scripts and styles: served as `assets/<name>` from `static/<name>`.
-ASSETS = ("app.js", "compare.js", "app.css")
+ASSETS = ("app.js", "compare.js", "transcript.js", "app.css")
 #: The static files and their types: URL path -> (file in static/, content type).
 STATIC_FILES = {
     "/": ("index.html", "text/html"),
     "/index.html": ("index.html", "text/html"),
     "/assets/app.js": ("app.js", "text/javascript"),
     "/assets/compare.js": ("compare.js", "text/javascript"),
+    "/assets/transcript.js": ("transcript.js", "text/javascript"),
     "/assets/app.css": ("app.css", "text/css"),
 }
 ROBOTS = b"User-agent: *\nDisallow: /\n"

@@ -11,6 +11,10 @@ A span groups what happens inside it: `SpanBegin(id, name, type, parent)` opens 
 `SpanEnd(id)` closes it; every record made while a span is open names it (`span`), so
 a viewer can nest them. Types as Inspect's: "solvers", "solver", "scorers", "scorer",
 "tool", "init".
+
+As JSON (msgspec), a record names its kind under `record` ("span_begin", "tool" ...), so
+a list of them decodes as `list[TranscriptRecord]`; not under `type`, which is a span's
+and a limit's own field.
 """
 
 from __future__ import annotations
@@ -84,10 +88,11 @@ class SandboxRecord(msgspec.Struct, tag_field="record", tag="sandbox", frozen=Tr
 
 class LimitRecord(msgspec.Struct, tag_field="record", tag="sample_limit", frozen=True):
     """The sample hit a limit: its `type` ("message", "token", "time", "working", "cost"),
-    the `limit`, and a `message` saying what happened."""
+    the `limit` (None for a limit without a value, as an operator's stop in a log another
+    tool wrote), and a `message` saying what happened."""
 
     type: str
-    limit: float
+    limit: float | None
     message: str
     at: float
     span: str | None = None

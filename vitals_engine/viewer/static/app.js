@@ -1495,12 +1495,15 @@
         card("Tokens", fmtInt(totalTokens)),
         card("Time", fmtSeconds(sample.total_time)),
         card("Retries", fmtInt(retry.count + (sample.error_retries || []).length)),
-        sample.error ? card("Error", el("span", { class: "flag-error", text: "yes" })) : null),
+        sample.error ? card("Error", el("span", { class: "flag-error", text: "yes" })) : null,
+        sample.limit && typeof sample.limit === "object"
+          ? card("Limit", el("span", { class: "flag-error", id: "sample-limit", title: String(sample.limit.reason || ""), text: String(sample.limit.type) })) : null),
       sample.error ? el("section", { class: "panel", id: "sample-error" }, el("h2", { text: "Error" }),
         el("div", { class: "error-banner", text: sample.error.message || String(sample.error) }),
         sample.error.traceback ? el("details", { open: true }, el("summary", { text: "Traceback" }),
           el("pre", { class: "traceback", text: sample.error.traceback })) : null) : null,
       el("section", { class: "panel", id: "conversation" }, el("h2", { text: "Conversation" }), transcript),
+      transcripts.transcriptPanel(events, att),
       scores.length ? el("section", { class: "panel", id: "scores" }, el("h2", { text: "Scoring" }),
         scores.map(([name, score]) => scoreSection(name, score, att, cached))) : null,
       modelCalls(events),
@@ -1528,6 +1531,9 @@
     const button = id && document.getElementById(id);
     if (button && !button.disabled) button.click();
   });
+
+  // A sample's transcript (transcript.js): its spans, tool calls, sandbox actions, limit.
+  const transcripts = window.vitalsTranscript({ el, json, plural, fmtInt, fmtSeconds, scoreBadge, contentBlocks });
 
   // The compare view (compare.js) draws with the same helpers and data.
   const compare = window.vitalsCompare({
