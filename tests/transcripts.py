@@ -1,5 +1,5 @@
-"""Samples with a transcript, for the log's and the viewer's tests, until the engine
-records one itself: an agent that calls a tool in a sandbox, as the records say it.
+"""Samples with a transcript, for the log's and the viewer's tests: an agent that calls a
+tool in a sandbox, its tool calls recorded by the engine, the rest as the records say it.
 
 - `record_transcripts(monkeypatch)`: the records of a run's samples by (id, epoch), so a
   solver appends to its own sample's transcript (`SampleRecord.events`).
@@ -23,6 +23,7 @@ import pytest
 
 import vitals_engine as ve
 import vitals_engine.task.running as running
+from vitals_engine.pacing import transcript
 from vitals_engine.samples import Sample, SampleRecord
 from vitals_engine.vocab.transcript import (
     ErrorRecord,
@@ -33,7 +34,6 @@ from vitals_engine.vocab.transcript import (
     ToolRecord,
     TranscriptRecord,
 )
-from vitals_engine.vocab.turns import ContentToolRequest
 
 __all__ = [
     "agent_record",
@@ -62,15 +62,12 @@ def record_transcripts(monkeypatch: pytest.MonkeyPatch) -> Records:
 
 
 def agent_solver(records: Records):
-    """A solver whose sample's input names `add` (the mock then calls it) and says what
-    else to record: "limit" (the message limit stops it), "fail" (an error ends it)."""
+    """A solver whose sample's input names `add` (the mock then calls it): the engine
+    records each tool call in a span of its own, the tool records the sandbox command it
+    ran; on a sample whose input asks for it, the solver records a limit or an error."""
 
     async def solver(input: str, sample: ve.Sample) -> ve.Solution:
         events = records[(sample.id, sample.epoch)].events
-        agent = f"agent-{sample.id}"
-        events.append(SpanBegin("solvers", "solvers", time.time(), type="solvers"))
-        events.append(SpanBegin(agent, "react", time.time(), type="solver", parent="solvers"))
-        ran: list[tuple[float, float, dict[str, int], str]] = []
 
         def add(a: int, b: int) -> int:
             """Add two integers in the sandbox.
@@ -81,38 +78,23 @@ def agent_solver(records: Records):
             """
             started = time.time()
             total = a + b
-            ran.append((started, time.time(), {"a": a, "b": b}, str(total)))
+            command = f"expr {a} + {b}"
+            sandbox = SandboxRecord(
+                "exec", started, time.time(), cmd=command, result=0, output=f"{total}\n"
+            )
+            transcript.record(msgspec.structs.replace(sandbox, span=transcript.current_span()))
             return total
 
-        chat = ve.chat_mock()
-        chat.register_tool(add)
-        answer = await chat.chat_async(input)
-        requests = [c for t in chat.turns for c in t.contents if isinstance(c, ContentToolRequest)]
-        for n, (call, (started, done, arguments, result)) in enumerate(
-            zip(requests, ran, strict=True)
-        ):
-            span = f"tool-{sample.id}-{n}"
-            events.append(SpanBegin(span, "add", started, type="tool", parent=agent))
-            events.append(ToolRecord(call.id, "add", arguments, result, started, done, span=span))
-            command = f"expr {arguments['a']} + {arguments['b']}"
-            events.append(
-                SandboxRecord(
-                    "exec", started, done, cmd=command, result=0, output=result + "\n", span=span
-                )
-            )
-            events.append(SpanEnd(span, done))
-        if "limit" in input:
-            events.append(
-                LimitRecord("message", 4, "The sample reached 4 messages.", time.time(), span=agent)
-            )
-        if "fail" in input:
-            events.append(
-                ErrorRecord(
-                    "RuntimeError: the sandbox died", "Traceback ...", time.time(), span=agent
-                )
-            )
-        events.append(SpanEnd(agent, time.time()))
-        events.append(SpanEnd("solvers", time.time()))
+        with transcript.span("solvers", "solvers"), transcript.span("react", "solver") as agent:
+            chat = ve.chat_mock()
+            chat.register_tool(add)
+            answer = await chat.chat_async(input)
+            if "limit" in input:
+                limit = LimitRecord("message", 4, "The sample reached 4 messages.", time.time())
+                events.append(msgspec.structs.replace(limit, span=agent))
+            if "fail" in input:
+                error = ErrorRecord("RuntimeError: the sandbox died", "Traceback ...", time.time())
+                events.append(msgspec.structs.replace(error, span=agent))
         return ve.Solution(answer, chat=chat)
 
     return solver

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import vitals_engine as ve
 import vitals_engine.log.writer as writer
+import vitals_engine.pacing.transcript as transcript
 import vitals_engine.task.logfile as logfile
 import vitals_engine.task.running as running
 
@@ -60,6 +61,7 @@ def main(out: Path) -> Path:
     time.time = lambda: INSTANT  # type: ignore[assignment]
     for module in (writer, logfile, running):
         module.new_id = new_id  # type: ignore[attr-defined]
+    transcript._PREFIX = "golden"  # span ids counted, not drawn
     task = ve.Task(
         DATASET,
         solver=solver,

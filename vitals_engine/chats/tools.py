@@ -103,8 +103,8 @@ class Tool:
         """Call the tool with the model's arguments; errors become tool errors."""
         if not recording():
             return await self._traced(request)
-        started = time.time()
         with span(self.name, "tool") as tool_span:
+            started = time.time()  # inside its span: the log places the call at its start
             result = await self._traced(request)
         error = result.error
         record(

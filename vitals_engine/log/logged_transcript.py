@@ -24,6 +24,7 @@ import msgspec
 from ..vocab.transcript import (
     ErrorRecord,
     LimitRecord,
+    NoteRecord,
     SandboxRecord,
     SpanBegin,
     SpanEnd,
@@ -34,7 +35,7 @@ from ..vocab.transcript import (
 __all__ = ["logged_transcript"]
 
 _TRANSCRIPT_TAG = re.compile(
-    rb'"event"\s*:\s*"(?:span_begin|span_end|tool|sandbox|sample_limit|error)"'
+    rb'"event"\s*:\s*"(?:span_begin|span_end|tool|sandbox|sample_limit|error|info)"'
 )
 _ATTACHMENT = "attachment://"
 
@@ -90,6 +91,11 @@ class _Error(_Base):
     error: dict[str, Any] | None = None
 
 
+class _Info(_Base):
+    source: str | None = None
+    data: Any = None
+
+
 _events = msgspec.json.Decoder(list[msgspec.Raw])
 _tag = msgspec.json.Decoder(_Tag)
 _DECODERS = {
@@ -99,6 +105,7 @@ _DECODERS = {
     "sandbox": msgspec.json.Decoder(_Sandbox),
     "sample_limit": msgspec.json.Decoder(_Limit),
     "error": msgspec.json.Decoder(_Error),
+    "info": msgspec.json.Decoder(_Info),
 }
 
 
@@ -209,6 +216,13 @@ def _error(e: _Error, r: _Reading) -> ErrorRecord:
     return ErrorRecord(str(message), str(traceback), r.unix(e.timestamp), span=e.span_id)
 
 
+def _note(e: _Info, r: _Reading) -> NoteRecord | None:
+    """The engine's own `info` events (another tool's are left out)."""
+    if e.source != "vitals-engine" or not isinstance(e.data, str):
+        return None
+    return NoteRecord(r.text(e.data), r.unix(e.timestamp), span=e.span_id)
+
+
 _RECORDS: dict[str, Any] = {
     "span_begin": _span_begin,
     "span_end": _span_end,
@@ -216,6 +230,7 @@ _RECORDS: dict[str, Any] = {
     "sandbox": _sandbox,
     "sample_limit": _limit,
     "error": _error,
+    "info": _note,
 }
 
 

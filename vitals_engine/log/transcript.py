@@ -39,6 +39,7 @@ from typing import Any
 from ..vocab.transcript import (
     ErrorRecord,
     LimitRecord,
+    NoteRecord,
     SandboxRecord,
     SpanBegin,
     SpanEnd,
@@ -57,6 +58,9 @@ __all__ = [
     "transcript_events",
     "transcript_start",
 ]
+
+#: The `source` of the `info` events the engine writes (a `NoteRecord` each).
+NOTE_SOURCE = "vitals-engine"
 
 #: The tool error types Inspect's reader accepts.
 TOOL_ERROR_TYPES = frozenset(
@@ -160,6 +164,13 @@ def _limit(r: LimitRecord, start: float, iso: Iso) -> Event:
     return event
 
 
+def _note(r: NoteRecord, start: float, iso: Iso) -> Event:
+    event = _head("info", r.at, r.span, start, iso)
+    event["source"] = NOTE_SOURCE
+    event["data"] = r.message
+    return event
+
+
 def _error(r: ErrorRecord, start: float, iso: Iso) -> Event:
     event = _head("error", r.at, r.span, start, iso)
     event["error"] = {"message": r.message, "traceback": r.traceback, "traceback_ansi": r.traceback}
@@ -172,6 +183,7 @@ _EVENTS: dict[type, Callable[[Any, float, Iso], Event]] = {
     ToolRecord: _tool,
     SandboxRecord: _sandbox,
     LimitRecord: _limit,
+    NoteRecord: _note,
     ErrorRecord: _error,
 }
 

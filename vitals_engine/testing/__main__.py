@@ -78,7 +78,7 @@ def main() -> None:
         type=int,
         default=None,
         metavar="N",
-        help="answer as an agent: N bash steps (`echo step k`), then submit(\"done\")",
+        help='answer as an agent: N bash steps (`echo step k`), then submit("done")',
     )
     parser.add_argument(
         "--record",
