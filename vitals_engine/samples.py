@@ -38,6 +38,7 @@ __all__ = [
 # (reading a record back gives it its own; see task/spill.py).
 _EMPTY_LEDGER = UsageLedger()
 _NO_CALLS: list[ModelCall] = []
+_NO_EVENTS: list[TranscriptRecord] = []
 
 
 def id_text(sample_id: int | str) -> str:
@@ -279,7 +280,7 @@ class SampleRecord:
     def spill(self) -> None:
         """Keep only what the run's metrics and counts need: the score's value, the error,
         the times and retry notes. The result, the score's answer and explanation, the
-        chats, model calls and per-sample usage are in the log, and read back from it
+        chats, model calls, transcript and per-sample usage are in the log, and read back from it
         when asked (see task/spill.py). Objects that others may hold (the score) are
         replaced, never changed."""
         notes = [note for call in self.calls for note in call.retries]
@@ -289,6 +290,7 @@ class SampleRecord:
         self.solver_chat = None
         self.solver_metadata = None
         self.calls = _NO_CALLS
+        self.events = _NO_EVENTS
         self.usage = _EMPTY_LEDGER
         if self.scores is not None:
             self.scores = {name: Score(score.value) for name, score in self.scores.items()}

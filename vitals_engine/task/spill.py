@@ -109,6 +109,7 @@ def rehydrate(records: Sequence[SampleRecord], path: Path, live: Sequence[Chat])
                 chat._provider = by_model[chat.provider.model_id].provider
         record.result, record.solver_metadata = back.result, back.solver_metadata
         record.solver_chat = back.solver_chat
+        record.events = back.events
         record.logged_batch = back.logged_batch
         record.logged_cache = back.logged_cache
         if record.score is not None and back.score is not None:  # not reset for rescoring
