@@ -35,6 +35,7 @@ from ._errors import (
     ProviderUnavailable,
     QuotaExhausted,
     RateLimitError,
+    SandboxError,
     ScorerError,
     SolverError,
     StoreAccessDenied,
@@ -97,6 +98,7 @@ if _typing.TYPE_CHECKING:
         Solution,
         SolvedSample,
     )
+    from .sandboxes.base import ExecResult, SandboxSpec
     from .scorers import (
         detect_answer,
         detect_exact,
@@ -181,6 +183,8 @@ _LAZY: dict[str, str] = {
     "summary": ".report",
     "ThresholdCheck": ".thresholds",
     "check_thresholds": ".thresholds",
+    "ExecResult": ".sandboxes.base",
+    "SandboxSpec": ".sandboxes.base",
     "Sample": ".samples",
     "SampleRecord": ".samples",
     "Score": ".samples",
@@ -245,6 +249,7 @@ __all__ = [
     "EvalOptions",
     "EvalSet",
     "EvalSetFailedError",
+    "ExecResult",
     "ExtractionError",
     "Generate",
     "GenerateStructured",
@@ -272,6 +277,8 @@ __all__ = [
     "Sample",
     "SampleRecord",
     "SampleStream",
+    "SandboxError",
+    "SandboxSpec",
     "Score",
     "ScoreOptions",
     "ScorerError",
