@@ -371,6 +371,7 @@ class DockerKind:
         self.workdir = DEFAULT_WORKDIR
         self._api: EngineAPI | None = None
         self._checked = False
+        self._checking = anyio.Lock()
 
     @property
     def api(self) -> EngineAPI:
@@ -469,8 +470,9 @@ class DockerKind:
         setup: str | None = None,
     ) -> DockerSandbox:
         """A fresh container with `files` in it, after `setup` ran there."""
-        if not self._checked:
-            await self.check()
+        async with self._checking:  # samples started at once check (or build) once
+            if not self._checked:
+                await self.check()
         items = await anyio.to_thread.run_sync(file_items, files)
         name, body = self._container(run_id, sample_id, epoch)
         try:
