@@ -1,7 +1,7 @@
 # Two commands on a fresh machine with python3 (3.11+) and make:
 #   make demo   set up the runtime dependencies alone, then run the quickstart eval offline
-#   make test   set up everything (dev tools, extras, a browser if it can), build the docs
-#               (as `make docs`), then run the suite
+#   make test   set up everything (dev tools, extras, a browser and the sandboxes' system
+#               packages if it can), build the docs (as `make docs`), then run the suite
 # `make options` writes the run options' types from their table after it changes.
 # Also: `make docs` builds the documentation site into site/ (strict: a broken link or any
 # warning fails it); `make docs-serve` serves it at http://127.0.0.1:8000/ while you edit.
@@ -14,7 +14,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 CHROMIUM := /usr/bin/chromium
 APT_CHROMIUM := env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
-.PHONY: setup demo test lint docs docs-serve bench browser clean options
+.PHONY: setup demo test lint docs docs-serve bench browser sandboxes clean options
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -44,7 +44,13 @@ browser:
 		echo "chromium is missing and installing it needs root: the viewer's browser tests skip (sudo apt-get install chromium)."; \
 	fi
 
-setup: $(VENV)/.synced-dev browser
+# Best effort, never an error: bubblewrap and docker.io (Debian's), a running dockerd (its
+# log: /tmp/vitals-dockerd.log) and the test image vitals-sandbox-test:1, made offline
+# (.ci/sandboxes says what it holds). Quick once done; the sandbox tests skip without them.
+sandboxes:
+	@bash .ci/sandboxes
+
+setup: $(VENV)/.synced-dev browser sandboxes
 
 demo: $(VENV)/.synced-runtime
 	$(VENV)/bin/python examples/quickstart.py

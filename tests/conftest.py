@@ -9,8 +9,9 @@ import pytest
 from tests import inspect_check
 
 #: The replay server of recorded traffic: its `replay` fixture (tests/test_recorded_*.py);
-#: the S3 server of logs in object storage: `s3`, `s3_faults` (tests/test_object_store*.py).
-pytest_plugins = ["tests.replay_server", "tests.object_store"]
+#: the S3 server of logs in object storage: `s3`, `s3_faults` (tests/test_object_store*.py);
+#: the sandbox kinds this machine runs: `kind_name`, `kind`, `sandbox` (tests/test_sandbox*.py).
+pytest_plugins = ["tests.replay_server", "tests.object_store", "tests.sandboxes"]
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -35,6 +35,7 @@ from ._errors import (
     ProviderUnavailable,
     QuotaExhausted,
     RateLimitError,
+    SandboxError,
     ScorerError,
     SolverError,
     StoreAccessDenied,
@@ -100,6 +101,7 @@ if _typing.TYPE_CHECKING:
         Solution,
         SolvedSample,
     )
+    from .sandboxes.base import ExecResult, SandboxSpec
     from .scorers import (
         detect_answer,
         detect_exact,
@@ -190,6 +192,8 @@ _LAZY: dict[str, str] = {
     "summary": ".report",
     "ThresholdCheck": ".thresholds",
     "check_thresholds": ".thresholds",
+    "ExecResult": ".sandboxes.base",
+    "SandboxSpec": ".sandboxes.base",
     "Sample": ".samples",
     "SampleRecord": ".samples",
     "Score": ".samples",
@@ -254,6 +258,7 @@ __all__ = [
     "EvalOptions",
     "EvalSet",
     "EvalSetFailedError",
+    "ExecResult",
     "ExtractionError",
     "Generate",
     "GenerateStructured",
@@ -282,6 +287,8 @@ __all__ = [
     "Sample",
     "SampleRecord",
     "SampleStream",
+    "SandboxError",
+    "SandboxSpec",
     "Score",
     "ScoreOptions",
     "ScorerError",

@@ -19,6 +19,7 @@ Every kind keeps the same rules (`tests/test_sandboxes.py` runs one suite agains
 
 from __future__ import annotations
 
+import getpass
 import os
 import posixpath
 import re
@@ -38,6 +39,7 @@ __all__ = [
     "Sandbox",
     "SandboxKind",
     "SandboxSpec",
+    "check_user",
     "file_error",
     "file_items",
     "memory_bytes",
@@ -252,6 +254,18 @@ def sandbox_spec(value: str | tuple[object, ...] | SandboxSpec | None) -> Sandbo
 
 #: The image `sandbox="docker"` runs when none is named.
 DEFAULT_IMAGE = "python:3.12-slim"
+
+
+def check_user(kind: str, user: str | None) -> None:
+    """Refuse `user` unless it is the one running this process (bwrap, local)."""
+    if user is None:
+        return
+    me = getpass.getuser()
+    if user not in (me, str(os.getuid())):
+        raise ConfigError(
+            f"A {kind} sandbox runs commands as the user running the eval ({me}): "
+            f"user={user!r} needs a docker sandbox."
+        )
 
 
 def shell_argv(cmd: str | Sequence[str]) -> list[str]:

@@ -42,13 +42,13 @@ from .base import (
     ExecResult,
     FileContents,
     SandboxSpec,
+    check_user,
     file_error,
     file_items,
     run_setup,
     sandbox_path,
     shell_argv,
 )
-from .local import check_user
 from .owners import leftover_dirs, new_dir, remove_dir
 from .processes import Finished, kill_group, run_process
 
@@ -115,7 +115,7 @@ class _Run:
         self.seen.update(_status(self.read))
         return self.seen
 
-    def kill(self, process: anyio.abc.Process) -> None:
+    async def kill(self, process: anyio.abc.Process) -> None:
         if process.returncode is not None:
             return  # ended: its namespace, and all in it, went with it
         child = self.status().get("child-pid")
@@ -185,6 +185,8 @@ class BwrapSandbox:
         time_limit: float | None = None,
         limit: int = DEFAULT_OUTPUT_LIMIT,
     ) -> Finished:
+        if not await anyio.Path(self.root / "work").is_dir():
+            raise SandboxError(f"The bwrap sandbox's directory {self.root} is gone", kind=self.kind)
         run = _Run()
         try:
             done = await run_process(
@@ -245,6 +247,10 @@ class BwrapSandbox:
                 stderr = f"{argv[0]}: {why}\n"
             elif stderr.startswith("bwrap: Can't chdir"):
                 returncode, stderr = 126, f"cwd {where}: no such directory\n"
+            else:
+                raise SandboxError(
+                    "bwrap could not set the sandbox up", kind=self.kind, output=stderr
+                )
         return ExecResult(
             returncode=returncode,
             stdout=done.stdout.text(),

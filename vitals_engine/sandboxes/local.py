@@ -11,46 +11,33 @@ no longer runs.
 
 from __future__ import annotations
 
-import getpass
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import anyio
-import anyio.abc
 
-from .._errors import ConfigError
+from .._errors import SandboxError
 from .._logging import log
 from .base import (
     DEFAULT_OUTPUT_LIMIT,
     ExecResult,
     FileContents,
     SandboxSpec,
+    check_user,
     file_items,
     run_setup,
     sandbox_path,
     shell_argv,
 )
 from .owners import leftover_dirs, new_dir, remove_dir
-from .processes import kill_group, run_process
+from .processes import end_group, end_marked, run_process
 
-__all__ = ["LocalKind", "LocalSandbox", "check_user"]
+__all__ = ["MARK", "LocalKind", "LocalSandbox"]
 
-
-def check_user(kind: str, user: str | None) -> None:
-    """Refuse `user` unless it is the one running this process (bwrap, local)."""
-    if user is None:
-        return
-    me = getpass.getuser()
-    if user not in (me, str(os.getuid())):
-        raise ConfigError(
-            f"A {kind} sandbox runs commands as the user running the eval ({me}): "
-            f"user={user!r} needs a docker sandbox."
-        )
-
-
-def _end(process: anyio.abc.Process) -> None:
-    kill_group(process.pid)
+#: The variable in a local sandbox's commands' environment that names it, so that what a
+#: killed run's commands still run is found and ended.
+MARK = "VITALS_SANDBOX"
 
 
 class LocalSandbox:
@@ -85,6 +72,8 @@ class LocalSandbox:
         check_user(self.kind, user)
         argv = shell_argv(cmd)
         where = sandbox_path(self.workdir, cwd) if cwd else self.workdir
+        if not await anyio.Path(self.root).is_dir():
+            raise SandboxError(f"The local sandbox's directory {self.root} is gone", kind="local")
         if not await anyio.Path(where).is_dir():
             return ExecResult(126, "", f"cwd {where}: no such directory\n")
         data = input.encode() if isinstance(input, str) else input
@@ -93,10 +82,10 @@ class LocalSandbox:
                 argv,
                 input=data,
                 cwd=where,
-                env={**os.environ, **(env or {}), "PWD": where},
+                env={**os.environ, **(env or {}), "PWD": where, MARK: self.root.name},
                 time_limit=timeout,
                 limit=output_limit,
-                kill=_end,
+                kill=end_group,
             )
         except FileNotFoundError:
             return ExecResult(127, "", f"{argv[0]}: command not found\n")
@@ -183,8 +172,10 @@ class LocalKind:
             await anyio.to_thread.run_sync(remove_dir, sandbox.root)
 
     async def remove_leftovers(self) -> int:
-        """Remove the directories of local sandboxes whose process was killed."""
+        """Remove the directories of local sandboxes whose process was killed, and end the
+        commands they still ran (found by `MARK` in their environment)."""
         found = await anyio.to_thread.run_sync(leftover_dirs, "local")
         for path in found:
+            await end_marked(f"{MARK}={path.name}")
             await anyio.to_thread.run_sync(remove_dir, path)
         return len(found)

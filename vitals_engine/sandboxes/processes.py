@@ -7,12 +7,11 @@ it started, and the exec returns only once the process is gone.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -20,7 +19,7 @@ import anyio.abc
 
 from .base import Capped
 
-__all__ = ["DRAIN_GRACE", "Finished", "kill_group", "run_process"]
+__all__ = ["DRAIN_GRACE", "Finished", "end_group", "end_marked", "kill_group", "run_process"]
 
 #: Seconds to read what is left in the pipes once the command has ended (a process that
 #: escaped its group may hold them open; they are closed after that).
@@ -38,10 +37,73 @@ class Finished:
     seconds: float
 
 
-def kill_group(pid: int) -> None:
-    """SIGKILL the process group `pid` leads (gone already: nothing to do)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+def kill_group(pid: int) -> bool:
+    """SIGKILL the process group `pid` leads; whether there was one."""
+    try:
         os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` is alive, not a zombie (Linux; elsewhere: False)."""
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:
+        return False
+    for entry in entries:
+        if not entry.name.isdecimal():
+            continue
+        try:
+            with open(f"{entry.path}/stat", "rb") as file:
+                fields = file.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
+
+
+async def end_group(process: anyio.abc.Process) -> None:
+    """Kill the process group `process` leads, and wait until none of it is alive (a killed
+    process's children die a moment after it)."""
+    if kill_group(process.pid):
+        with anyio.move_on_after(10):
+            while await anyio.to_thread.run_sync(_group_alive, process.pid):  # noqa: ASYNC110
+                await anyio.sleep(0.005)  # no event tells when another's child has died
+
+
+def _marked(needle: bytes) -> list[int]:
+    """The processes whose environment holds `needle` (Linux; elsewhere none)."""
+    found = []
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.name.isdecimal():
+            try:
+                with open(f"{entry.path}/environ", "rb") as file:
+                    if needle in file.read():
+                        found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+async def end_marked(variable: str) -> None:
+    """SIGKILL every process whose environment holds `variable` ("NAME=value"), until none
+    is left (what a killed run's local sandbox still ran)."""
+    needle = b"\0" + variable.encode() + b"\0"
+    with anyio.move_on_after(10):
+        while pids := await anyio.to_thread.run_sync(_marked, needle):
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    continue
+            await anyio.sleep(0.005)
 
 
 async def _drain(
@@ -68,9 +130,33 @@ async def _feed(stream: anyio.abc.ByteSendStream | None, data: bytes) -> None:
         pass
 
 
-async def _stop(process: anyio.abc.Process, kill: Callable[[anyio.abc.Process], None]) -> None:
-    kill(process)
+async def _stop(
+    process: anyio.abc.Process, kill: Callable[[anyio.abc.Process], Awaitable[None]]
+) -> None:
+    await kill(process)
     await process.wait()
+
+
+async def _open(
+    argv: Sequence[str],
+    stdin: bool,
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    pass_fds: Sequence[int],
+) -> anyio.abc.Process:
+    """Start the process, shielded: a process started is one the caller then ends."""
+    with anyio.CancelScope(shield=True):
+        return await anyio.open_process(
+            list(argv),
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            pass_fds=pass_fds,
+        )
+    raise AssertionError("unreachable: a shielded scope is not cancelled")
 
 
 async def run_process(
@@ -81,7 +167,7 @@ async def run_process(
     env: Mapping[str, str] | None,
     time_limit: float | None,
     limit: int,
-    kill: Callable[[anyio.abc.Process], None],
+    kill: Callable[[anyio.abc.Process], Awaitable[None]],
     pass_fds: Sequence[int] = (),
 ) -> Finished:
     """Run `argv` to its end (or for `time_limit` seconds, when `kill` ends it), keeping
@@ -91,21 +177,12 @@ async def run_process(
 
     Example:
         >>> done = await run_process(["echo", "hi"], input=None, cwd=None, env=None,
-        ...                          time_limit=5, limit=1024, kill=lambda p: kill_group(p.pid))
+        ...                          time_limit=5, limit=1024, kill=end_group)
         >>> done.returncode, done.stdout.text()
         (0, 'hi\\n')
     """
     started = time.perf_counter()
-    process = await anyio.open_process(
-        list(argv),
-        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-        pass_fds=pass_fds,
-    )
+    process = await _open(argv, input is not None, cwd, env, pass_fds)
     out, err = Capped(limit), Capped(limit)
     timed_out = False
     try:
