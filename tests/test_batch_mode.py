@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 import vitals_engine as ve
-from tests.helpers import sums
+from tests.helpers import sums, until
 
 MAKERS = {
     "openai": ve.chat_openai,
@@ -206,9 +206,7 @@ def test_a_run_stopped_by_an_error_cancels_the_batches_it_left_unless_told_not_t
 
     async def solve(input):
         if input == "What's 4+4?":
-            with anyio.fail_after(60):
-                while not server.batches:  # noqa: ASYNC110
-                    await anyio.sleep(0.01)
+            await until(lambda: server.batches, "the batch of the four others")
             return ["not", "a", "string"]
         own = model.clone()
         return ve.Solution(await own.chat_async(input), chat=own)

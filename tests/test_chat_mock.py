@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 import vitals_engine as ve
+from tests.helpers import until
 from vitals_engine.pacing.scope import CallScope
 from vitals_engine.providers.mock import STREAM_PAUSE, mock_reply
 
@@ -178,11 +179,7 @@ async def test_a_reply_given_in_pieces_streams_as_they_come():
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(ask)
-        with anyio.fail_after(10):
-            while True:
-                if sink.pieces == ["Hold "]:
-                    break
-                await anyio.sleep(0.005)
+        await until(lambda: sink.pieces == ["Hold "], "the first piece", limit=10)
         assert replies == []
         gate.set()
     assert replies == ["Hold on"]

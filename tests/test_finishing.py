@@ -13,12 +13,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 import vitals_engine as ve
 from tests.children import die, finish, start
-from tests.helpers import sums
+from tests.helpers import sums, until
 from vitals_engine.log import writer as writer_module
 from vitals_engine.log.journal_format import read_journal
 from vitals_engine.log.listing import read_listing
@@ -40,8 +39,7 @@ async def answer(input: str) -> str:
     ASKED.append(input)
     if DIE_AT.get("input") == input:  # killed mid-run, once another sample is journaled
         journal = next(Path(DIE_AT["dir"]).glob("*.journal"))  # noqa: ASYNC240
-        while b'{"kind":"sample"' not in journal.read_bytes():  # noqa: ASYNC110
-            await anyio.sleep(0.01)
+        await until(lambda: b'{"kind":"sample"' in journal.read_bytes(), "a sample journaled")
         die()
     return await ve.chat_mock().chat_async(input)
 

@@ -1,7 +1,8 @@
-"""Functions stay small enough to read: each is a handful of named steps.
+"""Functions stay small enough to read, and modules hold one job each.
 
 Ruff's C901 (mccabe) allows a complexity of 20 (`[tool.ruff.lint.mccabe]` in
-pyproject.toml), and radon rates no function E or F (a complexity over 30).
+pyproject.toml), radon rates no function above 20 (rank D or worse), and no module
+of the package is over 800 lines (past that it is two jobs: see STYLE.md).
 """
 
 from __future__ import annotations
@@ -14,10 +15,40 @@ import pytest
 
 pytest.importorskip("radon")  # a dev dependency (`make setup`)
 
-from radon.complexity import cc_rank, cc_visit
+from radon.complexity import cc_visit
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "vitals_engine"
+
+#: The most complex a function may be, as radon rates it (rank C at most).
+MAX_COMPLEXITY = 20
+#: The most lines a module of the package may have.
+MAX_LINES = 800
+
+#: Functions over MAX_COMPLEXITY being split in #42 in other branches (the engine's run,
+#: options and CLI; structured-output validation): the integrator empties this set as
+#: they land. (path under the repository, radon's name of the function)
+_BEING_SPLIT = {
+    ("vitals_engine/cli/eval.py", "run_eval"),
+    ("vitals_engine/task/running.py", "_finish_run"),
+    ("vitals_engine/engine/user_functions.py", "describe"),
+    ("vitals_engine/task/estimate.py", "extrapolate"),
+    ("vitals_engine/vocab/structured.py", "_violations"),
+}
+
+
+def too_complex() -> dict[tuple[str, str], str]:
+    """Every function of the package radon rates over MAX_COMPLEXITY: (path, name) -> where
+    it is and its complexity."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        for block in cc_visit(path.read_text()):
+            if block.complexity > MAX_COMPLEXITY:
+                found[relative, block.fullname] = (
+                    f"{relative}:{block.lineno} {block.fullname} ({block.complexity})"
+                )
+    return found
 
 
 def test_no_function_is_past_ruffs_complexity():
@@ -29,12 +60,25 @@ def test_no_function_is_past_ruffs_complexity():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_radon_rates_no_function_e_or_f():
-    """radon's cyclomatic complexity rates every function and method A to D (30 or less)."""
+def test_radon_rates_no_function_above_20():
+    """radon's cyclomatic complexity rates every function and method A to C (20 or less),
+    but those being split."""
+    found = [where for key, where in too_complex().items() if key not in _BEING_SPLIT]
+    assert not found, "\n".join(found)
+
+
+def test_the_functions_being_split_still_need_splitting():
+    """Each function of `_BEING_SPLIT` is still over 20: once one is split (or gone), it
+    leaves the set, so that it cannot grow back unseen."""
+    done = sorted(_BEING_SPLIT - set(too_complex()))
+    assert not done, f"remove from _BEING_SPLIT: {done}"
+
+
+def test_no_module_is_over_800_lines():
+    """Every .py file of the package has at most 800 lines."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        for block in cc_visit(path.read_text()):
-            if cc_rank(block.complexity) in ("E", "F"):
-                where = f"{path.relative_to(ROOT)}:{block.lineno}"
-                found.append(f"{where} {block.fullname} ({block.complexity})")
+        lines = len(path.read_text().splitlines())
+        if lines > MAX_LINES:
+            found.append(f"{path.relative_to(ROOT)}: {lines} lines")
     assert not found, "\n".join(found)

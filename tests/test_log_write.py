@@ -17,7 +17,7 @@ import msgspec
 import pytest
 
 import vitals_engine as ve
-from tests.helpers import sums, wait_until
+from tests.helpers import sums, until, wait_until
 from tests.inspect_check import assert_inspect_reads, read_eval_log
 from tests.journals import started_journal
 from vitals_engine.log import writer
@@ -40,18 +40,16 @@ async def test_samples_reach_the_journal_while_the_run_goes_on(tmp_path):
 
     task = ve.Task(sums(3), solver=solver, scorer=ve.detect_includes(), dir=tmp_path)
 
+    def two_samples_journaled():
+        journal = started_journal(tmp_path)
+        logged = ve.read_log(journal) if journal is not None else None
+        return logged if logged is not None and len(logged.samples) >= 2 else None
+
     async def watch():
-        with anyio.fail_after(10):
-            while True:
-                journal = started_journal(tmp_path)
-                if journal is not None:
-                    logged = ve.read_log(journal)
-                    if len(logged.samples) >= 2:
-                        seen["status"] = logged.status
-                        seen["ids"] = sorted(s.id for s in logged.samples)
-                        release.set()
-                        return
-                await anyio.sleep(0.05)
+        logged = await until(two_samples_journaled, "two samples in the journal", limit=10)
+        seen["status"] = logged.status
+        seen["ids"] = sorted(s.id for s in logged.samples)
+        release.set()
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch)

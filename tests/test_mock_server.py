@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -14,6 +13,7 @@ import pytest
 
 import vitals_engine as ve
 from tests.addresses import free_port
+from tests.helpers import wait_until
 from vitals_engine.testing import MockReply, MockServer, MockToolCall, mock_server, reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -376,6 +376,15 @@ def test_mock_server_helper_and_a_chat(server):
     assert server.requests == 0
 
 
+def listening(port: int) -> bool:
+    """Whether a server accepts connections on 127.0.0.1:`port`."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
 def test_command_line_server_answers_and_stops():
     """`python -m vitals_engine.testing --port N` serves OpenAI requests and stops on terminate."""
     port = free_port()
@@ -388,16 +397,9 @@ def test_command_line_server_answers_and_stops():
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     body = {"model": "m", "messages": [{"role": "user", "content": "What's 2+2?"}]}
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    proc.kill()
-                    pytest.fail(f"the server did not start: {proc.communicate()[1].decode()}")
-                time.sleep(0.05)
+        wait_until(lambda: listening(port) or proc.poll() is not None, "it to listen", limit=30)
+        if proc.poll() is not None:
+            pytest.fail(f"the server did not start: {proc.communicate()[1].decode()}")
         with httpx.Client(timeout=10) as client:
             first = client.post(url, json=body)
             assert first.status_code == 200

@@ -14,7 +14,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import vitals_engine as ve  # noqa: E402
-from tests.helpers import sums  # noqa: E402
+from tests.helpers import sums, until  # noqa: E402
 from tests.inspect_check import assert_inspect_reads  # noqa: E402
 from vitals_engine.log.live import read_live  # noqa: E402
 
@@ -392,16 +392,11 @@ async def test_the_live_viewer_shows_the_text_streamed_on_workers(server, tmp_pa
             return None
         return document if all(s.text for s in document.samples) else None
 
-    async def shown():  # checked between scheduler turns, as the sidecar is rewritten
-        while True:
-            if (document := listed()) is not None:
-                return document
-            await anyio.sleep(0.05)
-
     with anyio.fail_after(120):
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: task.eval_async(backend=ve.Ray(workers=2, max_concurrency=4)))
-            document = await shown()
+            # checked between scheduler turns, as the sidecar is rewritten
+            document = await until(listed, "the four samples' live text", limit=120)
             hold.release()
     assert sorted((s.id, s.role, s.input) for s in document.samples) == [
         (i + 1, "solver", f"What's {i}+{i}?") for i in range(4)

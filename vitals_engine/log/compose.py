@@ -172,29 +172,8 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
     prefix = f"{sample.id}-{sample.epoch}"
     solver = ChatLog(chat, prefix) if chat is not None else None
     scores, judges = _scores(record, scorer_name, prefix)
-    messages: list[s.ChatMessage] = solver.messages if solver is not None else []
-    last = chat.last_turn() if chat else None
-    if solver is not None and last is not None:
-        reply = solver.reply(last)
-        assert reply is not None
-        output = s.ModelOutput(
-            model=solver.model_id,
-            choices=[s.ChatCompletionChoice(reply, stop_reason(last))],
-            completion=record.result if record.result is not None else last.text,
-            usage=model_usage(last.tokens) if last.tokens else None,
-            time=last.duration,
-        )
-    elif record.result is not None:
-        reply = s.ChatMessageAssistant(record.result, source="generate")
-        messages = [s.ChatMessageUser(_input_text(sample.input), source="input"), reply]
-        output = s.ModelOutput(
-            choices=[s.ChatCompletionChoice(reply, "stop")], completion=record.result
-        )
-    else:
-        output = s.ModelOutput()
-    metadata: dict[str, Any] = dict(to_builtins(sample.metadata)) if sample.metadata else {}
-    if record.solver_metadata is not None:
-        metadata["solver_metadata"] = to_builtins(record.solver_metadata)
+    messages, output = _conversation(record, chat, solver)
+    metadata = _metadata(record)
     times = _times
     chats = [solver, *judges] if solver is not None else judges
     logged = logged_input(sample.input)
@@ -206,9 +185,6 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
     completed_at = times(completed) if completed is not None else None
     started_at = times(started) if started is not None else None
     by_model, by_role = _usage(record.usage)
-    error = None
-    if record.error is not None:
-        error = s.EvalError(str(record.error), record.error.traceback, record.error.traceback)
     return s.EvalSample(
         id=sample.id,
         epoch=sample.epoch,
@@ -225,7 +201,7 @@ def compose_sample(record: SampleRecord, scorer_name: str | None) -> s.EvalSampl
         total_time=round(completed - started, 6) if started and completed else None,
         working_time=_working_time(chats),
         uuid=f"{prefix}",
-        error=error,
+        error=_error(record),
         events=events,
         events_data=events_data,
         limit=sample_limit(record.events),
@@ -240,6 +216,50 @@ def _sample_init(record: SampleRecord, logged: Any) -> dict[str, Any] | None:
     sample = record.sample
     metadata = dict(to_builtins(sample.metadata)) if sample.metadata else {}
     return sample_init(sample.id, logged, sample.target, metadata)
+
+
+def _conversation(
+    record: SampleRecord, chat: Chat | None, solver: ChatLog | None
+) -> tuple[list[s.ChatMessage], s.ModelOutput]:
+    """The sample's messages and output: the solver's chat and its last turn; without
+    one, the solver's result as the reply to the input; else no output."""
+    messages: list[s.ChatMessage] = solver.messages if solver is not None else []
+    last = chat.last_turn() if chat else None
+    if solver is not None and last is not None:
+        reply = solver.reply(last)
+        assert reply is not None
+        output = s.ModelOutput(
+            model=solver.model_id,
+            choices=[s.ChatCompletionChoice(reply, stop_reason(last))],
+            completion=record.result if record.result is not None else last.text,
+            usage=model_usage(last.tokens) if last.tokens else None,
+            time=last.duration,
+        )
+        return messages, output
+    if record.result is not None:
+        reply = s.ChatMessageAssistant(record.result, source="generate")
+        messages = [s.ChatMessageUser(_input_text(record.sample.input), source="input"), reply]
+        output = s.ModelOutput(
+            choices=[s.ChatCompletionChoice(reply, "stop")], completion=record.result
+        )
+        return messages, output
+    return messages, s.ModelOutput()
+
+
+def _metadata(record: SampleRecord) -> dict[str, Any]:
+    """The sample's metadata, with what the solver returned as `solver_metadata`."""
+    metadata = record.sample.metadata
+    logged: dict[str, Any] = dict(to_builtins(metadata)) if metadata else {}
+    if record.solver_metadata is not None:
+        logged["solver_metadata"] = to_builtins(record.solver_metadata)
+    return logged
+
+
+def _error(record: SampleRecord) -> s.EvalError | None:
+    error = record.error
+    if error is None:
+        return None
+    return s.EvalError(str(error), error.traceback, error.traceback)
 
 
 def _input_text(value: Any) -> str:

@@ -50,6 +50,8 @@ __all__ = ["LoggedEval", "metric_stats_of", "metric_values_of"]
 #: How a sample's calls of one role went: (all in provider batches, all from the cache).
 _Kind = tuple[bool, bool]
 _LIVE: _Kind = (False, False)
+#: The roles of a log's usage by role that have cost rows, in their order.
+_ROLE_ORDER = {"solver": 0, "scorer": 1}
 
 
 class _CostRow(NamedTuple):
@@ -406,50 +408,31 @@ class LoggedEval:
             >>> read_log(path).get_cost().select("role", "cached", "requests").rows()
             [('solver', False, 3), ('solver', True, 3)]
         """
-        import polars as pl
-
         stats = self.header.stats
-        order = {"solver": 0, "scorer": 1}
+        roles = {r: u for r, u in stats.role_usage.items() if r in _ROLE_ORDER}
+        if not roles:
+            return _cost_frame(self._solver_rows_by_model())
         rows: list[_CostRow] = []
-        roles = {r: u for r, u in stats.role_usage.items() if r in order}
-        if roles:
-            for role in sorted(roles, key=order.__getitem__):
-                rows.extend(self._role_rows(role, roles[role]))
-        else:
-            single = len(stats.model_usage) == 1
-            batch = cached = None
-            if not self.header_only:
-                batch = self._all_of(r.logged_batch for r in self.records())
-                cached = self._all_of(self._cache_flags())
-            for key, usage in stats.model_usage.items():
-                requests = self._requests("solver") if single else None
-                timed_out = self._timed_out(model=key)
-                total = UsageRow(0, usage_tokens(usage), usage.total_cost, timed_out)
-                row = _CostRow("solver", normalize_model(key), batch, cached, total, requests)
-                rows.append(row)
-        providers, models = [], []
-        for row in rows:
-            prefix, model = split_model_id(row.model_id) if row.model_id else (None, None)
-            providers.append(provider_display_name(prefix) if prefix else None)
-            models.append(model)
-        return pl.DataFrame(
-            {
-                "role": [r.role for r in rows],
-                "provider": providers,
-                "model": models,
-                "batch": [r.batch for r in rows],
-                "cached": [r.cached for r in rows],
-                "requests": [r.requests for r in rows],
-                "timed_out": [r.usage.timed_out for r in rows],
-                "input_tokens": [r.usage.tokens.input for r in rows],
-                "cached_input_tokens": [r.usage.tokens.cached_input for r in rows],
-                "cache_write_tokens": [r.usage.tokens.cache_write for r in rows],
-                "output_tokens": [r.usage.tokens.output for r in rows],
-                "reasoning_tokens": [r.usage.tokens.reasoning for r in rows],
-                "cost": [r.usage.cost for r in rows],
-            },
-            schema=cost_schema(),
-        )
+        for role in sorted(roles, key=_ROLE_ORDER.__getitem__):
+            rows.extend(self._role_rows(role, roles[role]))
+        return _cost_frame(rows)
+
+    def _solver_rows_by_model(self) -> list[_CostRow]:
+        """The cost rows of a log without usage by role: its usage by model, as role
+        "solver" (requests known only when there is one model)."""
+        model_usage = self.header.stats.model_usage
+        single = len(model_usage) == 1
+        batch = cached = None
+        if not self.header_only:
+            batch = self._all_of(r.logged_batch for r in self.records())
+            cached = self._all_of(self._cache_flags())
+        rows: list[_CostRow] = []
+        for key, usage in model_usage.items():
+            requests = self._requests("solver") if single else None
+            timed_out = self._timed_out(model=key)
+            total = UsageRow(0, usage_tokens(usage), usage.total_cost, timed_out)
+            rows.append(_CostRow("solver", normalize_model(key), batch, cached, total, requests))
+        return rows
 
     def __repr__(self) -> str:
         metrics = ", ".join(
@@ -461,6 +444,36 @@ class LoggedEval:
             + (f", {metrics}" if metrics else "")
             + f" from {self.path.name}>"
         )
+
+
+def _cost_frame(rows: list[_CostRow]) -> pl.DataFrame:
+    """`get_cost()`'s frame of `rows`: a model id split into the provider's display name
+    and the model."""
+    import polars as pl
+
+    providers, models = [], []
+    for row in rows:
+        prefix, model = split_model_id(row.model_id) if row.model_id else (None, None)
+        providers.append(provider_display_name(prefix) if prefix else None)
+        models.append(model)
+    return pl.DataFrame(
+        {
+            "role": [r.role for r in rows],
+            "provider": providers,
+            "model": models,
+            "batch": [r.batch for r in rows],
+            "cached": [r.cached for r in rows],
+            "requests": [r.requests for r in rows],
+            "timed_out": [r.usage.timed_out for r in rows],
+            "input_tokens": [r.usage.tokens.input for r in rows],
+            "cached_input_tokens": [r.usage.tokens.cached_input for r in rows],
+            "cache_write_tokens": [r.usage.tokens.cache_write for r in rows],
+            "output_tokens": [r.usage.tokens.output for r in rows],
+            "reasoning_tokens": [r.usage.tokens.reasoning for r in rows],
+            "cost": [r.usage.cost for r in rows],
+        },
+        schema=cost_schema(),
+    )
 
 
 def metric_values_of(score: s.EvalScore) -> dict[str, float | int | None]:

@@ -455,6 +455,48 @@ def _joins(last: dict[str, Any], part: dict[str, Any]) -> bool:
     return bool(last.get("thought")) == bool(part.get("thought"))
 
 
+def _blocked(data: dict[str, Any], tokens: TokenUsage, model: str) -> Turn:
+    """The turn of a response without candidates: a prompt Gemini blocked (its
+    `promptFeedback.blockReason`), or else a malformed response."""
+    reason = (data.get("promptFeedback") or {}).get("blockReason")
+    if not reason:
+        raise KeyError("candidates")
+    text = f"Gemini blocked the prompt ({reason}) and gave no answer."
+    return Turn(
+        "assistant",
+        [ContentText(text)],
+        tokens=tokens,
+        finish_reason="content_filter",
+        model=model,
+    )
+
+
+def _reply_contents(parts: list[dict[str, Any]]) -> tuple[list[Content], int]:
+    """A candidate's parts as contents (a thought signature on its own part as thinking
+    without text), and how many of them are function calls."""
+    contents: list[Content] = []
+    calls = 0
+    for part in parts:
+        signature = part.get("thoughtSignature")
+        if part.get("thought"):
+            contents.append(ContentThinking(part.get("text") or "", signature=signature))
+            continue
+        if signature:
+            contents.append(ContentThinking("", signature=signature))
+        if "functionCall" in part:
+            call = part["functionCall"]
+            name = call["name"]
+            call_id = call.get("id") or f"call_{calls}_{name}"
+            contents.append(ContentToolRequest(call_id, name, dict(call.get("args") or {})))
+            calls += 1
+        elif "inlineData" in part:
+            blob = part["inlineData"]
+            contents.append(ContentImage(data=blob["data"], media_type=blob["mimeType"]))
+        elif part.get("text"):
+            contents.append(ContentText(part["text"]))
+    return contents, calls
+
+
 class _GeminiStream(StreamReader):
     """`GenerateContentResponse` chunks put together into the response they stand for."""
 
@@ -588,41 +630,12 @@ class GeminiProvider(HttpProvider):
             tokens = msgspec.structs.replace(tokens, web_searches=searches)
         candidates = data.get("candidates")
         if not candidates:
-            reason = (data.get("promptFeedback") or {}).get("blockReason")
-            if not reason:
-                raise KeyError("candidates")
-            text = f"Gemini blocked the prompt ({reason}) and gave no answer."
-            return Turn(
-                "assistant",
-                [ContentText(text)],
-                tokens=tokens,
-                finish_reason="content_filter",
-                model=model,
-            )
+            return _blocked(data, tokens, model)
         candidate = candidates[0]
         content = candidate.get("content")
         if content is None and "finishReason" not in candidate:
             raise KeyError("content")
-        contents: list[Content] = []
-        calls = 0
-        for part in (content or {}).get("parts") or []:
-            signature = part.get("thoughtSignature")
-            if part.get("thought"):
-                contents.append(ContentThinking(part.get("text") or "", signature=signature))
-                continue
-            if signature:
-                contents.append(ContentThinking("", signature=signature))
-            if "functionCall" in part:
-                call = part["functionCall"]
-                name = call["name"]
-                call_id = call.get("id") or f"call_{calls}_{name}"
-                contents.append(ContentToolRequest(call_id, name, dict(call.get("args") or {})))
-                calls += 1
-            elif "inlineData" in part:
-                blob = part["inlineData"]
-                contents.append(ContentImage(data=blob["data"], media_type=blob["mimeType"]))
-            elif part.get("text"):
-                contents.append(ContentText(part["text"]))
+        contents, calls = _reply_contents((content or {}).get("parts") or [])
         finish = _FINISH.get(candidate.get("finishReason") or "", "unknown")
         if calls and finish in ("stop", "unknown"):
             finish = "tool_calls"

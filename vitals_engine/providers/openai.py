@@ -121,6 +121,16 @@ def _usage(data: dict[str, Any]) -> TokenUsage:
     )
 
 
+def _chunk(event: ServerSentEvent) -> dict[str, Any]:
+    """A `chat.completion.chunk` event's JSON object; an error event raises."""
+    chunk = msgspec.json.decode(event.data)
+    if not isinstance(chunk, dict):
+        raise TypeError(f"a chunk is a JSON object, not {type(chunk).__name__}")
+    if chunk.get("error"):
+        raise StreamErrorEvent(error_status(chunk["error"]), event.data)
+    return chunk
+
+
 class _ToolCall:
     __slots__ = ("arguments", "id", "name")
 
@@ -149,34 +159,33 @@ class _OpenAIStream(StreamReader):
         if event.data == "[DONE]":
             self.complete = True
             return None
-        chunk = msgspec.json.decode(event.data)
-        if not isinstance(chunk, dict):
-            raise TypeError(f"a chunk is a JSON object, not {type(chunk).__name__}")
-        if chunk.get("error"):
-            raise StreamErrorEvent(error_status(chunk["error"]), event.data)
+        chunk = _chunk(event)
         if isinstance(chunk.get("model"), str) and chunk["model"]:
             self._model = chunk["model"]
         if chunk.get("usage"):
             self._usage = chunk["usage"]
         text: list[str] = []
         for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) != 0:
-                continue  # n > 1: the first choice is the reply, as in parse()
-            delta = choice.get("delta") or {}
-            for key, pieces in (("content", self._content), ("refusal", self._refusal)):
-                piece = delta.get(key)
-                if isinstance(piece, str) and piece:
-                    pieces.append(piece)
-                    text.append(piece)
-            for key in ("reasoning_content", "reasoning"):
-                piece = delta.get(key)
-                if isinstance(piece, str) and piece:
-                    self._reasoning.setdefault(key, []).append(piece)
-            for call in delta.get("tool_calls") or []:
-                self._tool_call(call)
-            if choice.get("finish_reason"):
-                self._finish = choice["finish_reason"]
+            if choice.get("index", 0) == 0:  # n > 1: the first choice is the reply, as in parse()
+                self._choice(choice, text)
         return "".join(text) or None
+
+    def _choice(self, choice: dict[str, Any], text: list[str]) -> None:
+        """Take in one choice's delta; its text and refusal pieces also go to `text`."""
+        delta = choice.get("delta") or {}
+        for key, pieces in (("content", self._content), ("refusal", self._refusal)):
+            piece = delta.get(key)
+            if isinstance(piece, str) and piece:
+                pieces.append(piece)
+                text.append(piece)
+        for key in ("reasoning_content", "reasoning"):
+            piece = delta.get(key)
+            if isinstance(piece, str) and piece:
+                self._reasoning.setdefault(key, []).append(piece)
+        for call in delta.get("tool_calls") or []:
+            self._tool_call(call)
+        if choice.get("finish_reason"):
+            self._finish = choice["finish_reason"]
 
     def _tool_call(self, delta: dict[str, Any]) -> None:
         index = delta.get("index")

@@ -12,7 +12,9 @@ with MockServer(latency=0.05) as server:
 
 The server runs its own asyncio loop in a background thread (so tests on
 trio, sync tests and benchmarks can all use it), or in the foreground with
-`python -m vitals_engine.testing --port N`.
+`python -m vitals_engine.testing --port N`. This module is its public face (knobs,
+counters, lifecycle); `answering.py` answers a request, `failures.py` plans failures
+and `traffic.py` counts and logs what came.
 
 Endpoints, each in its provider's wire format (the module of each format has its
 shapes in its docstring):
@@ -154,169 +156,21 @@ import collections
 import contextlib
 import random
 import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
 from aiohttp import web
 
-from .batches import BatchItem, BatchKnobs, BatchStore, MockBatch, add_routes
-from .brain import MockReply, MockRequest, PromptCache, Script, answer
-from .formats import Refused, WireFormat
+from .answering import Answerer, Knobs, StreamHold, wire_formats
+from .batches import BatchKnobs, BatchStore, add_routes
+from .brain import MockReply, PromptCache, Script
+from .failures import KINDS, Failure, FailurePlans, announced_wait
+from .traffic import RecordedRequest, Traffic
 
 __all__ = ["Failure", "MockServer", "RecordedRequest", "StreamHold"]
 
-_STATUS = {"429": 429, "500": 500, "503": 503, "529": 529, "400": 400, "401": 401, "404": 404}
 #: The fewest tokens a prompt prefix needs to be cached, unless a test says otherwise.
 MIN_CACHEABLE_TOKENS = 1024
-#: Failures that only a streamed request can have.
-STREAM_KINDS = frozenset({"cut", "stream-error"})
-KINDS = frozenset(_STATUS) | {"quota", "malformed", "incomplete", "hang", "drop"} | STREAM_KINDS
-_MESSAGES = {
-    429: "Rate limit reached for requests",
-    401: "Incorrect API key provided",
-    404: "The model does not exist",
-    400: "Invalid request",
-    529: "Overloaded",
-    503: "The model is overloaded. Please try again later.",
-}
-
-
-def _message(status: int) -> str:
-    return _MESSAGES.get(status, "The server had an error while processing your request")
-
-
-@dataclass(slots=True)
-class Failure:
-    """A planned failure: what kind, for which model, how many more times.
-
-    `MockServer.fail()` and `failure_rate()` plan them.
-
-    Example:
-        >>> from vitals_engine.testing import Failure
-        >>> Failure("429", times=2, retry_after=0.5).applies("gpt-4.1-mini", streaming=False)
-        True
-        >>> Failure("cut").applies("gpt-4.1-mini", streaming=False)  # streamed replies only
-        False
-    """
-
-    kind: str
-    times: int | None = 1  # None: every time
-    model: str | None = None
-    retry_after: float | None = None
-    header: str = "retry-after"  # or "retry-after-ms", or "reset" (provider reset headers)
-    after: int | None = None  # streamed: events sent before the failure (None: half)
-    status: int | None = None  # "stream-error": the HTTP status it stands for
-
-    def applies(self, model: str, streaming: bool) -> bool:
-        """Whether this failure is for a request to `model`, streamed or not."""
-        return (self.model is None or self.model == model) and (
-            streaming or self.kind not in STREAM_KINDS
-        )
-
-
-class StreamHold:
-    """Holds streamed replies after their first text delta until `release()`.
-
-    Made by `MockServer.hold_stream()`. A reply waits at most `timeout` seconds, then
-    goes on and `timed_out` says so. `release()` may be called from any thread.
-
-    Example:
-        >>> import threading
-        >>> from vitals_engine.testing import MockServer
-        >>> with MockServer() as server:
-        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x",
-        ...                           stream=True)
-        ...     hold = server.hold_stream()
-        ...     threading.Timer(0.05, hold.release).start()  # what the test checks meanwhile
-        ...     print(chat.chat("What's 2+2?"), hold.held, hold.timed_out)
-        2 + 2 = 4 1 False
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
-        self._loop = loop
-        self._released = asyncio.Event()
-        self.timeout = timeout
-        #: Streams that reached the hold.
-        self.held = 0
-        self.timed_out = False
-
-    def release(self) -> None:
-        """Let held streams (and later ones) go on."""
-        self._loop.call_soon_threadsafe(self._released.set)
-
-    async def wait(self) -> None:
-        self.held += 1
-        try:
-            await asyncio.wait_for(self._released.wait(), self.timeout)
-        except TimeoutError:
-            self.timed_out = True
-
-
-@dataclass(slots=True)
-class RecordedRequest:
-    """A request the server received: when, in which format, for which model, what it said.
-
-    `MockServer.log` holds them, oldest first.
-
-    Example:
-        >>> from vitals_engine.testing import MockServer
-        >>> with MockServer() as server:
-        ...     server.fail("429", retry_after=0.1)
-        ...     chat = ve.chat_openai("gpt-4.1-mini", base_url=server.base_url(), api_key="x")
-        ...     _ = chat.chat("What's 2+2?")  # answered on the second attempt
-        >>> [(entry.model, entry.request.prompt, entry.outcome) for entry in server.log]
-        [('gpt-4.1-mini', "What's 2+2?", '429'), ('gpt-4.1-mini', "What's 2+2?", 'ok')]
-    """
-
-    at: float
-    format: str
-    model: str
-    request: MockRequest
-    headers: dict[str, str]
-    body: Any
-    outcome: str = "ok"
-    answered: float = 0.0  # when the answer (or failure) was sent
-    batch: str | None = None  # the batch it came in, if it did
-    custom_id: str | None = None  # its id in that batch
-
-
-def _wait(kind: str, retry_after: float | None) -> float | None:
-    """The Retry-After a failure announces: as asked, else 1 s for a 429 and none otherwise."""
-    return 1.0 if retry_after is None and kind == "429" else retry_after
-
-
-def _formats() -> list[WireFormat]:
-    import importlib
-
-    found: list[WireFormat] = []
-    for module, cls in (
-        ("openai", "OpenAIFormat"),
-        ("openai_responses", "ResponsesFormat"),
-        ("anthropic", "AnthropicFormat"),
-        ("google", "GoogleFormat"),
-    ):
-        try:
-            found.append(getattr(importlib.import_module(f".formats.{module}", __package__), cls)())
-        except ImportError:
-            continue
-    return found
-
-
-@dataclass
-class _State:
-    latency: float | tuple[float, float] = 0.0
-    script: Script | None = None
-    plans: list[Failure] = field(default_factory=list)
-    rate: tuple[float, Failure] | None = None
-    rpm_limit: int | None = None
-    cached_tokens: int = 0
-    reasoning_tokens: int = 0
-    keep_log: bool = True
-    stream_delay: float = 0.0
-    hold: StreamHold | None = None
 
 
 class MockServer(BatchKnobs):
@@ -353,65 +207,102 @@ class MockServer(BatchKnobs):
     ) -> None:
         self.host = host
         self.port = port
-        self._state = _State(latency=latency, keep_log=keep_log, stream_delay=stream_delay)
-        self._initial_latency = latency
-        self._initial_stream_delay = stream_delay
-        self._random = random.Random(seed)
+        self._initial = Knobs(latency=latency, stream_delay=stream_delay)
+        self._knobs = Knobs(latency=latency, stream_delay=stream_delay)
+        rng = random.Random(seed)  # one sequence of draws: latencies and failures
         self._lock = threading.Lock()
-        self._formats = {f.name: f for f in _formats()}
-        self.requests = 0
-        self.requests_by_model: collections.Counter[str] = collections.Counter()
-        #: Requests being answered now, and the most there have been at once.
-        self.in_flight = 0
-        self.peak_in_flight = 0
-        #: The client connections requests came on (their client address and port).
-        self.connections: set[tuple[str, int]] = set()
-        self.log: list[RecordedRequest] = []
-        self._minute: collections.deque[float] = collections.deque()
+        self._traffic = Traffic(self._lock, keep_log)
+        self._plans = FailurePlans(self._lock, rng)
+        self._prompt_cache = PromptCache(MIN_CACHEABLE_TOKENS)
+        self._formats = wire_formats()
+        self._answerer = Answerer(
+            self._formats, self._knobs, self._plans, self._traffic, self._prompt_cache, rng
+        )
+        self._batches = BatchStore(
+            self._lock,
+            reply=self._answerer.reply,
+            record=self._traffic.count_batched,
+            delay=batch_delay,
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
-        self._closing: asyncio.Event | None = None
-        self._hang_release: asyncio.Event | None = None
-        self._batches = BatchStore(
-            self._lock, reply=self._reply, record=self._record_batched, delay=batch_delay
-        )
-        self._prompt_cache = PromptCache(MIN_CACHEABLE_TOKENS)
+
+    # -- what it received -------------------------------------------------------------
+
+    @property
+    def requests(self) -> int:
+        """Requests received (those the API would refuse are not counted)."""
+        return self._traffic.requests
+
+    @property
+    def requests_by_model(self) -> collections.Counter[str]:
+        """Requests received, by model."""
+        return self._traffic.requests_by_model
+
+    @property
+    def in_flight(self) -> int:
+        """Requests being answered now (a hung one is not)."""
+        return self._traffic.in_flight
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most requests there have been in flight at once."""
+        return self._traffic.peak_in_flight
+
+    @property
+    def connections(self) -> set[tuple[str, int]]:
+        """The client connections requests came on (their client address and port)."""
+        return self._traffic.connections
+
+    @property
+    def log(self) -> list[RecordedRequest]:
+        """The requests received, oldest first (empty when `keep_log` is off)."""
+        return self._traffic.log
+
+    def per_second(self) -> list[int]:
+        """Requests received in each whole second of the clock (from the first request's
+        second to the last's, empty seconds included), from the request log.
+
+        Example:
+            >>> max(server.per_second()) <= 2 * rpm / 60   # a rate held, with a second's burst
+        """
+        return self._traffic.per_second()
 
     # -- knobs ------------------------------------------------------------------
 
     @property
     def latency(self) -> float | tuple[float, float]:
-        return self._state.latency
+        return self._knobs.latency
 
     @latency.setter
     def latency(self, value: float | tuple[float, float]) -> None:
-        self._state.latency = value
+        self._knobs.latency = value
 
     @property
     def stream_delay(self) -> float:
         """Seconds between two events of a streamed reply."""
-        return self._state.stream_delay
+        return self._knobs.stream_delay
 
     @stream_delay.setter
     def stream_delay(self, value: float) -> None:
-        self._state.stream_delay = value
+        self._knobs.stream_delay = value
 
     @property
     def cached_tokens(self) -> int:
-        return self._state.cached_tokens
+        return self._knobs.cached_tokens
 
     @cached_tokens.setter
     def cached_tokens(self, value: int) -> None:
-        self._state.cached_tokens = value
+        self._knobs.cached_tokens = value
 
     @property
     def reasoning_tokens(self) -> int:
-        return self._state.reasoning_tokens
+        return self._knobs.reasoning_tokens
 
     @reasoning_tokens.setter
     def reasoning_tokens(self, value: int) -> None:
-        self._state.reasoning_tokens = value
+        self._knobs.reasoning_tokens = value
 
     @property
     def prompt_cache(self) -> PromptCache:
@@ -430,7 +321,7 @@ class MockServer(BatchKnobs):
 
     def script(self, fn: Script | None) -> None:
         """Answer with `fn(request)` (a string or a `MockReply`; None falls back)."""
-        self._state.script = fn
+        self._knobs.script = fn
 
     def fail(
         self,
@@ -456,10 +347,8 @@ class MockServer(BatchKnobs):
             raise ValueError(f"unknown failure kind {kind!r}; one of {sorted(KINDS)}")
         if times is not None and times <= 0:
             return
-        wait = _wait(kind, retry_after)
-        plan = Failure(kind, times, model, wait, header, after, status)
-        with self._lock:
-            self._state.plans.append(plan)
+        wait = announced_wait(kind, retry_after)
+        self._plans.add(Failure(kind, times, model, wait, header, after, status))
 
     def failure_rate(
         self, rate: float, kind: str = "429", *, retry_after: float | None = None
@@ -468,8 +357,8 @@ class MockServer(BatchKnobs):
         as in `fail()`. "cut" and "stream-error" fail a share of the streamed requests."""
         if kind not in KINDS:
             raise ValueError(f"unknown failure kind {kind!r}")
-        failure = Failure(kind, None, None, _wait(kind, retry_after))
-        self._state.rate = (rate, failure) if rate else None
+        failure = Failure(kind, None, None, announced_wait(kind, retry_after))
+        self._plans.rate = (rate, failure) if rate else None
 
     def hold_stream(self, timeout: float = 10.0) -> StreamHold:
         """Hold streamed replies after their first text delta until `release()` on the
@@ -477,61 +366,41 @@ class MockServer(BatchKnobs):
         if self._loop is None:
             raise RuntimeError("start the server before holding its streams")
         hold = StreamHold(self._loop, timeout)
-        self._state.hold = hold
+        self._knobs.hold = hold
         return hold
-
-    def per_second(self) -> list[int]:
-        """Requests received in each whole second of the clock (from the first request's
-        second to the last's, empty seconds included), from the request log.
-
-        Example:
-            >>> max(server.per_second()) <= 2 * rpm / 60   # a rate held, with a second's burst
-        """
-        with self._lock:
-            seconds = [int(entry.at) for entry in self.log]
-        if not seconds:
-            return []
-        counts = collections.Counter(seconds)
-        return [counts[second] for second in range(min(seconds), max(seconds) + 1)]
 
     def rpm(self, limit: int | None) -> None:
         """Answer 429 + Retry-After beyond `limit` requests in any 60 s window."""
-        self._state.rpm_limit = limit
-        self._minute.clear()
+        self._plans.limit_rpm(limit)
 
     def reset(self) -> None:
         """Back to how the server started: counters, request log, failures, limits,
         scripts, latency, stream delay, held streams, token knobs, the prompt cache and its
         minimum, and batches with their knobs, plans and counters."""
         with self._lock:
-            self._state.latency = self._initial_latency
-            self._state.stream_delay = self._initial_stream_delay
-            hold, self._state.hold = self._state.hold, None
+            knobs = self._knobs
+            hold = knobs.hold
+            knobs.latency = self._initial.latency
+            knobs.stream_delay = self._initial.stream_delay
+            knobs.hold = None
             if hold is not None:
                 hold.release()
-            self._state.cached_tokens = 0
-            self._state.reasoning_tokens = 0
+            knobs.cached_tokens = 0
+            knobs.reasoning_tokens = 0
+            knobs.script = None
             self._prompt_cache.clear()
             self._prompt_cache.minimum = MIN_CACHEABLE_TOKENS
-            self.requests = 0
-            self.requests_by_model.clear()
-            self.peak_in_flight = 0
-            self.connections.clear()
-            self.log.clear()
-            self._state.plans.clear()
-            self._state.rate = None
-            self._state.rpm_limit = None
-            self._state.script = None
-            self._minute.clear()
+            self._traffic.clear()
+            self._plans.clear()
         self._batches.reset()
         self._release_hangs()
 
     def _release_hangs(self) -> None:
         """End every request left hanging (they answer 503) so the next test starts clean."""
-        loop, old = self._loop, self._hang_release
+        loop, old = self._loop, self._answerer.hang_release
         if loop is None or old is None:
             return
-        self._hang_release = asyncio.Event()
+        self._answerer.hang_release = asyncio.Event()
         loop.call_soon_threadsafe(old.set)
 
     def base_url(self, provider: str = "openai") -> str:
@@ -590,12 +459,11 @@ class MockServer(BatchKnobs):
             await self._close()
 
     async def _open(self) -> None:
-        self._closing = asyncio.Event()
-        self._hang_release = asyncio.Event()
+        self._answerer.hang_release = asyncio.Event()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         add_routes(app.router, self._batches, self._formats)  # first: see add_routes
         for fmt in self._formats.values():
-            app.router.add_post(fmt.route, self._handler(fmt))
+            app.router.add_post(fmt.route, self._answerer.handler(fmt))
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, backlog=4096, reuse_address=True)
@@ -605,229 +473,10 @@ class MockServer(BatchKnobs):
             self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
     async def _close(self) -> None:
-        if self._closing is not None:
-            self._closing.set()
-        if self._hang_release is not None:
-            self._hang_release.set()
+        if self._answerer.hang_release is not None:
+            self._answerer.hang_release.set()
         if self._runner is not None:
             await self._runner.cleanup()
-
-    # -- answering ------------------------------------------------------------------------
-
-    def _handler(self, fmt: WireFormat) -> Any:
-        async def handle(request: web.Request) -> web.StreamResponse:
-            return await self._answer(fmt, request)
-
-        return handle
-
-    def _pick_failure(self, model: str, streaming: bool) -> Failure | None:
-        with self._lock:
-            for plan in self._state.plans:
-                if plan.applies(model, streaming):
-                    if plan.times is not None:
-                        plan.times -= 1
-                        if plan.times <= 0:
-                            self._state.plans.remove(plan)
-                    return plan
-            rate = self._state.rate
-            if (
-                rate is not None
-                and rate[1].applies(model, streaming)
-                and self._random.random() < rate[0]
-            ):
-                return rate[1]
-            limit = self._state.rpm_limit
-            if limit is not None:
-                now = time.monotonic()
-                while self._minute and now - self._minute[0] >= 60:
-                    self._minute.popleft()
-                if len(self._minute) >= limit:
-                    wait = 60 - (now - self._minute[0])
-                    return Failure("429", None, model, round(wait, 3))
-                self._minute.append(now)
-        return None
-
-    def _delay(self) -> float:
-        latency = self._state.latency
-        if isinstance(latency, tuple):
-            return self._random.uniform(*latency)
-        return latency
-
-    async def _answer(self, fmt: WireFormat, http: web.Request) -> web.StreamResponse:
-        peer = http.transport.get_extra_info("peername") if http.transport else None
-        with self._lock:
-            self.in_flight += 1
-            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-            if peer:
-                self.connections.add((str(peer[0]), int(peer[1])))
-        try:
-            return await self._respond(fmt, http)
-        finally:
-            with self._lock:
-                self.in_flight -= 1
-
-    async def _respond(self, fmt: WireFormat, http: web.Request) -> web.StreamResponse:
-        raw = await http.read()
-        try:
-            body = msgspec.json.decode(raw)
-            request = fmt.parse(body, http.match_info, http.query)
-        except Refused as refused:
-            return web.json_response(fmt.refusal_body(refused), status=refused.status)
-        except (msgspec.DecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            return web.json_response(fmt.error_body(400, f"invalid request: {exc}"), status=400)
-        with self._lock:
-            self.requests += 1
-            self.requests_by_model[request.model] += 1
-            record = RecordedRequest(
-                time.time(), fmt.name, request.model, request, dict(http.headers), body
-            )
-            if self._state.keep_log:
-                self.log.append(record)
-        delay = self._delay()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        failure = self._pick_failure(request.model, request.stream)
-        midstream = failure is not None and (
-            failure.kind in STREAM_KINDS or (request.stream and failure.kind == "malformed")
-        )
-        if failure is not None and not midstream:
-            record.outcome = failure.kind
-            record.answered = time.time()
-            return await self._fail(fmt, http, failure, request.model)
-        reply = self._reply(request)
-        if request.stream:
-            return await self._stream(fmt, http, request, reply, record, failure)
-        record.answered = time.time()
-        return web.Response(
-            body=msgspec.json.encode(fmt.render(request, reply)),
-            content_type="application/json",
-            headers={"x-request-id": f"req_{self.requests}"},
-        )
-
-    def _reply(self, request: MockRequest) -> MockReply:
-        """The brain's reply to `request`, with the server's script, token knobs and prompt
-        cache (which counts only when neither the reply nor a knob says what was cached)."""
-        reply = answer(request, self._state.script)
-        if request.cache is not None and not reply.cache_numbers and not self._state.cached_tokens:
-            used = self._prompt_cache.use(request.cache)
-            reply.cached_tokens = used.read
-            reply.cache_write_5m_tokens = used.written_5m
-            reply.cache_write_1h_tokens = used.written_1h
-        reply.cached_tokens = reply.cached_tokens or min(
-            self._state.cached_tokens, reply.input_tokens
-        )
-        if self._state.reasoning_tokens and not reply.reasoning_tokens:
-            reply.reasoning_tokens = self._state.reasoning_tokens
-            reply.output_tokens += reply.reasoning_tokens
-        return reply
-
-    def _record_batched(self, batch: MockBatch, item: BatchItem) -> None:
-        """Log and count a request a batch has processed, as a live request is."""
-        assert item.request is not None
-        outcome = {"succeeded": "ok", "errored": str(item.status)}.get(str(item.outcome), "expired")
-        record = RecordedRequest(
-            batch.created_at,
-            batch.format,
-            item.request.model,
-            item.request,
-            batch.headers,
-            item.body,
-            outcome,
-            item.done_at or time.time(),
-            batch=batch.id,
-            custom_id=item.custom_id,
-        )
-        with self._lock:
-            self.requests += 1
-            self.requests_by_model[item.request.model] += 1
-            if self._state.keep_log:
-                self.log.append(record)
-
-    async def _stream(
-        self,
-        fmt: WireFormat,
-        http: web.Request,
-        request: MockRequest,
-        reply: MockReply,
-        record: RecordedRequest,
-        failure: Failure | None,
-    ) -> web.StreamResponse:
-        """Send `reply` as the format's server-sent events, failing mid-stream as planned."""
-        events = fmt.render_stream(request, reply)
-        stop = len(events) + 1  # never
-        if failure is not None:
-            record.outcome = failure.kind
-            stop = len(events) // 2 if failure.after is None else min(failure.after, len(events))
-        response = web.StreamResponse(
-            headers={
-                "content-type": "text/event-stream",
-                "cache-control": "no-cache",
-                "x-request-id": f"req_{self.requests}",
-            }
-        )
-        await response.prepare(http)
-        hold = self._state.hold
-        sent = 0
-        for event in events[:stop]:
-            if sent and self._state.stream_delay > 0:
-                await asyncio.sleep(self._state.stream_delay)
-            await response.write(event.encode())
-            sent += 1
-            if event.text and hold is not None:
-                await hold.wait()
-                hold = None  # once per stream
-        record.answered = time.time()
-        if failure is not None:
-            if failure.kind == "cut":
-                if http.transport is not None:
-                    http.transport.close()  # what was written goes out, then the end
-                return response
-            if failure.kind == "stream-error":
-                status = failure.status or fmt.stream_error_status
-                error = fmt.stream_error(status, _message(status), sequence=sent, request=request)
-                await response.write(error.encode())
-            else:  # malformed
-                await response.write(fmt.malformed_event().encode())
-        await response.write_eof()
-        return response
-
-    async def _fail(
-        self, fmt: WireFormat, http: web.Request, failure: Failure, model: str
-    ) -> web.StreamResponse:
-        kind = failure.kind
-        if kind == "hang":
-            assert self._hang_release is not None
-            with self._lock:
-                self.in_flight -= 1  # a hung request is not being answered
-            try:
-                await self._hang_release.wait()
-            finally:
-                with self._lock:
-                    self.in_flight += 1
-            return web.Response(status=503)
-        if kind == "drop":
-            if http.transport is not None:
-                http.transport.abort()
-            return web.Response(status=500)
-        if kind == "malformed":
-            return web.Response(body=b'{"choices": [oops', content_type="application/json")
-        if kind == "incomplete":
-            return web.json_response(fmt.incomplete_body())
-        headers: dict[str, str] = {"x-request-id": f"req_{self.requests}"}
-        if kind == "quota":
-            status, body, more = fmt.quota_error(model, failure.retry_after)
-            return web.json_response(body, status=status, headers={**headers, **more})
-        status = _STATUS[kind]
-        message = _message(status)
-        if failure.retry_after is not None:
-            wait = failure.retry_after
-            if failure.header == "retry-after-ms":
-                headers["retry-after-ms"] = str(int(wait * 1000))
-            elif failure.header == "reset":
-                headers.update(fmt.rate_limit_headers(wait))
-            else:
-                headers["retry-after"] = f"{wait:g}"
-        return web.json_response(fmt.error_body(status, message), status=status, headers=headers)
 
 
 @contextlib.contextmanager

@@ -256,7 +256,7 @@ class BodyReader:
         piece: bytes | None = None
         while True:
             phase = self.phase
-            if phase == _DATA:
+            if phase == _DATA:  # inline: the hot path, once per piece
                 if piece is not None or not buf:
                     return piece  # one piece at a time
                 n = self.left
@@ -270,52 +270,68 @@ class BodyReader:
                 if n:
                     return piece
                 self.phase = _CRLF if self.chunked else _END
-            elif phase == _SIZE:
-                eol = buf.find(b"\r\n")
-                if eol < 0:
-                    if len(buf) > _MAX_CHUNK_LINE:
-                        raise ProtocolError("a chunk-size line is too long")
-                    return piece
-                size_text = bytes(buf[:eol]).split(b";", 1)[0].strip(b" \t")
-                if not size_text or size_text.strip(_HEX) or len(size_text) > 16:
-                    raise ProtocolError(f"malformed chunk size {bytes(buf[:eol])[:40]!r}")
-                size = int(size_text, 16)
-                del buf[: eol + 2]
-                if size:
-                    self.total += size
-                    if self.total > MAX_BODY_BYTES:
-                        raise too_large(MAX_BODY_BYTES)
-                    self.left = size
-                    self.phase = _DATA
-                else:
-                    self.phase = _TRAILERS
-            elif phase == _CRLF:
-                if len(buf) < 2:
-                    return piece
-                if buf[:2] != b"\r\n":
-                    raise ProtocolError("a chunk does not end with CRLF")
-                del buf[:2]
-                self.phase = _SIZE
-            elif phase == _TRAILERS:
-                # None (a bare CRLF) or header lines up to a blank line; read and dropped.
-                if len(buf) < 2:
-                    return piece
-                if buf[:2] == b"\r\n":
-                    del buf[:2]
-                else:
-                    end = buf.find(b"\r\n\r\n")
-                    if end < 0:
-                        if len(buf) > MAX_HEADER_BYTES:
-                            raise ProtocolError(
-                                f"the trailers are larger than the {MAX_HEADER_BYTES >> 10} KiB "
-                                "limit"
-                            )
-                        return piece
-                    del buf[: end + 4]
-                self.phase = _END
-            else:
+            elif phase == _END:
                 self.done = True
                 return b"" if piece is None else piece
+            elif not buf:  # the chunk framing's phases all need bytes
+                return piece
+            elif phase == _TRAILERS:
+                if not self._trailers():
+                    return piece
+            elif not self._chunk_head():
+                return piece
+
+    def _chunk_head(self) -> bool:
+        """Read what comes before a chunk's data: the CRLF ending the chunk before it (in
+        phase _CRLF), then its size line; on to its data, or (size 0) to the trailers.
+        False when more bytes are needed."""
+        buf = self.buf
+        if self.phase == _CRLF:
+            if len(buf) < 2:
+                return False
+            if buf[:2] != b"\r\n":
+                raise ProtocolError("a chunk does not end with CRLF")
+            del buf[:2]
+            self.phase = _SIZE
+        eol = buf.find(b"\r\n")
+        if eol < 0:
+            if len(buf) > _MAX_CHUNK_LINE:
+                raise ProtocolError("a chunk-size line is too long")
+            return False
+        size_text = bytes(buf[:eol]).split(b";", 1)[0].strip(b" \t")
+        if not size_text or size_text.strip(_HEX) or len(size_text) > 16:
+            raise ProtocolError(f"malformed chunk size {bytes(buf[:eol])[:40]!r}")
+        size = int(size_text, 16)
+        del buf[: eol + 2]
+        if size:
+            self.total += size
+            if self.total > MAX_BODY_BYTES:
+                raise too_large(MAX_BODY_BYTES)
+            self.left = size
+            self.phase = _DATA
+        else:
+            self.phase = _TRAILERS
+        return True
+
+    def _trailers(self) -> bool:
+        """Read and drop the trailers: none (a bare CRLF) or header lines up to a blank
+        line; False when they are not all buffered yet."""
+        buf = self.buf
+        if len(buf) < 2:
+            return False
+        if buf[:2] == b"\r\n":
+            del buf[:2]
+        else:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(buf) > MAX_HEADER_BYTES:
+                    raise ProtocolError(
+                        f"the trailers are larger than the {MAX_HEADER_BYTES >> 10} KiB limit"
+                    )
+                return False
+            del buf[: end + 4]
+        self.phase = _END
+        return True
 
     def settle(self) -> bool:
         """Read past what is left of the body in the buffer, without waiting; whether that

@@ -340,23 +340,9 @@ def log_entry(
     """
     spec = header.eval
     results = header.results if isinstance(header.results, s.EvalResults) else None
-    scores = [
-        {
-            "name": score.name,
-            "scorer": score.scorer,
-            "metrics": metric_values_of(score),
-            "stats": _stats(score),
-            **_corrected(score),
-        }
-        for score in (results.scores if results is not None else [])
-    ]
+    scores = _score_cards(results)
     if samples is None and results is not None and results.completed_samples:
         samples = results.completed_samples
-    cost_table = _cost_table(path, header)
-    costs = [row["cost"] for row in cost_table if row.get("cost") is not None]
-    usage = header.stats.role_usage or header.stats.model_usage
-    stat = path.stat() if path.exists() else None
-    error = header.error.message if isinstance(header.error, s.EvalError) else None
     known: list[BatchSummary] = list(batches if batches is not None else logged_batches(header))
     return {
         "file": relative,
@@ -373,21 +359,51 @@ def log_entry(
         "total_samples": results.total_samples if results is not None else spec.dataset.samples,
         "epochs": spec.config.epochs,
         "dataset": spec.dataset.name,
-        "cost": sum(costs) if costs else None,
-        "tokens": sum(u.total_tokens or (u.input_tokens + u.output_tokens) for u in usage.values()),
-        "cost_table": cost_table,
+        **_spending(path, header),
         "created": spec.created,
         "started": header.stats.started_at or None,
         "completed": header.stats.completed_at or None,
         "run_id": spec.run_id,
-        "error": error,
+        "error": header.error.message if isinstance(header.error, s.EvalError) else None,
         "final": final,
         "batches": len(known),
         "pending_batches": sum(batch.pending for batch in known),
-        "size": stat.st_size if stat else None,
-        "mtime": stat.st_mtime if stat else None,
+        **_file_facts(path),
         "version": version,
     }
+
+
+def _score_cards(results: s.EvalResults | None) -> list[dict[str, Any]]:
+    """Each scorer's card: its name, metrics with their statistics, and its mean
+    corrected by human grades when there is one."""
+    return [
+        {
+            "name": score.name,
+            "scorer": score.scorer,
+            "metrics": metric_values_of(score),
+            "stats": _stats(score),
+            **_corrected(score),
+        }
+        for score in (results.scores if results is not None else [])
+    ]
+
+
+def _spending(path: Path, header: s.EvalLog) -> dict[str, Any]:
+    """A log's `cost` (None: no cost known), `tokens` and `cost_table`."""
+    cost_table = _cost_table(path, header)
+    costs = [row["cost"] for row in cost_table if row.get("cost") is not None]
+    usage = header.stats.role_usage or header.stats.model_usage
+    return {
+        "cost": sum(costs) if costs else None,
+        "tokens": sum(u.total_tokens or (u.input_tokens + u.output_tokens) for u in usage.values()),
+        "cost_table": cost_table,
+    }
+
+
+def _file_facts(path: Path) -> dict[str, Any]:
+    """A log file's `size` and `mtime` (None: it is not there)."""
+    stat = path.stat() if path.exists() else None
+    return {"size": stat.st_size if stat else None, "mtime": stat.st_mtime if stat else None}
 
 
 def _corrected(score: s.EvalScore) -> dict[str, Any]:

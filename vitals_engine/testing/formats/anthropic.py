@@ -71,6 +71,8 @@ _CREDIT = (
     "to upgrade or purchase credits."
 )
 _MAX_BREAKPOINTS = 4
+#: A block of the prompt as the cache sees it: tokens, content, breakpoint ttl (or None).
+_Block = tuple[int, Any, str | None]
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -228,27 +230,55 @@ def _plan(body: Mapping[str, Any], model: str) -> CachePlan | None:
     """The request's `CachePlan` (its blocks in cache order, and its breakpoints), or None."""
     if not _has_breakpoints(body):
         return None
-    blocks: list[tuple[int, Any, str | None]] = []
+    tools, unseen = _tool_blocks(body.get("tools") or [])
+    blocks = [*tools, *_system_blocks(body.get("system")), *_message_blocks(body["messages"])]
+    _check_breakpoints([ttl for _, _, ttl in blocks if ttl is not None])
+    return cache_plan(model, blocks, extra_tokens=unseen)
+
+
+def _without_breakpoint(block: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in block.items() if k != "cache_control"}
+
+
+def _tool_blocks(tools: list[dict[str, Any]]) -> tuple[list[_Block], int]:
+    """The tools' definitions as cache blocks, and their tokens (which the brain does
+    not see, so they count apart)."""
+    blocks: list[_Block] = []
     unseen = 0
-    for i, tool in enumerate(body.get("tools") or []):
-        definition = {k: v for k, v in tool.items() if k != "cache_control"}
+    for i, tool in enumerate(tools):
+        definition = _without_breakpoint(tool)
         tokens = count_tokens(msgspec.json.encode(definition).decode())
         unseen += tokens
         blocks.append((tokens, {"tool": definition}, _ttl(tool, f"tools.{i}")))
-    system = body.get("system")
+    return blocks, unseen
+
+
+def _system_blocks(system: Any) -> list[_Block]:
+    """The system prompt as cache blocks: a string, or its blocks (breakpoints allowed)."""
     if isinstance(system, str):
-        blocks.append((count_tokens(system), {"system": system}, None))
-    elif isinstance(system, list):
-        for i, block in enumerate(system):
-            content = {k: v for k, v in block.items() if k != "cache_control"}
-            blocks.append((_block_tokens(block), {"system": content}, _ttl(block, f"system.{i}")))
-    for m, message in enumerate(body["messages"]):
+        return [(count_tokens(system), {"system": system}, None)]
+    if not isinstance(system, list):
+        return []
+    return [
+        (_block_tokens(block), {"system": _without_breakpoint(block)}, _ttl(block, f"system.{i}"))
+        for i, block in enumerate(system)
+    ]
+
+
+def _message_blocks(messages: list[dict[str, Any]]) -> list[_Block]:
+    """The messages' content blocks as cache blocks, under their role."""
+    blocks: list[_Block] = []
+    for m, message in enumerate(messages):
         role = message.get("role")
         for b, block in enumerate(_blocks(message.get("content"))):
-            content = {k: v for k, v in block.items() if k != "cache_control"}
+            content = _without_breakpoint(block)
             ttl = _ttl(block, f"messages.{m}.content.{b}")
             blocks.append((_block_tokens(block), {role: content}, ttl))
-    ttls = [ttl for _, _, ttl in blocks if ttl is not None]
+    return blocks
+
+
+def _check_breakpoints(ttls: list[str]) -> None:
+    """Refuse more breakpoints than the API takes, or a 1h one after a 5m one."""
     if len(ttls) > _MAX_BREAKPOINTS:
         raise Refused(
             f"A maximum of {_MAX_BREAKPOINTS} blocks with cache_control may be provided. "
@@ -259,7 +289,6 @@ def _plan(body: Mapping[str, Any], model: str) -> CachePlan | None:
             raise Refused(
                 "a cache_control block with ttl='1h' must not come after one with ttl='5m'"
             )
-    return cache_plan(model, blocks, extra_tokens=unseen)
 
 
 def _search_blocks(reply: MockReply) -> list[dict[str, Any]]:
@@ -336,6 +365,58 @@ def _usage(request: MockRequest, reply: MockReply) -> dict[str, Any]:
     return usage
 
 
+def _check_required(body: Any) -> None:
+    """Refuse a body without a model, a positive `max_tokens` and some messages."""
+    if not isinstance(body, dict) or not isinstance(body.get("model"), str):
+        raise ValueError("model: Field required")
+    max_tokens = body.get("max_tokens")
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise ValueError("max_tokens: Field required (a positive integer)")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ValueError("messages: Field required (a non-empty list)")
+
+
+def _conversation(messages: list[dict[str, Any]]) -> list[MockMessage]:
+    """The messages as the brain's, each `tool_use` answered by a `tool_result` in the
+    user message after it."""
+    said: list[MockMessage] = []
+    pending: set[str] = set()
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            said.extend(_user(message, pending))
+        elif role == "assistant":
+            if pending:
+                raise ValueError(f"tool_use ids without a tool_result: {sorted(pending)}")
+            turn = _assistant(message)
+            pending = {call.id for call in turn.tool_calls}
+            said.append(turn)
+        else:
+            raise ValueError(f"messages: role must be 'user' or 'assistant', not {role!r}")
+    return said
+
+
+def _tool(tool: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(tool.get("input_schema"), dict):
+        raise ValueError(f"tools: {tool.get('name')!r} needs an 'input_schema'")
+    return {
+        "name": tool["name"],
+        "description": tool.get("description", ""),
+        "parameters": tool["input_schema"],
+    }
+
+
+def _forced_schema(choice: dict[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The schema of the tool a `tool_choice` forces (None: none forced)."""
+    if choice.get("type") != "tool":
+        return None
+    forced = next((t for t in tools if t["name"] == choice.get("name")), None)
+    if forced is None:
+        raise ValueError(f"tool_choice names an unknown tool {choice.get('name')!r}")
+    return forced["parameters"]
+
+
 class AnthropicFormat(WireFormat):
     name = "anthropic"
     route = "/v1/messages"
@@ -345,48 +426,15 @@ class AnthropicFormat(WireFormat):
     def parse(
         self, body: Any, path: Mapping[str, str], query: Mapping[str, str] | None = None
     ) -> MockRequest:
-        if not isinstance(body, dict) or not isinstance(body.get("model"), str):
-            raise ValueError("model: Field required")
-        max_tokens = body.get("max_tokens")
-        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
-            raise ValueError("max_tokens: Field required (a positive integer)")
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise ValueError("messages: Field required (a non-empty list)")
-        request = MockRequest(format=self.name, model=body["model"], max_tokens=max_tokens)
+        _check_required(body)
+        request = MockRequest(format=self.name, model=body["model"], max_tokens=body["max_tokens"])
         request.stream = body.get("stream") is True
         system = _text_of(body.get("system"))
         request.system = system or None
-        pending: set[str] = set()
-        for message in messages:
-            role = message.get("role")
-            if role == "user":
-                request.messages.extend(_user(message, pending))
-            elif role == "assistant":
-                if pending:
-                    raise ValueError(f"tool_use ids without a tool_result: {sorted(pending)}")
-                said = _assistant(message)
-                pending = {call.id for call in said.tool_calls}
-                request.messages.append(said)
-            else:
-                raise ValueError(f"messages: role must be 'user' or 'assistant', not {role!r}")
-        for tool in body.get("tools") or []:
-            if not isinstance(tool.get("input_schema"), dict):
-                raise ValueError(f"tools: {tool.get('name')!r} needs an 'input_schema'")
-            request.tools.append(
-                {
-                    "name": tool["name"],
-                    "description": tool.get("description", ""),
-                    "parameters": tool["input_schema"],
-                }
-            )
+        request.messages = _conversation(body["messages"])
+        request.tools = [_tool(tool) for tool in body.get("tools") or []]
         request.cache = _plan(body, request.model)
-        choice = body.get("tool_choice") or {}
-        if choice.get("type") == "tool":
-            forced = next((t for t in request.tools if t["name"] == choice.get("name")), None)
-            if forced is None:
-                raise ValueError(f"tool_choice names an unknown tool {choice.get('name')!r}")
-            request.schema = forced["parameters"]
+        request.schema = _forced_schema(body.get("tool_choice") or {}, request.tools)
         return request
 
     @staticmethod

@@ -35,7 +35,8 @@ import base64
 import binascii
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -177,6 +178,131 @@ def _signature(text: str) -> str:
     return base64.b64encode(f"mock-thought:{len(text)}".encode()).decode()
 
 
+def _declared_functions(tool: dict[str, Any]) -> list[dict[str, Any]]:
+    """A tool's `functionDeclarations` as the brain's tools, their schemas checked."""
+    declared: list[dict[str, Any]] = []
+    for j, fn in enumerate(tool.get("functionDeclarations") or []):
+        if not isinstance(fn.get("name"), str):
+            raise ValueError(f"function declaration {j} has no name")
+        if "parameters" in fn:
+            _check_schema(fn["parameters"], f"tools.function_declarations[{j}].parameters")
+        declared.append(
+            {
+                "name": fn["name"],
+                "description": fn.get("description", ""),
+                "parameters": fn.get("parameters") or {},
+            }
+        )
+    return declared
+
+
+def _read_config(request: MockRequest, config: Any) -> None:
+    """Check `generationConfig` and take from it the reply's schema and token limit."""
+    _check_fields(config, _CONFIG_KEYS, "generation_config")
+    config = {_camel(k): v for k, v in config.items()}
+    if "responseSchema" in config:
+        _check_schema(config["responseSchema"], "generation_config.response_schema")
+        request.schema = config["responseSchema"]
+    elif "responseJsonSchema" in config:
+        request.schema = config["responseJsonSchema"]
+    elif config.get("responseMimeType") == "application/json":
+        request.schema = {"type": "object"}
+    if "thinkingConfig" in config:
+        _check_thinking(config["thinkingConfig"])
+    request.max_tokens = config.get("maxOutputTokens")
+
+
+@dataclass(slots=True)
+class _Turn:
+    """One of the request's contents as its parts are read: the text, function calls and
+    images of its own message (function responses are messages of their own)."""
+
+    request: MockRequest
+    role: str
+    texts: list[str] = field(default_factory=list)
+    calls: list[MockToolCall] = field(default_factory=list)
+    images: int = 0
+
+
+def _read_content(request: MockRequest, content: Any, where: str) -> None:
+    """Add a content (a turn of `contents`) to the request's messages."""
+    if not isinstance(content, dict):
+        raise ValueError(f"* {where}: a content must be an object")
+    role = content.get("role") or "user"
+    parts = content.get("parts")
+    if not isinstance(parts, list) or not parts:
+        raise ValueError(f"* {where}.parts: contents.parts must not be empty")
+    if role not in ("user", "model", "function"):
+        raise ValueError(f"Please use a valid role: user, model. Got {role!r} at {where}.")
+    turn = _Turn(request, role)
+    for k, part in enumerate(parts):
+        _read_part(turn, part, f"{where}.parts[{k}]")
+    if role == "model":
+        request.messages.append(
+            MockMessage("assistant", "".join(turn.texts), tool_calls=turn.calls)
+        )
+    elif turn.texts or turn.images:
+        request.messages.append(MockMessage("user", "\n".join(turn.texts), images=turn.images))
+
+
+def _read_part(turn: _Turn, part: Any, at: str) -> None:
+    """Check a part (an object with exactly one of the data fields) and read it."""
+    if not isinstance(part, dict):
+        raise ValueError(f"* {at}: a part must be an object")
+    present = [f for f in _DATA_FIELDS if f in part]
+    if len(present) != 1:
+        raise ValueError(f"* {at}: a part needs exactly one of {', '.join(_DATA_FIELDS)}")
+    _check_signature(part, at)
+    _PART_READERS[present[0]](turn, part, at)
+
+
+def _text_part(turn: _Turn, part: dict[str, Any], at: str) -> None:
+    if not part.get("thought"):
+        turn.texts.append(part["text"])
+
+
+def _inline_data_part(turn: _Turn, part: dict[str, Any], at: str) -> None:
+    blob = part["inlineData"]
+    if not blob.get("mimeType") or not blob.get("data"):
+        raise ValueError(f"* {at}.inline_data: mimeType and data are required")
+    turn.images += 1
+
+
+def _file_data_part(turn: _Turn, part: dict[str, Any], at: str) -> None:
+    if not part["fileData"].get("fileUri"):
+        raise ValueError(f"* {at}.file_data: fileUri is required")
+    turn.images += 1
+
+
+def _function_call_part(turn: _Turn, part: dict[str, Any], at: str) -> None:
+    if turn.role != "model":
+        raise ValueError(f"* {at}: functionCall parts belong to model turns")
+    call = part["functionCall"]
+    turn.calls.append(
+        MockToolCall(call.get("id") or call["name"], call["name"], call.get("args") or {})
+    )
+
+
+def _function_response_part(turn: _Turn, part: dict[str, Any], at: str) -> None:
+    """A function's response: a tool message of its own, before the turn's message."""
+    response = part["functionResponse"]
+    if not isinstance(response.get("name"), str) or not isinstance(response.get("response"), dict):
+        raise ValueError(f"* {at}.function_response: name and response are required")
+    text, failed = _result_text(response["response"])
+    call_id = response.get("id") or response["name"]
+    turn.request.messages.append(MockMessage("tool", text, tool_call_id=call_id, tool_error=failed))
+
+
+#: How each data field of a part is read (a part has exactly one).
+_PART_READERS: dict[str, Callable[[_Turn, dict[str, Any], str], None]] = {
+    "text": _text_part,
+    "inlineData": _inline_data_part,
+    "fileData": _file_data_part,
+    "functionCall": _function_call_part,
+    "functionResponse": _function_response_part,
+}
+
+
 class GoogleFormat(WireFormat):
     name = "google"
     route = "/v1beta/models/{model_action}"
@@ -213,95 +339,11 @@ class GoogleFormat(WireFormat):
         if system:
             request.system = "\n".join(p.get("text", "") for p in system.get("parts") or [])
         for i, content in enumerate(contents):
-            self._content(request, content, f"contents[{i}]")
+            _read_content(request, content, f"contents[{i}]")
         for tool in body.get("tools") or []:
-            for j, fn in enumerate(tool.get("functionDeclarations") or []):
-                if not isinstance(fn.get("name"), str):
-                    raise ValueError(f"function declaration {j} has no name")
-                if "parameters" in fn:
-                    _check_schema(fn["parameters"], f"tools.function_declarations[{j}].parameters")
-                request.tools.append(
-                    {
-                        "name": fn["name"],
-                        "description": fn.get("description", ""),
-                        "parameters": fn.get("parameters") or {},
-                    }
-                )
-        config = body.get("generationConfig") or {}
-        _check_fields(config, _CONFIG_KEYS, "generation_config")
-        config = {_camel(k): v for k, v in config.items()}
-        if "responseSchema" in config:
-            _check_schema(config["responseSchema"], "generation_config.response_schema")
-            request.schema = config["responseSchema"]
-        elif "responseJsonSchema" in config:
-            request.schema = config["responseJsonSchema"]
-        elif config.get("responseMimeType") == "application/json":
-            request.schema = {"type": "object"}
-        if "thinkingConfig" in config:
-            _check_thinking(config["thinkingConfig"])
-        request.max_tokens = config.get("maxOutputTokens")
+            request.tools += _declared_functions(tool)
+        _read_config(request, body.get("generationConfig") or {})
         return request
-
-    def _content(self, request: MockRequest, content: Any, where: str) -> None:
-        if not isinstance(content, dict):
-            raise ValueError(f"* {where}: a content must be an object")
-        role = content.get("role") or "user"
-        parts = content.get("parts")
-        if not isinstance(parts, list) or not parts:
-            raise ValueError(f"* {where}.parts: contents.parts must not be empty")
-        if role not in ("user", "model", "function"):
-            raise ValueError(f"Please use a valid role: user, model. Got {role!r} at {where}.")
-        texts: list[str] = []
-        calls: list[MockToolCall] = []
-        images = 0
-        for k, part in enumerate(parts):
-            at = f"{where}.parts[{k}]"
-            if not isinstance(part, dict):
-                raise ValueError(f"* {at}: a part must be an object")
-            present = [f for f in _DATA_FIELDS if f in part]
-            if len(present) != 1:
-                raise ValueError(f"* {at}: a part needs exactly one of {', '.join(_DATA_FIELDS)}")
-            _check_signature(part, at)
-            if "text" in part:
-                if not part.get("thought"):
-                    texts.append(part["text"])
-            elif "inlineData" in part:
-                blob = part["inlineData"]
-                if not blob.get("mimeType") or not blob.get("data"):
-                    raise ValueError(f"* {at}.inline_data: mimeType and data are required")
-                images += 1
-            elif "fileData" in part:
-                if not part["fileData"].get("fileUri"):
-                    raise ValueError(f"* {at}.file_data: fileUri is required")
-                images += 1
-            elif "functionCall" in part:
-                if role != "model":
-                    raise ValueError(f"* {at}: functionCall parts belong to model turns")
-                call = part["functionCall"]
-                calls.append(
-                    MockToolCall(
-                        call.get("id") or call["name"], call["name"], call.get("args") or {}
-                    )
-                )
-            else:
-                response = part["functionResponse"]
-                if not isinstance(response.get("name"), str) or not isinstance(
-                    response.get("response"), dict
-                ):
-                    raise ValueError(f"* {at}.function_response: name and response are required")
-                text, failed = _result_text(response["response"])
-                request.messages.append(
-                    MockMessage(
-                        "tool",
-                        text,
-                        tool_call_id=response.get("id") or response["name"],
-                        tool_error=failed,
-                    )
-                )
-        if role == "model":
-            request.messages.append(MockMessage("assistant", "".join(texts), tool_calls=calls))
-        elif texts or images:
-            request.messages.append(MockMessage("user", "\n".join(texts), images=images))
 
     def render(self, request: MockRequest, reply: MockReply) -> dict[str, Any]:
         parts: list[dict[str, Any]] = []

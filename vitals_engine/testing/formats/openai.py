@@ -61,6 +61,48 @@ def _usage(reply: MockReply) -> dict[str, Any]:
     }
 
 
+def _read_message(request: MockRequest, message: dict[str, Any]) -> None:
+    """Add one of the request's messages to `request`: a system or developer message to
+    its system prompt, any other to its messages."""
+    role = message["role"]
+    text, images = _text_and_images(message.get("content"))
+    if role in ("system", "developer"):
+        request.system = (request.system + "\n" if request.system else "") + text
+    elif role == "tool":
+        failed = text.startswith("Error:")
+        said = MockMessage("tool", text, tool_call_id=message["tool_call_id"], tool_error=failed)
+        request.messages.append(said)
+    elif role == "assistant":
+        calls = [_tool_call(c) for c in message.get("tool_calls") or []]
+        request.messages.append(MockMessage("assistant", text, tool_calls=calls))
+    elif role == "user":
+        request.messages.append(MockMessage("user", text, images=images))
+    else:
+        raise ValueError(f"unknown role {role!r}")
+
+
+def _tool_call(call: dict[str, Any]) -> MockToolCall:
+    call_id, name = call["id"], call["function"]["name"]
+    return MockToolCall(call_id, name, msgspec.json.decode(call["function"]["arguments"] or "{}"))
+
+
+def _tool(function: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": function["name"],
+        "description": function.get("description", ""),
+        "parameters": function.get("parameters") or {},
+    }
+
+
+def _schema(response_format: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema a `response_format` asks the reply to follow (None: plain text)."""
+    if response_format.get("type") == "json_schema":
+        return response_format["json_schema"]["schema"]
+    if response_format.get("type") == "json_object":
+        return {"type": "object"}
+    return None
+
+
 class OpenAIFormat(OpenAIErrors, WireFormat):
     name = "openai"
     route = "/v1/chat/completions"
@@ -82,46 +124,9 @@ class OpenAIFormat(OpenAIErrors, WireFormat):
             )
         request.stream_usage = bool((options or {}).get("include_usage"))
         for message in body["messages"]:
-            role = message["role"]
-            text, images = _text_and_images(message.get("content"))
-            if role in ("system", "developer"):
-                request.system = (request.system + "\n" if request.system else "") + text
-            elif role == "tool":
-                request.messages.append(
-                    MockMessage(
-                        "tool",
-                        text,
-                        tool_call_id=message["tool_call_id"],
-                        tool_error=text.startswith("Error:"),
-                    )
-                )
-            elif role == "assistant":
-                calls = [
-                    MockToolCall(
-                        c["id"],
-                        c["function"]["name"],
-                        msgspec.json.decode(c["function"]["arguments"] or "{}"),
-                    )
-                    for c in message.get("tool_calls") or []
-                ]
-                request.messages.append(MockMessage("assistant", text, tool_calls=calls))
-            elif role == "user":
-                request.messages.append(MockMessage("user", text, images=images))
-            else:
-                raise ValueError(f"unknown role {role!r}")
-        request.tools = [
-            {
-                "name": t["function"]["name"],
-                "description": t["function"].get("description", ""),
-                "parameters": t["function"].get("parameters") or {},
-            }
-            for t in body.get("tools") or []
-        ]
-        fmt = body.get("response_format") or {}
-        if fmt.get("type") == "json_schema":
-            request.schema = fmt["json_schema"]["schema"]
-        elif fmt.get("type") == "json_object":
-            request.schema = {"type": "object"}
+            _read_message(request, message)
+        request.tools = [_tool(t["function"]) for t in body.get("tools") or []]
+        request.schema = _schema(body.get("response_format") or {})
         request.max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
         return request
 

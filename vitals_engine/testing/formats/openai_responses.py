@@ -239,14 +239,7 @@ def _check_names(body: Mapping[str, Any]) -> None:
 
 def _check_values(body: Mapping[str, Any]) -> None:
     """Refuse values the API does not take, or that this mock cannot answer."""
-    limit = body.get("max_output_tokens")
-    if limit is not None and (not isinstance(limit, int) or limit < _MIN_OUTPUT):
-        raise Refused(
-            "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
-            f"{_MIN_OUTPUT}, but got {limit} instead.",
-            param="max_output_tokens",
-            code="integer_below_min_value",
-        )
+    _check_output_limit(body.get("max_output_tokens"))
     for name in ("stream", "store", "parallel_tool_calls", "background"):
         if body.get(name) is not None and not isinstance(body[name], bool):
             raise _wrong_type(name, "a boolean", body[name])
@@ -266,18 +259,33 @@ def _check_values(body: Mapping[str, Any]) -> None:
     tier = body.get("service_tier")
     if tier is not None and tier not in _TIERS:
         raise _invalid(tier, _TIERS, "service_tier")
-    reasoning = body.get("reasoning")
-    if reasoning is not None:
-        if not isinstance(reasoning, dict):
-            raise _wrong_type("reasoning", "an object", reasoning)
-        effort, summary = reasoning.get("effort"), reasoning.get("summary")
-        if effort is not None and effort not in _EFFORTS:
-            raise _invalid(effort, _EFFORTS, "reasoning.effort")
-        if summary is not None and summary not in _SUMMARIES:
-            raise _invalid(summary, _SUMMARIES, "reasoning.summary")
+    _check_reasoning(body.get("reasoning"))
     metadata = body.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise _wrong_type("metadata", "an object", metadata)
+
+
+def _check_output_limit(limit: Any) -> None:
+    if limit is not None and (not isinstance(limit, int) or limit < _MIN_OUTPUT):
+        raise Refused(
+            "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
+            f"{_MIN_OUTPUT}, but got {limit} instead.",
+            param="max_output_tokens",
+            code="integer_below_min_value",
+        )
+
+
+def _check_reasoning(reasoning: Any) -> None:
+    """Refuse a `reasoning` that is not an object, or an effort or summary it does not know."""
+    if reasoning is None:
+        return
+    if not isinstance(reasoning, dict):
+        raise _wrong_type("reasoning", "an object", reasoning)
+    effort, summary = reasoning.get("effort"), reasoning.get("summary")
+    if effort is not None and effort not in _EFFORTS:
+        raise _invalid(effort, _EFFORTS, "reasoning.effort")
+    if summary is not None and summary not in _SUMMARIES:
+        raise _invalid(summary, _SUMMARIES, "reasoning.summary")
 
 
 def _content(content: Any, role: str, where: str) -> tuple[str, int]:
@@ -291,35 +299,50 @@ def _content(content: Any, role: str, where: str) -> tuple[str, int]:
     images = 0
     for j, part in enumerate(content):
         at = f"{where}.content[{j}]"
-        if not isinstance(part, dict):
-            raise _wrong_type(at, "an object", part)
-        kind = part.get("type")
-        if kind not in allowed:  # another role's part names the part, an unknown one its type
-            known = kind in _USER_PARTS or kind in _ASSISTANT_PARTS
-            raise _invalid(kind, allowed, at if known else f"{at}.type")
-        if kind in ("input_text", "output_text"):
-            if not isinstance(part.get("text"), str):
-                raise _missing(f"{at}.text")
-            texts.append(part["text"])
-        elif kind == "refusal":
-            texts.append(str(part.get("refusal") or ""))
+        kind = _part_kind(part, allowed, at)
+        if kind in ("input_text", "output_text", "refusal"):
+            texts.append(_part_text(part, kind, at))
         elif kind == "input_image":
-            url = part.get("image_url")
-            if url is not None and not isinstance(url, str):
-                raise _wrong_type(f"{at}.image_url", "a string", url)
-            if not url and not part.get("file_id"):
-                raise Refused(
-                    "You must provide either 'image_url' or 'file_id'.",
-                    param=f"{at}.image_url",
-                    code="missing_required_parameter",
-                )
-            detail = part.get("detail")
-            if detail is not None and detail not in ("low", "high", "auto"):
-                raise _invalid(detail, ("low", "high", "auto"), f"{at}.detail")
+            _check_image(part, at)
             images += 1
         elif not (part.get("file_id") or part.get("file_data") or part.get("file_url")):
             raise _missing(f"{at}.file_id")
     return "\n".join(texts), images
+
+
+def _part_kind(part: Any, allowed: tuple[str, ...], at: str) -> str:
+    """The type of a content part, refused unless the message's role may send it."""
+    if not isinstance(part, dict):
+        raise _wrong_type(at, "an object", part)
+    kind = part.get("type")
+    if kind not in allowed:  # another role's part names the part, an unknown one its type
+        known = kind in _USER_PARTS or kind in _ASSISTANT_PARTS
+        raise _invalid(kind, allowed, at if known else f"{at}.type")
+    return kind
+
+
+def _part_text(part: dict[str, Any], kind: str, at: str) -> str:
+    if kind == "refusal":
+        return str(part.get("refusal") or "")
+    if not isinstance(part.get("text"), str):
+        raise _missing(f"{at}.text")
+    return part["text"]
+
+
+def _check_image(part: dict[str, Any], at: str) -> None:
+    """Refuse an `input_image` part without an image, or with a detail the API lacks."""
+    url = part.get("image_url")
+    if url is not None and not isinstance(url, str):
+        raise _wrong_type(f"{at}.image_url", "a string", url)
+    if not url and not part.get("file_id"):
+        raise Refused(
+            "You must provide either 'image_url' or 'file_id'.",
+            param=f"{at}.image_url",
+            code="missing_required_parameter",
+        )
+    detail = part.get("detail")
+    if detail is not None and detail not in ("low", "high", "auto"):
+        raise _invalid(detail, ("low", "high", "auto"), f"{at}.detail")
 
 
 class _Input:

@@ -143,22 +143,40 @@ def _strict_problem(schema: Any, context: tuple[str, ...]) -> str | None:
     """What keeps `schema` from strict mode, in the API's words, or None."""
     if not isinstance(schema, dict):
         return None
-    where = f"In context={context!r}"
     if schema.get("type") == "object" or "properties" in schema:
-        if schema.get("additionalProperties") is not False:
-            return f"{where}, 'additionalProperties' is required to be supplied and to be false."
-        properties = schema.get("properties") or {}
-        required = schema.get("required") or []
-        missing = [name for name in properties if name not in required]
-        if missing:
-            return (
-                f"{where}, 'required' is required to be supplied and to be an array including "
-                f"every key in properties. Missing '{missing[0]}'."
-            )
-        for name, sub in properties.items():
-            problem = _strict_problem(sub, (*context, "properties", name))
-            if problem:
-                return problem
+        problem = _object_problem(schema, context)
+        if problem:
+            return problem
+    for path, sub in _subschemas(schema):
+        problem = _strict_problem(sub, (*context, *path))
+        if problem:
+            return problem
+    return None
+
+
+def _object_problem(schema: dict[str, Any], context: tuple[str, ...]) -> str | None:
+    """What keeps an object schema from strict mode (additional properties allowed, a
+    property not required, or a property's own problem), or None."""
+    where = f"In context={context!r}"
+    if schema.get("additionalProperties") is not False:
+        return f"{where}, 'additionalProperties' is required to be supplied and to be false."
+    properties = schema.get("properties") or {}
+    required = schema.get("required") or []
+    missing = [name for name in properties if name not in required]
+    if missing:
+        return (
+            f"{where}, 'required' is required to be supplied and to be an array including "
+            f"every key in properties. Missing '{missing[0]}'."
+        )
+    for name, sub in properties.items():
+        problem = _strict_problem(sub, (*context, "properties", name))
+        if problem:
+            return problem
+    return None
+
+
+def _subschemas(schema: dict[str, Any]) -> list[tuple[tuple[str, ...], Any]]:
+    """The schemas inside `schema` other than its properties', each with its path."""
     subs: list[tuple[tuple[str, ...], Any]] = []
     if "items" in schema:
         subs.append((("items",), schema["items"]))
@@ -166,11 +184,7 @@ def _strict_problem(schema: Any, context: tuple[str, ...]) -> str | None:
         subs += [((key, str(i)), sub) for i, sub in enumerate(schema.get(key) or [])]
     for key in ("$defs", "definitions"):
         subs += [((key, name), sub) for name, sub in (schema.get(key) or {}).items()]
-    for path, sub in subs:
-        problem = _strict_problem(sub, (*context, *path))
-        if problem:
-            return problem
-    return None
+    return subs
 
 
 def check_strict_schema(schema: Any, owner: str, *, param: str, code: str) -> None:
