@@ -79,7 +79,7 @@ docs-serve: $(VENV)/.synced-dev
 # The run options' typed keywords and fields, written from their table
 # (vitals_engine/engine/option_table.py): run after editing the table.
 options: $(VENV)/.synced-dev
-	$(VENV)/bin/python -m vitals_engine.engine.option_table
+	$(VENV)/bin/python -m vitals_engine.engine.option_render
 	$(VENV)/bin/ruff format --quiet vitals_engine/engine/option_types.py
 
 bench: $(VENV)/.synced-dev

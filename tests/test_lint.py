@@ -25,18 +25,6 @@ MAX_COMPLEXITY = 20
 #: The most lines a module of the package may have.
 MAX_LINES = 800
 
-#: Functions over MAX_COMPLEXITY being split in #42 in other branches (the engine's run,
-#: options and CLI; structured-output validation): the integrator empties this set as
-#: they land. (path under the repository, radon's name of the function)
-_BEING_SPLIT = {
-    ("vitals_engine/cli/eval.py", "run_eval"),
-    ("vitals_engine/task/running.py", "_finish_run"),
-    ("vitals_engine/engine/user_functions.py", "describe"),
-    ("vitals_engine/task/estimate.py", "extrapolate"),
-    ("vitals_engine/vocab/structured.py", "_violations"),
-}
-
-
 def too_complex() -> dict[tuple[str, str], str]:
     """Every function of the package radon rates over MAX_COMPLEXITY: (path, name) -> where
     it is and its complexity."""
@@ -61,17 +49,9 @@ def test_no_function_is_past_ruffs_complexity():
 
 
 def test_radon_rates_no_function_above_20():
-    """radon's cyclomatic complexity rates every function and method A to C (20 or less),
-    but those being split."""
-    found = [where for key, where in too_complex().items() if key not in _BEING_SPLIT]
+    """radon's cyclomatic complexity rates every function and method A to C (20 or less)."""
+    found = list(too_complex().values())
     assert not found, "\n".join(found)
-
-
-def test_the_functions_being_split_still_need_splitting():
-    """Each function of `_BEING_SPLIT` is still over 20: once one is split (or gone), it
-    leaves the set, so that it cannot grow back unseen."""
-    done = sorted(_BEING_SPLIT - set(too_complex()))
-    assert not done, f"remove from _BEING_SPLIT: {done}"
 
 
 def test_no_module_is_over_800_lines():

@@ -85,9 +85,9 @@ def test_each_option_is_a_key_of_eval_options_a_field_of_run_options_and_documen
 
 def test_the_option_types_are_what_the_table_makes():
     """`engine/option_types.py` is exactly what the table renders (`make options` writes it)."""
-    from vitals_engine.engine import option_table, option_types
+    from vitals_engine.engine import option_render, option_types
 
-    assert Path(option_types.__file__).read_text() == option_table.render()
+    assert Path(option_types.__file__).read_text() == option_render.render()
 
 
 def test_solve_and_score_take_the_options_the_table_gives_them():

@@ -1,5 +1,5 @@
 """The run options' types: made from the table in `engine/option_table.py` by
-`python -m vitals_engine.engine.option_table` (`make options`). Edit the table, not
+`python -m vitals_engine.engine.option_render` (`make options`). Edit the table, not
 this file: a test fails when this file is not what the table makes.
 
 `EvalOptions` is what `Task.eval()`, `eval_async()`, `stream_async()` and
