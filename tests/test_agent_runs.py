@@ -267,3 +267,37 @@ def test_agents_with_sandboxes_run_on_ray_workers(local_ray, server, tmp_path):
     assert task.metrics == {"accuracy": 1.0}
     assert sorted(task.get_samples()["result"].to_list()) == [f"flag{{{i}}}" for i in range(1, 5)]
     assert glob.glob(os.path.join(tempfile.gettempdir(), "vitals-local-*")) == []  # any process
+
+
+async def test_a_running_agents_transcript_is_in_the_live_sidecar(server, tmp_path):
+    """While an agent waits in its second tool, the run's live sidecar shows its
+    transcript so far: the first tool call, with the command it ran and its output."""
+    from vitals_engine.log.live import live_path, read_live
+
+    go_on, waiting = tmp_path / "go-on", tmp_path / "waiting"
+    waiting.mkdir()
+    wait = f"mktemp -p {waiting} >/dev/null; until test -e {go_on}; do sleep 0.05; done"
+    server.script(
+        trajectory(("bash", {"cmd": "cat notes/flag.txt"}), ("bash", {"cmd": wait}), submit="x")
+    )
+    solver = ve.react(openai(server), tools=[ve.bash(timeout=60)])
+    task = ve.Task(flags(1), solver, ve.detect_includes(), sandbox="local", dir=tmp_path)
+    seen: list[Any] = []
+
+    def live_events() -> list[Any]:
+        journals = list(tmp_path.glob("*.journal"))
+        document = read_live(live_path(journals[0])) if journals else None
+        return document.samples[0].events or [] if document and document.samples else []
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(functools.partial(task.eval_async, progress=False))
+        await until(lambda: len(list(waiting.iterdir())) == 1)
+        await until(lambda: any(e["event"] == "tool" for e in live_events()))
+        seen = live_events()
+        go_on.touch()
+    kinds = [event["event"] for event in seen]
+    assert "span_begin" in kinds
+    (tool,) = [event for event in seen if event["event"] == "tool"]
+    assert (tool["function"], tool["result"]) == ("bash", "flag{1}")
+    sandbox = [event for event in seen if event["event"] == "sandbox"]
+    assert sandbox[0]["cmd"].endswith("cat notes/flag.txt")

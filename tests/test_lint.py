@@ -25,6 +25,7 @@ MAX_COMPLEXITY = 20
 #: The most lines a module of the package may have.
 MAX_LINES = 800
 
+
 def too_complex() -> dict[tuple[str, str], str]:
     """Every function of the package radon rates over MAX_COMPLEXITY: (path, name) -> where
     it is and its complexity."""

@@ -1,9 +1,13 @@
-"""The text each in-flight sample is streaming, for the live viewer.
+"""The text each in-flight sample is streaming, and its transcript so far, for the live
+viewer.
 
 A streaming provider hands each piece of a reply's text to the sample stage's text sink
 (`CallScope.on_text`); `LiveTexts` keeps, per sample, the last `TEXT_LIMIT` characters
-of its current call's attempt, and forgets them when the sample finishes. When nothing
-streams, a stage pays for one small closure and nothing else.
+of its current call's attempt, and forgets them when the sample finishes. A sample that
+records a transcript (an agent's tool calls, its sandbox's actions) is told of each
+record (`CallScope.on_record`): its entry points to its records, so the viewer shows them
+while it runs. When nothing streams or records, a stage pays for two small closures and
+nothing else.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Callable
 
 from ..pacing.scope import TextSink
 from ..samples import Sample
+from ..vocab.transcript import TranscriptRecord
 
 __all__ = ["TEXT_LIMIT", "LiveText", "LiveTexts"]
 
@@ -23,7 +28,7 @@ TEXT_LIMIT = 4000
 class LiveText:
     """The text streamed so far by one sample's current model call attempt."""
 
-    __slots__ = ("attempt", "chars", "role", "sample", "text", "updated")
+    __slots__ = ("attempt", "chars", "events", "role", "sample", "text", "updated")
 
     def __init__(self, sample: Sample, role: str, attempt: object) -> None:
         self.sample = sample
@@ -32,6 +37,8 @@ class LiveText:
         self.text = ""  # the last `TEXT_LIMIT` characters
         self.chars = 0  # every character of the attempt so far
         self.updated = 0.0  # time.time() of the last piece
+        #: The sample's transcript so far (its `SampleRecord.events`; None: none yet).
+        self.events: list[TranscriptRecord] | None = None
 
 
 class LiveTexts:
@@ -69,7 +76,9 @@ class LiveTexts:
         def take(attempt: object, delta: str) -> None:
             entry = entries.get(key)
             if entry is None or entry.attempt is not attempt:
+                events = entry.events if entry is not None else None
                 entry = entries[key] = LiveText(sample, role, attempt)
+                entry.events = events
             text = entry.text + delta
             entry.text = text if len(text) <= limit else text[-limit:]
             entry.chars += len(delta)
@@ -78,6 +87,25 @@ class LiveTexts:
                 self.on_change()
 
         return take
+
+    def recorder(
+        self, sample: Sample, role: str, events: list[TranscriptRecord]
+    ) -> Callable[[], None]:
+        """The `on_record` of one stage (`role`) of `sample`, whose transcript is `events`:
+        told of each record, it shows the sample's transcript so far."""
+        entries, key = self.entries, (sample.id, sample.epoch)
+
+        def recorded() -> None:
+            entry = entries.get(key)
+            if entry is None:
+                entry = entries[key] = LiveText(sample, role, None)
+            entry.events = events
+            entry.role = role
+            entry.updated = time.time()
+            if self.on_change is not None:
+                self.on_change()
+
+        return recorded
 
     def drop(self, key: tuple[int | str, int]) -> None:
         """Forget a sample's text (it finished or failed)."""

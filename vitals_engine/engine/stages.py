@@ -197,6 +197,9 @@ class SampleStages:
             sample=record.key,
             seat=current_seat(),
             on_text=live.sink(record.sample, role) if live is not None else None,
+            on_record=live.recorder(record.sample, role, record.events)
+            if live is not None
+            else None,
             limits=watch,
             sandbox=record.sandbox,
             transcript=record.events,

@@ -17,11 +17,15 @@ The file is one JSON object (format version 1):
     "input": "What's 3+3?",                         the input's first 160 characters
     "text": "3 + 3 = ",                             the attempt's last 4,000 characters
     "chars": 8,                                     characters the attempt streamed in all
-    "updated": 1768429151.2}]}                      when its last piece came (Unix seconds)
+    "updated": 1768429151.2,                        when its last piece came (Unix seconds)
+    "events": [...]}]}                              its transcript so far, when it has one
 ```
 
-A sample is listed from its first streamed piece until it finishes or fails; a
-retried call (or the sample's next call) starts its text afresh.
+A sample is listed from its first streamed piece (or transcript record) until it
+finishes or fails; a retried call (or the sample's next call) starts its text afresh.
+`events` holds the last `LIVE_EVENTS` records of a sample's transcript (an agent's spans,
+tool calls, sandbox actions) as the log's events (`log/transcript.py`), so the viewer
+shows what an agent is doing while it does it; the sample's log holds them all.
 
 Choices:
 
@@ -64,6 +68,7 @@ from .atomic import replace_atomically
 
 __all__ = [
     "INPUT_CHARS",
+    "LIVE_EVENTS",
     "LIVE_SUFFIX",
     "LIVE_VERSION",
     "WRITE_EVERY",
@@ -80,10 +85,12 @@ LIVE_VERSION = 1
 #: The actor rests this long (seconds) after each write: at most 1 / WRITE_EVERY writes a second.
 WRITE_EVERY = 0.25
 INPUT_CHARS = 160
+#: The records of an in-flight sample's transcript the sidecar shows: its last ones.
+LIVE_EVENTS = 200
 
 
-class LiveSample(msgspec.Struct, kw_only=True):
-    """One in-flight sample's streamed text (see the module docstring)."""
+class LiveSample(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One in-flight sample's streamed text and transcript (see the module docstring)."""
 
     id: int | str
     epoch: int
@@ -92,6 +99,7 @@ class LiveSample(msgspec.Struct, kw_only=True):
     text: str
     chars: int = 0
     updated: float
+    events: list[dict[str, Any]] | None = None
 
 
 class LiveDocument(msgspec.Struct, kw_only=True):

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from ..vocab.transcript import (
@@ -52,6 +53,7 @@ __all__ = [
     "INIT_SPAN",
     "LIMIT_TYPES",
     "TOOL_ERROR_TYPES",
+    "live_events",
     "record_event",
     "sample_init",
     "sample_limit",
@@ -197,6 +199,25 @@ def record_event(record: TranscriptRecord, start: float, iso: Iso) -> Event:
         2.5
     """
     return _EVENTS[type(record)](record, start, iso)
+
+
+def live_events(records: Sequence[TranscriptRecord], last: int = 200) -> list[Event]:
+    """The last `last` records of a running sample's transcript as the log's events (for
+    the live viewer: timed from its first record, written in local ISO time).
+
+    Example:
+        >>> live_events([SpanBegin("s1", "bash", at=5.0, type="tool")])[0]["event"]
+        'span_begin'
+    """
+    if not records:
+        return []
+    start = _at(records[0])
+    shown = records[-last:]
+    return [record_event(record, start, _local_iso) for record in shown]
+
+
+def _local_iso(unix: float) -> str:
+    return datetime.fromtimestamp(unix).astimezone().isoformat()
 
 
 def _at(record: TranscriptRecord) -> float:

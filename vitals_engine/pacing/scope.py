@@ -88,6 +88,8 @@ class CallScope:
     sandbox: Any = None
     #: Where the sample's transcript is recorded (its `SampleRecord.events`; None: not).
     transcript: list[TranscriptRecord] | None = None
+    #: Told after each record of the transcript (the live viewer's; None: nobody).
+    on_record: Callable[[], None] | None = None
     #: Grades an answer with the task's scorer, True when correct (the solve stage's, for
     #: an agent's attempts; None: no scorer to ask).
     grade: Callable[[str], Awaitable[bool]] | None = None

@@ -45,6 +45,8 @@ def record(entry: TranscriptRecord) -> None:
     scope = current_scope()
     if scope is not None and scope.transcript is not None:
         scope.transcript.append(entry)
+        if scope.on_record is not None:
+            scope.on_record()
 
 
 @contextmanager
@@ -56,11 +58,16 @@ def span(name: str, type: str | None = None) -> Iterator[str | None]:
     if transcript is None:
         yield None
         return
+    told = scope.on_record if scope is not None else None
     span_id = f"{_PREFIX}-{next(_ids)}"
     transcript.append(SpanBegin(span_id, name, time.time(), type, _span.get()))
+    if told is not None:
+        told()
     token = _span.set(span_id)
     try:
         yield span_id
     finally:
         _span.reset(token)
         transcript.append(SpanEnd(span_id, time.time()))
+        if told is not None:
+            told()

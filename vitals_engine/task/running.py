@@ -48,6 +48,7 @@ from ..log import schema as log_schema
 from ..log.compose import compose_header, compose_sample
 from ..log.journal_format import encode_sample
 from ..log.live import LiveFile, LiveSample, input_excerpt, live_path
+from ..log.transcript import live_events
 from ..log.writer import LogWriter, log_file_name, new_id
 from ..pacing.budget import Budget
 from ..progress import ProgressBar
@@ -562,7 +563,8 @@ def raise_if_failed(state: RunState, options: RunOptions) -> None:
 
 
 def _live_samples(texts: LiveTexts) -> list[LiveSample]:
-    """The sidecar's samples: the streamed text of each in-flight sample."""
+    """The sidecar's samples: the streamed text of each in-flight sample, and the last
+    records of its transcript as the log's events."""
     return [
         LiveSample(
             id=entry.sample.id,
@@ -572,6 +574,7 @@ def _live_samples(texts: LiveTexts) -> list[LiveSample]:
             text=entry.text,
             chars=entry.chars,
             updated=entry.updated,
+            events=live_events(entry.events) if entry.events else None,
         )
         for entry in texts.entries.values()
     ]
