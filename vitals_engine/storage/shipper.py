@@ -32,6 +32,7 @@ import msgspec
 from .._errors import StoreError
 from .._logging import log
 from ..config import ship_interval_from_env
+from .conditional import update
 from .failures import retryable
 from .location import Store
 from .remote_lock import RemoteLock
@@ -204,21 +205,27 @@ class Shipper:
 
     def _update_listing(self, final: Path) -> None:
         """The store's `listing.json` with the final log's entry (as the staging
-        directory's listing has it): best effort, as a listing is rebuilt by readers."""
+        directory's listing has it), changed with the store's conditional writes so that
+        runs finishing together each keep their entry. Best effort: a listing is rebuilt
+        by readers."""
         try:
             local = msgspec.json.decode((final.parent / LISTING).read_bytes())
             entry = local[final.name]
         except (OSError, KeyError, TypeError, msgspec.DecodeError):
             return
-        try:
+
+        def with_entry(current: bytes | None) -> bytes:
             try:
-                listing = msgspec.json.decode(self.store.get(LISTING))
-            except (FileNotFoundError, msgspec.DecodeError):
+                listing = msgspec.json.decode(current) if current is not None else {}
+            except msgspec.DecodeError:
                 listing = {}
             if not isinstance(listing, dict):
                 listing = {}
             listing[final.name] = entry
-            self.store.put(LISTING, msgspec.json.encode(listing))
+            return msgspec.json.encode(listing)
+
+        try:
+            update(self.store, LISTING, with_entry)
         except (StoreError, OSError) as exc:
             log.warning(f"the store's {LISTING} was not updated: {exc}", url=self.store.url)
 
