@@ -83,7 +83,7 @@ def test_credentials_never_reach_a_log(s3, monkeypatch):
     monkeypatch.setattr(Store, "put", spy)
     task.eval(progress=False)
     written = [s3.read(k) for k in s3.listed()] + seen
-    assert len(seen) >= 2  # segments (and the listing) went through put
+    assert seen  # the segments went through put (the listing, written conditionally, is read)
     assert all(secret.encode() not in data for data in written)
     assert all(secret.encode() not in p.read_bytes() for p in s3.staging.rglob("*") if p.is_file())
 
