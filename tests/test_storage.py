@@ -196,3 +196,33 @@ def test_a_bundle_of_a_store(store, tmp_path):
     assert task.log_path is not None
     assert task.log_path.name in listed
     assert (site / "index.html").is_file()
+
+
+def test_a_damaged_segment_costs_its_own_lines_only(store, tmp_path, caplog):
+    """A segment cut short in the store: the journal rebuilt from it keeps every byte's
+    offset (the lost bytes blanked), reads the segments after it, says which segment and
+    bytes were lost, and a follower appends past it; shipping goes on where the last ends."""
+    journal = tmp_path / "run.journal"
+    lines = [b'{"a":1}\n', b'{"b":2}\n', b'{"c":3}\n', b'{"d":4}\n']
+    shipper = Shipper(store, journal, interval=0.05)
+    for upto in range(1, 5):  # a segment per line
+        journal.write_bytes(b"".join(lines[:upto]))
+        shipper.ship(journal.stat().st_size)
+    middle = segments(store, "run.journal")[1].object.name
+    store.put(middle, b'{"b"')  # cut short: four of its eight bytes
+
+    rebuilt = tmp_path / "elsewhere" / "run.journal"
+    with caplog.at_level("WARNING", logger="vitals_engine"):
+        assert rebuild(store, "run.journal", rebuilt) == 32
+    data = rebuilt.read_bytes()
+    assert data[:8] == lines[0]
+    assert data[16:] == lines[2] + lines[3]
+    assert not data[8:16].strip()  # blanked: a reader passes over
+    assert data[15:16] == b"\n"
+    (said,) = [r.getMessage() for r in caplog.records if middle in r.getMessage()]
+    assert "bytes 8-16" in said
+    follower = tmp_path / "follow" / "run.journal"
+    follower.parent.mkdir()
+    follower.write_bytes(lines[0])
+    assert catch_up(store, "run.journal", follower) == 32
+    assert follower.read_bytes() == data

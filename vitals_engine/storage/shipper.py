@@ -36,7 +36,7 @@ from .conditional import update
 from .failures import retryable
 from .location import Store
 from .remote_lock import RemoteLock
-from .segments import segment_name, segments
+from .segments import segment_name, segment_objects, segments
 
 __all__ = ["LISTING", "Shipper"]
 
@@ -230,8 +230,10 @@ class Shipper:
             log.warning(f"the store's {LISTING} was not updated: {exc}", url=self.store.url)
 
     def _remove_segments(self) -> None:
+        """Remove every object of the journal's folder in the store (a damaged segment,
+        and those after it, too)."""
         try:
-            names = [seg.object.name for seg in segments(self.store, self.journal.name)]
+            names = [obj.name for obj in segment_objects(self.store, self.journal.name)]
             self.store.remove(names)
         except (StoreError, OSError) as exc:
             log.warning(
