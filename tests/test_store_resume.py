@@ -21,6 +21,8 @@ import vitals_engine as ve
 from tests.helpers import killed_journal, openai, sums
 from tests.object_store import Bucket
 from vitals_engine.storage import Store
+from vitals_engine.storage.remote_lock import RemoteLock
+from vitals_engine.storage.segments import rebuild
 from vitals_engine.storage.shipper import Shipper
 from vitals_engine.storage.staging import staging_dir
 
@@ -61,6 +63,59 @@ def _died(s3: Bucket, server, keep: int, pieces: int = 1) -> str:
 def _log_key(s3: Bucket) -> str:
     (key,) = [k for k in s3.listed("qa/") if k.endswith(".json") and "listing" not in k]
     return key
+
+
+def test_a_finished_run_in_the_store_is_not_resumed_from_a_refused_copy(
+    s3, server, tmp_path, monkeypatch
+):
+    """A resume refused because another machine continues the run leaves no copy of its
+    journal here; once that machine has finished, `resume=True` here says there is nothing
+    to resume: it buys no reply again and leaves the finished log in the bucket as it is."""
+    _on("first", s3, tmp_path, monkeypatch)
+    journal = _died(s3, server, keep=4)
+    other = RemoteLock(Store(s3.url), journal, stale_after=60)
+    other._me.host = "gpu-node-7"
+    other.acquire()
+
+    here = _on("here", s3, tmp_path, monkeypatch)
+    with pytest.raises(ve.JournalInUseError, match="gpu-node-7"):
+        _task(openai(server), s3.url).eval(resume=True, progress=False)
+    assert not list(here.glob("*.journal"))
+    other.release()
+
+    _on("gpu-node-7", s3, tmp_path, monkeypatch)
+    _task(openai(server), s3.url).eval(resume=True, progress=False)
+    finished = s3.read(_log_key(s3))
+    bought = len(server.log)
+    assert bought == N - 4
+
+    _on("here", s3, tmp_path, monkeypatch)
+    with pytest.raises(ve.ConfigError, match="finished"):
+        _task(openai(server), s3.url).eval(resume=True, progress=False)
+    assert len(server.log) == bought
+    assert s3.read(_log_key(s3)) == finished
+
+
+def test_a_final_log_in_the_store_wins_over_a_journal_left_here(s3, server, tmp_path, monkeypatch):
+    """A journal this machine kept of a run (from a resume that stopped before cleaning up,
+    or an older version) is not resumed once the store holds the run's final log: the
+    store says the run finished, so `resume=True` buys nothing and replaces nothing."""
+    _on("first", s3, tmp_path, monkeypatch)
+    journal = _died(s3, server, keep=4)
+    here = _on("here", s3, tmp_path, monkeypatch)
+    rebuild(Store(s3.url), journal, here / journal)  # what an interrupted resume left here
+
+    _on("elsewhere", s3, tmp_path, monkeypatch)
+    _task(openai(server), s3.url).eval(resume=True, progress=False)
+    finished = s3.read(_log_key(s3))
+    bought = len(server.log)
+
+    _on("here", s3, tmp_path, monkeypatch)
+    with pytest.raises(ve.ConfigError, match="finished"):
+        _task(openai(server), s3.url).eval(resume=True, progress=False)
+    assert len(server.log) == bought
+    assert s3.read(_log_key(s3)) == finished
+    assert not list(here.glob("*.journal"))
 
 
 def _samples_in(data: bytes) -> set[int]:

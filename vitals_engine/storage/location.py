@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from .._errors import ConfigError, StoreError
 from .failures import store_error
 
-__all__ = ["INSTALL", "Store", "StoredObject", "as_store", "is_url"]
+__all__ = ["INSTALL", "Store", "StoredObject", "as_store", "is_url", "stamp"]
 
 _URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 INSTALL = 'pip install "vitals-engine[s3]"'
@@ -67,6 +67,17 @@ class StoredObject:
 
     def __repr__(self) -> str:
         return f"StoredObject({self.name!r}, {self.size})"
+
+
+def stamp(local: Path, modified: float) -> None:
+    """Give `local`, a copy of an object (pulled, or put from here), the object's
+    modification time in the store (when known): a copy as the store has it.
+
+    Example:
+        >>> stamp(Path("staging/run.json"), store.info("run.json").modified)
+    """
+    if modified > 0:
+        os.utime(local, (modified, modified))
 
 
 def _modified(info: dict[str, Any]) -> float:

@@ -69,7 +69,11 @@ def lock_name(journal: str) -> str:
 
 
 def segment_objects(store: Store, journal: str) -> list[StoredObject]:
-    """Every object in the store's folder of `journal`: what removing it removes."""
+    """Every object in the store's folder of `journal`: what removing it removes.
+
+    Example:
+        >>> store.remove([obj.name for obj in segment_objects(store, "a.journal")])
+    """
     return store.list(f"{FOLDER}/{journal}")
 
 
@@ -107,7 +111,12 @@ def pieces(
 ) -> Iterator[bytes]:
     """The journal's bytes from `since` (0, or where one of `parts` ends), segment by
     segment, each at its offset: the part of a line a segment cut short, and a gap before
-    the next one, are blanked. What was lost is added to `lost`."""
+    the next one, are blanked. What was lost is added to `lost`.
+
+    Example:
+        >>> lost = []
+        >>> data = b"".join(pieces(store, segments(store, "a.journal"), 0, lost))
+    """
     end = since
     before = ""
     for seg in parts:

@@ -34,7 +34,7 @@ from .._logging import log
 from ..config import ship_interval_from_env
 from .conditional import update
 from .failures import retryable
-from .location import Store
+from .location import Store, stamp
 from .remote_lock import RemoteLock
 from .segments import segment_name, segment_objects, segments
 
@@ -191,6 +191,7 @@ class Shipper:
                     f"{self.store.url_of(final.name)}: the log put there does not read back whole.",
                     url=self.store.url,
                 )
+            stamp(final, got.modified)  # the store's copy: not pulled again
         except StoreError as exc:
             log.warning(
                 f"the final log could not be put in the store: {exc} It is kept at "

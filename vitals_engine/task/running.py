@@ -30,7 +30,7 @@ from typing import Any
 
 import anyio
 
-from .._errors import ConfigError, EvalFailedError, LogWriteError
+from .._errors import ConfigError, EvalFailedError, JournalInUseError, LogWriteError
 from .._sync import INTERRUPTS
 from .._words import plural
 from ..caching.lookup import CacheUse
@@ -65,7 +65,7 @@ from .measuring import scored_so_far
 from .resume import UNFINISHED, Resumed, load_resume, newest_run, reconcile
 from .spill import SPILL_AFTER, WholeSamples, shared_whole_samples
 from .state import RunState, TaskSetup
-from .stores import in_staging, open_shipper, shown_dir
+from .stores import drop_refused, in_staging, open_shipper, shown_dir
 from .streaming import Sink, first_error
 
 __all__ = ["raise_if_failed", "resumable", "run_task"]
@@ -369,6 +369,8 @@ class _TaskRun:
                 finalize_log(setup, self.state, writer)
             elif self.shipper is not None:
                 self.shipper.release()
+                if isinstance(error, JournalInUseError) and not self.owns_journal:
+                    drop_refused(writer.journal)
         except LogWriteError:
             if not isinstance(error, LogWriteError):
                 raise
