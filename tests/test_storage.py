@@ -7,13 +7,14 @@ from __future__ import annotations
 import builtins
 import os
 import sys
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 import vitals_engine as ve
-from tests.helpers import sums
+from tests.helpers import sums, wait_until
 from vitals_engine.storage import Store, as_store, is_url
 from vitals_engine.storage.failures import store_error
 from vitals_engine.storage.remote_lock import RemoteLock
@@ -106,20 +107,25 @@ def test_segments_hold_whole_lines_and_rebuild_the_journal(store, tmp_path):
 
 
 def test_the_lock_is_held_by_one_and_taken_over_when_stale(store):
-    """A fresh lock refuses a second run, naming the holder; a stale one is taken over;
-    the run that lost it is told at its next heartbeat."""
+    """A fresh lock refuses a second run, naming the holder; once the lease the holder
+    wrote in it has passed without a heartbeat, it is taken over (whatever lease the
+    taker would give); the run that lost it is told at its next heartbeat, naming the
+    run that took it."""
     first = RemoteLock(store, "run.journal", stale_after=60)
     first._me.host = "machine-a"
     first.acquire()
     second = RemoteLock(store, "run.journal", stale_after=60)
+    second._me.host = "machine-b"
     with pytest.raises(ve.JournalInUseError, match="machine-a"):
         second.acquire()
-    impatient = RemoteLock(store, "run.journal", stale_after=0.0)
-    impatient.acquire()
-    with pytest.raises(ve.JournalInUseError, match="took over"):
+    first._me.lease = 0.05
+    first.beat()
+    wait_until(lambda: time.time() > first._me.beat + 0.05, "the lease to pass")
+    second.acquire()
+    with pytest.raises(ve.JournalInUseError, match=r"taken over.*machine-b"):
         first.beat()
-    impatient.beat()
-    impatient.release()
+    second.beat()
+    second.release()
     assert store.info(".vitals/run.journal.lock") is None
 
 

@@ -276,6 +276,9 @@ class Run:
         #: The endpoints the solver is known to call before it runs, with the model's own
         #: limits: new samples wait for their admission from the first.
         self.solver_endpoints = solver_endpoints
+        #: Awaited before each sample is taken (None: nothing to wait for): a run logging
+        #: to an object store waits there while its lock on the journal is in doubt.
+        self.fence: Callable[[], Awaitable[None]] | None = None
         #: The samples handed out and not finished, by key (kept only with a budget).
         self._started: dict[tuple[int | str, int], SampleRecord] = {}
         self._finished: anyio.Event | None = None
@@ -617,6 +620,13 @@ class Run:
         """Before a sample is taken: the budget's warm-up, then a place at every endpoint
         the solver calls (see `pacing/admission.py`). `held`: the places of the sample the
         worker just finished, kept for this one when the endpoints allow it."""
+        if self.fence is not None:
+            try:
+                await self.fence()
+            except BaseException:
+                if held is not None:
+                    held.release()
+                raise
         admissions = self.limits.solver_admissions()
         if isinstance(held, Places):
             if held.keep(admissions) and not self._warming():

@@ -58,7 +58,7 @@ def create(store: Store, name: str, data: bytes) -> bool:
     path = store.path(name)
     if store.protocol in _S3:
         try:
-            store.call("locking", lambda: store.fs.pipe_file(path, data, mode="create"), name)
+            store.call("locking", lambda: store.op("pipe_file", path, data, mode="create"), name)
         except OSError as exc:
             if _lost(exc):
                 return False
@@ -77,7 +77,7 @@ def swap(store: Store, name: str, data: bytes, expected: bytes, tag: str) -> boo
     path = store.path(name)
     if store.protocol in _S3:
         try:
-            store.call("locking", lambda: store.fs.pipe_file(path, data, IfMatch=tag), name)
+            store.call("locking", lambda: store.op("pipe_file", path, data, IfMatch=tag), name)
         except FileNotFoundError:
             return False
         except OSError as exc:

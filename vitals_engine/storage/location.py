@@ -2,6 +2,11 @@
 
 A local path never reaches fsspec: `is_url()` tells them apart by a protocol other
 than `file://`, and only a URL imports fsspec (and its backend, such as s3fs).
+
+A store that does not answer costs a bounded time: each call of a backend that runs
+on fsspec's event loop (s3fs, gcsfs, adlfs) is given up after `VITALS_STORE_TIMEOUT`
+seconds, whatever retries the backend makes inside it, and a view from `bounded()`
+gives up sooner: each call after fewer seconds, or every call past a deadline.
 """
 
 from __future__ import annotations
@@ -9,12 +14,14 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .._errors import ConfigError, StoreError
+from ..config import ENV_STORE_TIMEOUT, store_timeout_from_env
 from .failures import store_error
 
 __all__ = ["INSTALL", "Store", "StoredObject", "as_store", "is_url", "stamp"]
@@ -106,6 +113,58 @@ class Store:
         self.url = url.rstrip("/")
         self._fs: Any = None
         self._root = ""
+        self._per_call: float | None = None  # None: VITALS_STORE_TIMEOUT, read when called
+        self._deadline: float | None = None  # time.monotonic() past which no call is made
+        self._budget = 0.0  # the seconds the deadline gave
+
+    def bounded(self, *, per_call: float | None = None, seconds: float | None = None) -> Store:
+        """This store, its calls given up sooner: each after `per_call` seconds, and, with
+        `seconds`, all of them once `seconds` from now have passed (a `StoreUnreachable`
+        saying so). The view shares the connection.
+
+        Example:
+            >>> ending = store.bounded(seconds=60)   # the end of a run: a minute, not more
+            >>> ending.put_file(log, log.name)
+        """
+        view = Store(self.url)
+        view._fs, view._root = self.fs, self._root
+        view._per_call = per_call if per_call is not None else self._per_call
+        view._deadline, view._budget = self._deadline, self._budget
+        if seconds is not None:
+            view._deadline, view._budget = time.monotonic() + seconds, seconds
+        return view
+
+    def left(self) -> float | None:
+        """Seconds left before this view's deadline (None: it has none)."""
+        return None if self._deadline is None else self._deadline - time.monotonic()
+
+    def _seconds(self) -> float:
+        """What the next call may take; a `TimeoutError` when the deadline has passed."""
+        cap = self._per_call if self._per_call is not None else store_timeout_from_env()
+        left = self.left()
+        if left is None:
+            return cap
+        if left <= 0:
+            raise TimeoutError(
+                f"no answer within the {self._budget:g} s given to the store ({ENV_STORE_TIMEOUT})"
+            )
+        return min(cap, left)
+
+    def op(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """The filesystem's `method(*args, **kwargs)`, given up after the seconds this
+        store allows (a `TimeoutError`, which `call` passes on as an `OSError`).
+
+        Example:
+            >>> store.call("writing", lambda: store.op("pipe_file", store.path("a"), b"x"))
+        """
+        fs = self.fs
+        if not getattr(fs, "async_impl", False):  # in-process (memory://): never waits
+            return getattr(fs, method)(*args, **kwargs)
+        seconds = self._seconds()
+        try:
+            return getattr(fs, method)(*args, timeout=seconds, **kwargs)
+        except TimeoutError:
+            raise TimeoutError(f"no answer within {seconds:g} s ({ENV_STORE_TIMEOUT})") from None
 
     def __repr__(self) -> str:
         return f"Store({self.url!r})"
@@ -169,26 +228,26 @@ class Store:
     def _bucket_exists(self) -> bool:
         bucket = self._root.split("/", 1)[0]
         try:
-            return bool(self.fs.exists(bucket)) if bucket else True
+            return bool(self.op("exists", bucket)) if bucket else True
         except Exception:
             return True  # cannot tell: the missing object is the news
 
     def put(self, name: str, data: bytes) -> None:
         """Write one object whole."""
-        self._call("writing", lambda: self.fs.pipe_file(self.path(name), data), name)
+        self._call("writing", lambda: self.op("pipe_file", self.path(name), data), name)
 
     def put_file(self, local: Path, name: str) -> None:
         """Copy a local file to one object (it appears whole or not at all)."""
-        self._call("writing", lambda: self.fs.put_file(str(local), self.path(name)), name)
+        self._call("writing", lambda: self.op("put_file", str(local), self.path(name)), name)
 
     def get(self, name: str) -> bytes:
         """The bytes of one object (`FileNotFoundError` when there is none)."""
-        return self._call("reading", lambda: self.fs.cat_file(self.path(name)), name)
+        return self._call("reading", lambda: self.op("cat_file", self.path(name)), name)
 
     def get_file(self, name: str, local: Path) -> None:
         """Copy one object to a local file."""
         self._fresh(name)
-        self._call("reading", lambda: self.fs.get_file(self.path(name), str(local)), name)
+        self._call("reading", lambda: self.op("get_file", self.path(name), str(local)), name)
 
     def _fresh(self, name: str) -> None:
         """Forget what the backend remembers of `name` (listings it keeps), so that a size
@@ -210,7 +269,7 @@ class Store:
         """What the store says of one object, or None when there is none."""
         self._fresh(name)
         try:
-            info = self._call("reading", lambda: self.fs.info(self.path(name)), name)
+            info = self._call("reading", lambda: self.op("info", self.path(name)), name)
         except FileNotFoundError:
             return None
         return self._object(info)
@@ -227,9 +286,9 @@ class Store:
         def listing() -> list[dict[str, Any]]:
             self.fs.invalidate_cache(path)
             if recursive:
-                found = self.fs.find(path, detail=True)
+                found = self.op("find", path, detail=True)
                 return list(found.values())
-            return self.fs.ls(path, detail=True)
+            return self.op("ls", path, detail=True)
 
         try:
             entries = self._call("listing", listing, under)
@@ -243,7 +302,7 @@ class Store:
 
         def listing() -> list[dict[str, Any]]:
             self.fs.invalidate_cache(path)
-            return self.fs.ls(path, detail=True)
+            return self.op("ls", path, detail=True)
 
         try:
             entries = self._call("listing", listing, under)
@@ -261,13 +320,13 @@ class Store:
             return
         paths = [self.path(name) for name in names]
         with contextlib.suppress(FileNotFoundError):
-            self._call("removing", lambda: self.fs.rm(paths), names[0])
+            self._call("removing", lambda: self.op("rm", paths), names[0])
 
     def check(self) -> None:
         """Raise the `StoreError` of a store that cannot be listed (missing, denied, down)."""
         bucket = self._root.split("/", 1)[0]
         try:
-            self.call("opening", lambda: self.fs.ls(bucket or self._root, detail=False), "")
+            self.call("opening", lambda: self.op("ls", bucket or self._root, detail=False), "")
         except OSError as exc:
             raise store_error(exc, self.url, "opening") from exc
 

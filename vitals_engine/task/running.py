@@ -257,6 +257,8 @@ class _TaskRun:
             exclude=resume.stale if resume else (),
         )
         self.shipper = open_shipper(setup, state, writer)
+        if self.shipper is not None:  # no sample taken while its lock in the store is in doubt
+            self.run.fence = self.shipper.admit
         self.run.batch_journal = writer.add_batch
         # each reply to the journal as it arrives; the resumed run's answer its calls again
         self.run.replies = Replies(writer.add_reply, resume.replies if resume is not None else ())

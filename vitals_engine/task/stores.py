@@ -64,7 +64,9 @@ def open_shipper(setup: TaskSetup, state: RunState, writer: LogWriter) -> Shippe
     state.shipper = None
     if setup.store is None:
         return None
-    state.shipper = Shipper(setup.store, writer.journal, written=lambda: writer.written)
+    state.shipper = Shipper(
+        setup.store, writer.journal, written=lambda: writer.written, log_path=writer.path
+    )
     return state.shipper
 
 
