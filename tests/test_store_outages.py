@@ -18,6 +18,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -36,7 +37,7 @@ def _task(chat: ve.Chat, url: str, n: int) -> ve.Task:
 class _Running:
     """`task.eval()` on a thread of its own: what it raised, once it ended."""
 
-    def __init__(self, task: ve.Task, **options: object) -> None:
+    def __init__(self, task: ve.Task, **options: Any) -> None:
         self.error: BaseException | None = None
 
         def run() -> None:
@@ -190,7 +191,7 @@ def test_a_store_dead_at_the_end_costs_a_bounded_time(s3, s3_faults, monkeypatch
         solved.append(sample.id)
         if len(solved) == n:
             s3_faults.mode = "down"
-        return str(2 * (sample.id - 1))
+        return str(2 * (int(sample.id) - 1))
 
     task = ve.Task(sums(n), solver, ve.detect_includes(), name=TASK, dir=s3.url)
     running = _Running(task)
