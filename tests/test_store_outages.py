@@ -17,9 +17,11 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
 
 import vitals_engine as ve
@@ -97,22 +99,37 @@ def cut_off(s3, s3_faults, server, monkeypatch, caplog) -> FaultyS3:
     return s3_faults
 
 
-def test_a_run_cut_off_from_its_store_waits_and_goes_on_when_it_answers(
+@pytest.mark.anyio
+async def test_a_run_cut_off_from_its_store_waits_and_goes_on_when_it_answers(
     s3, cut_off, server, caplog
 ):
     """A run whose store stops answering stops taking samples before its lease could
     lapse, saying so; when the store answers again it takes samples again, and its final
     log lands in the bucket with every sample, each asked once."""
     n = 80
-    running = _Running(_task(openai(server), s3.url, n), max_concurrency=2)
-    wait_until(lambda: _shipped(s3, 3)() or running.ended, "three samples shipped")
-    cut_off.mode = "down"
-    wait_until(lambda: _fenced(caplog) or running.ended, "a fence")
-    assert _fenced(caplog), "the run went on without its store"
-    asked = len(server.log)
-    cut_off.mode = None
+    task = _task(openai(server), s3.url, n)
+    ended = anyio.Event()
 
-    assert running.wait() is None
+    async def run() -> None:
+        try:
+            await task.eval_async(progress=False, max_concurrency=2)
+        finally:
+            ended.set()
+
+    def waiting(condition: Callable[[], object], what: str) -> Awaitable[object]:
+        return anyio.to_thread.run_sync(wait_until, lambda: condition() or ended.is_set(), what)
+
+    asked = n
+    with anyio.fail_after(PATIENCE):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await waiting(_shipped(s3, 3), "three samples shipped")
+            cut_off.mode = "down"
+            await waiting(lambda: _fenced(caplog), "a fence")
+            assert _fenced(caplog), "the run went on without its store"
+            asked = len(server.log)
+            cut_off.mode = None
+
     assert _said(caplog, "taking samples again")
     assert asked < n
     assert len(server.log) == n
@@ -172,9 +189,10 @@ def test_a_run_whose_store_stays_away_stops_cleanly(s3, cut_off, server, caplog,
     assert len(logged.samples) == len({request.request.prompt for request in server.log})
 
 
-def test_a_store_dead_at_the_end_costs_a_bounded_time(s3, s3_faults, monkeypatch, caplog):
+@pytest.mark.anyio
+async def test_a_store_dead_at_the_end_costs_a_bounded_time(s3, s3_faults, monkeypatch, caplog):
     """A store that drops every connection once the samples are done: with the backend's
-    own retries as they come (s3fs's five, botocore's), `eval()` returns once
+    own retries as they come (s3fs's five, botocore's), a run returns once
     `VITALS_STORE_TIMEOUT` seconds are spent on it, with a warning that names the local log,
     which holds every sample."""
     import s3fs
@@ -194,8 +212,8 @@ def test_a_store_dead_at_the_end_costs_a_bounded_time(s3, s3_faults, monkeypatch
         return str(2 * (int(sample.id) - 1))
 
     task = ve.Task(sums(n), solver, ve.detect_includes(), name=TASK, dir=s3.url)
-    running = _Running(task)
-    assert running.wait() is None
+    with anyio.fail_after(PATIENCE):
+        await task.eval_async(progress=False)
     kept = _said(caplog, "kept at")
     assert kept, [r.getMessage() for r in caplog.records]
     assert task.log_path is not None

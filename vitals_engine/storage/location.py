@@ -6,7 +6,9 @@ than `file://`, and only a URL imports fsspec (and its backend, such as s3fs).
 A store that does not answer costs a bounded time: each call of a backend that runs
 on fsspec's event loop (s3fs, gcsfs, adlfs) is given up after `VITALS_STORE_TIMEOUT`
 seconds, whatever retries the backend makes inside it, and a view from `bounded()`
-gives up sooner: each call after fewer seconds, or every call past a deadline.
+gives up sooner: each call after fewer seconds, or every call once the store has not
+answered for some seconds (each answer starts them again: a slow store that answers
+is not a dead one).
 """
 
 from __future__ import annotations
@@ -97,6 +99,19 @@ def _modified(info: dict[str, Any]) -> float:
     return 0.0
 
 
+class _Patience:
+    """How long the views sharing it wait for a store that does not answer: `seconds`
+    from `since`, which each answer moves on."""
+
+    __slots__ = ("seconds", "since")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.since = seconds, time.monotonic()
+
+    def left(self) -> float:
+        return self.since + self.seconds - time.monotonic()
+
+
 class Store:
     """A log directory in an object store, reached through fsspec.
 
@@ -114,40 +129,42 @@ class Store:
         self._fs: Any = None
         self._root = ""
         self._per_call: float | None = None  # None: VITALS_STORE_TIMEOUT, read when called
-        self._deadline: float | None = None  # time.monotonic() past which no call is made
-        self._budget = 0.0  # the seconds the deadline gave
+        self._patience: _Patience | None = None  # None: no call is given up for the others
 
     def bounded(self, *, per_call: float | None = None, seconds: float | None = None) -> Store:
         """This store, its calls given up sooner: each after `per_call` seconds, and, with
-        `seconds`, all of them once `seconds` from now have passed (a `StoreUnreachable`
-        saying so). The view shares the connection.
+        `seconds`, every one once the store has not answered for `seconds` (from now, and
+        from each answer since: a `StoreUnreachable` saying so). The view shares the
+        connection, and the views made from it share its patience.
 
         Example:
-            >>> ending = store.bounded(seconds=60)   # the end of a run: a minute, not more
+            >>> ending = store.bounded(seconds=60)   # the end of a run: a minute of silence
             >>> ending.put_file(log, log.name)
         """
         view = Store(self.url)
         view._fs, view._root = self.fs, self._root
         view._per_call = per_call if per_call is not None else self._per_call
-        view._deadline, view._budget = self._deadline, self._budget
-        if seconds is not None:
-            view._deadline, view._budget = time.monotonic() + seconds, seconds
+        view._patience = _Patience(seconds) if seconds is not None else self._patience
         return view
 
+    @property
+    def patience(self) -> float | None:
+        """The seconds without an answer after which this view gives up (None: it never
+        gives up for its past calls)."""
+        return self._patience.seconds if self._patience is not None else None
+
     def left(self) -> float | None:
-        """Seconds left before this view's deadline (None: it has none)."""
-        return None if self._deadline is None else self._deadline - time.monotonic()
+        """Seconds before this view gives up, unless the store answers (None: never)."""
+        return self._patience.left() if self._patience is not None else None
 
     def _seconds(self) -> float:
-        """What the next call may take; a `TimeoutError` when the deadline has passed."""
+        """What the next call may take; a `TimeoutError` once the view gave up."""
         cap = self._per_call if self._per_call is not None else store_timeout_from_env()
         left = self.left()
         if left is None:
             return cap
         if left <= 0:
-            raise TimeoutError(
-                f"no answer within the {self._budget:g} s given to the store ({ENV_STORE_TIMEOUT})"
-            )
+            raise TimeoutError(f"no answer for {self.patience:g} s ({ENV_STORE_TIMEOUT})")
         return min(cap, left)
 
     def op(self, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -162,9 +179,18 @@ class Store:
             return getattr(fs, method)(*args, **kwargs)
         seconds = self._seconds()
         try:
-            return getattr(fs, method)(*args, timeout=seconds, **kwargs)
+            done = getattr(fs, method)(*args, timeout=seconds, **kwargs)
         except TimeoutError:
             raise TimeoutError(f"no answer within {seconds:g} s ({ENV_STORE_TIMEOUT})") from None
+        except (FileNotFoundError, FileExistsError):
+            self._answered()  # "no such object", "there is one": answers too
+            raise
+        self._answered()
+        return done
+
+    def _answered(self) -> None:
+        if self._patience is not None:
+            self._patience.since = time.monotonic()
 
     def __repr__(self) -> str:
         return f"Store({self.url!r})"

@@ -22,14 +22,15 @@ Invariants:
 - A store that fails to take segments is retried with backoff (the wait doubles, up to
   8 intervals), said once as a warning and once more when it recovers; the journal is
   whole on this disk meanwhile.
-- The end of a run (`finish()`: the rest of the journal; `publish()`: the final log put
-  once, as one object, then its listing entry, then the segments and the lock removed)
-  spends at most `VITALS_STORE_TIMEOUT` seconds on the store, counted from when the run
-  stopped, calls left in flight included (each store call is bounded; a call the run
-  left behind holds its mutex, of shipping or of the lock, for the rest of its bound at
-  most, and the end waits for it only within its own time). A store still down then
-  ends the run with a warning naming the local log, which holds every sample: nothing
-  is lost.
+- The start of a run (the lock, where the segments end) and its end (`finish()`: the
+  rest of the journal; `publish()`: the final log put once, as one object, then its
+  listing entry, then the segments and the lock removed) give up once the store has
+  not answered for `VITALS_STORE_TIMEOUT` seconds: from when the phase began (for the
+  end, when the run stopped), and again from each answer. Calls left in flight count:
+  each store call is bounded, a call the run left behind holds its mutex (of shipping,
+  or of the lock) for the rest of its bound at most, and the end waits for it only
+  within its own time. A store down at the end ends the run with a warning naming the
+  local log, which holds every sample: nothing is lost.
 """
 
 from __future__ import annotations
@@ -123,7 +124,11 @@ class Shipper:
     async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Take the lock (raising `JournalInUseError`, or a `StoreError` once the store
         has not answered for `VITALS_STORE_TIMEOUT` s), then ship and beat every interval
-        until stopped; raise when the lock is lost or the store stays away."""
+        until stopped; raise when the lock is lost or the store stays away.
+
+        Example:
+            >>> await task_group.start(shipper.run)
+        """
         starting = self.store.bounded(seconds=self.patience)
         self.lock.store = starting.bounded(per_call=self._beating_cap)
         try:
@@ -218,10 +223,9 @@ class Shipper:
             mutex.release()
 
     def _no_time(self, within: Store | None) -> StoreUnreachable:
-        seconds = self.patience if within is None else within._budget
+        seconds = (within.patience if within is not None else None) or self.patience
         return StoreUnreachable(
-            f"{self.store.url}: no answer within the {seconds:g} s given to the store "
-            f"({ENV_STORE_TIMEOUT}).",
+            f"{self.store.url}: no answer for {seconds:g} s ({ENV_STORE_TIMEOUT}).",
             url=self.store.url,
         )
 
@@ -343,8 +347,8 @@ class Shipper:
     # -- the end ------------------------------------------------------------------------
 
     def _end(self) -> Store:
-        """The store as the end of the run sees it: `VITALS_STORE_TIMEOUT` s from when the
-        run stopped, for everything."""
+        """The store as the end of the run sees it: given up once it has not answered for
+        `VITALS_STORE_TIMEOUT` s since the run stopped (or since its last answer)."""
         if self._ending is None:
             self._ending = self.store.bounded(seconds=self.patience)
         return self._ending
