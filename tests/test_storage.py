@@ -7,13 +7,14 @@ from __future__ import annotations
 import builtins
 import os
 import sys
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 import vitals_engine as ve
-from tests.helpers import sums
+from tests.helpers import sums, wait_until
 from vitals_engine.storage import Store, as_store, is_url
 from vitals_engine.storage.failures import store_error
 from vitals_engine.storage.remote_lock import RemoteLock
@@ -106,20 +107,25 @@ def test_segments_hold_whole_lines_and_rebuild_the_journal(store, tmp_path):
 
 
 def test_the_lock_is_held_by_one_and_taken_over_when_stale(store):
-    """A fresh lock refuses a second run, naming the holder; a stale one is taken over;
-    the run that lost it is told at its next heartbeat."""
+    """A fresh lock refuses a second run, naming the holder; once the lease the holder
+    wrote in it has passed without a heartbeat, it is taken over (whatever lease the
+    taker would give); the run that lost it is told at its next heartbeat, naming the
+    run that took it."""
     first = RemoteLock(store, "run.journal", stale_after=60)
     first._me.host = "machine-a"
     first.acquire()
     second = RemoteLock(store, "run.journal", stale_after=60)
+    second._me.host = "machine-b"
     with pytest.raises(ve.JournalInUseError, match="machine-a"):
         second.acquire()
-    impatient = RemoteLock(store, "run.journal", stale_after=0.0)
-    impatient.acquire()
-    with pytest.raises(ve.JournalInUseError, match="took over"):
+    first._me.lease = 0.05
+    first.beat()
+    wait_until(lambda: time.time() > first._me.beat + 0.05, "the lease to pass")
+    second.acquire()
+    with pytest.raises(ve.JournalInUseError, match=r"taken over.*machine-b"):
         first.beat()
-    impatient.beat()
-    impatient.release()
+    second.beat()
+    second.release()
     assert store.info(".vitals/run.journal.lock") is None
 
 
@@ -196,3 +202,33 @@ def test_a_bundle_of_a_store(store, tmp_path):
     assert task.log_path is not None
     assert task.log_path.name in listed
     assert (site / "index.html").is_file()
+
+
+def test_a_damaged_segment_costs_its_own_lines_only(store, tmp_path, caplog):
+    """A segment cut short in the store: the journal rebuilt from it keeps every byte's
+    offset (the lost bytes blanked), reads the segments after it, says which segment and
+    bytes were lost, and a follower appends past it; shipping goes on where the last ends."""
+    journal = tmp_path / "run.journal"
+    lines = [b'{"a":1}\n', b'{"b":2}\n', b'{"c":3}\n', b'{"d":4}\n']
+    shipper = Shipper(store, journal, interval=0.05)
+    for upto in range(1, 5):  # a segment per line
+        journal.write_bytes(b"".join(lines[:upto]))
+        shipper.ship(journal.stat().st_size)
+    middle = segments(store, "run.journal")[1].object.name
+    store.put(middle, b'{"b"')  # cut short: four of its eight bytes
+
+    rebuilt = tmp_path / "elsewhere" / "run.journal"
+    with caplog.at_level("WARNING", logger="vitals_engine"):
+        assert rebuild(store, "run.journal", rebuilt) == 32
+    data = rebuilt.read_bytes()
+    assert data[:8] == lines[0]
+    assert data[16:] == lines[2] + lines[3]
+    assert not data[8:16].strip()  # blanked: a reader passes over
+    assert data[15:16] == b"\n"
+    (said,) = [r.getMessage() for r in caplog.records if middle in r.getMessage()]
+    assert "bytes 8-16" in said
+    follower = tmp_path / "follow" / "run.journal"
+    follower.parent.mkdir()
+    follower.write_bytes(lines[0])
+    assert catch_up(store, "run.journal", follower) == 32
+    assert follower.read_bytes() == data

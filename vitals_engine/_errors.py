@@ -620,7 +620,9 @@ class StoreAccessDenied(StoreError):
 
 
 class StoreUnreachable(StoreError):
-    """The store's endpoint could not be reached (DNS, refused or dropped connections).
+    """The store's endpoint could not be reached (DNS, refused or dropped connections), or
+    gave no answer within `VITALS_STORE_TIMEOUT` seconds. Mid-run, a run whose store stays
+    away that long stops with it; the message names the log kept on this disk.
 
     Example:
         >>> try:
@@ -642,7 +644,8 @@ class StoreThrottled(StoreError):
 
 
 class JournalInUseError(ConfigError):
-    """A run's journal is locked by another run still writing it: the message says which
+    """A run's journal is locked by another run still writing it, or a run's lock in an
+    object store was taken over while the store did not answer it: the message says which
     process (pid, host, since when). `path` is the journal.
 
     Example:

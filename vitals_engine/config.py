@@ -11,7 +11,11 @@ package reads is read here, and the docs list them (guide/command-line.md,
 - `VITALS_SHIP_INTERVAL`: seconds between two shipments of a journal to an object store
   (else 5);
 - `VITALS_STAGING_DIR`: where journals of runs logging to an object store are written
-  locally (else the user's cache directory).
+  locally (else the user's cache directory);
+- `VITALS_STORE_TIMEOUT`: seconds a run spends on an object store that does not answer
+  before it gives up on it (else 60);
+- `VITALS_STORE_LEASE`: seconds the lock of a journal in an object store stays good
+  without a heartbeat, after which another machine may take it over (else 30).
 
 One variable is set here rather than read: `IN_VITALS_EVAL`, "true" while runs go
 (`engine/eval_env.py`).
@@ -28,6 +32,8 @@ __all__ = [
     "ENV_LOG_DIR",
     "ENV_SHIP_INTERVAL",
     "ENV_STAGING_DIR",
+    "ENV_STORE_LEASE",
+    "ENV_STORE_TIMEOUT",
     "ENV_TRANSPORT",
     "IN_EVAL_VARIABLE",
     "cache_dir_from_env",
@@ -38,6 +44,8 @@ __all__ = [
     "log_dir_set",
     "ship_interval_from_env",
     "staging_dir_from_env",
+    "store_lease_from_env",
+    "store_timeout_from_env",
     "transport_from_env",
 ]
 
@@ -52,6 +60,10 @@ ENV_GC_TUNING = "VITALS_GC_TUNING"
 ENV_SHIP_INTERVAL = "VITALS_SHIP_INTERVAL"
 #: Where the journals of runs that log to an object store are staged on this machine.
 ENV_STAGING_DIR = "VITALS_STAGING_DIR"
+#: Seconds a run spends on an object store that does not answer before giving up on it.
+ENV_STORE_TIMEOUT = "VITALS_STORE_TIMEOUT"
+#: Seconds the lock of a journal in an object store stays good without a heartbeat.
+ENV_STORE_LEASE = "VITALS_STORE_LEASE"
 #: "true" while runs of this process solve and score (set by them, for the user's code;
 #: not an `ENV_` name: the package never reads it to decide anything).
 IN_EVAL_VARIABLE = "IN_VITALS_EVAL"
@@ -125,6 +137,15 @@ def gc_tuning_from_env() -> bool:
     return os.environ.get(ENV_GC_TUNING, "1") != "0"
 
 
+def _seconds(name: str, default: float) -> float:
+    """The positive number of seconds the variable `name` holds, else `default`."""
+    try:
+        value = float(os.environ.get(name) or default)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
 def ship_interval_from_env(default: float = 5.0) -> float:
     """Seconds between shipments of a journal to an object store: `VITALS_SHIP_INTERVAL`,
     else `default`; a value that is not a positive number is the default.
@@ -133,11 +154,31 @@ def ship_interval_from_env(default: float = 5.0) -> float:
         >>> ship_interval_from_env()
         5.0
     """
-    try:
-        value = float(os.environ.get(ENV_SHIP_INTERVAL) or default)
-    except ValueError:
-        return default
-    return value if value > 0 else default
+    return _seconds(ENV_SHIP_INTERVAL, default)
+
+
+def store_timeout_from_env(default: float = 60.0) -> float:
+    """Seconds a run spends on an object store that does not answer before it gives up on
+    it (at its start, mid-run, and putting its final log): `VITALS_STORE_TIMEOUT`, else
+    `default`; a value that is not a positive number is the default.
+
+    Example:
+        >>> store_timeout_from_env()
+        60.0
+    """
+    return _seconds(ENV_STORE_TIMEOUT, default)
+
+
+def store_lease_from_env(default: float = 30.0) -> float:
+    """Seconds the lock of a journal in an object store stays good without a heartbeat:
+    `VITALS_STORE_LEASE`, else `default`; a value that is not a positive number is the
+    default.
+
+    Example:
+        >>> store_lease_from_env()
+        30.0
+    """
+    return _seconds(ENV_STORE_LEASE, default)
 
 
 def staging_dir_from_env() -> str | None:

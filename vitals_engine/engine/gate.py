@@ -8,13 +8,16 @@
   run's solver calls (`pacing/admission.py`); a worker that takes the next sample keeps
   the places of the one it finished when the endpoints let it.
 
+- **The fence** (a run whose journal's lock is in an object store): before all that, a
+  sample waits while the lock is in doubt (`RunJournal.fence`).
+
 The gate is told of each sample handed on (`left`): one the budget stopped (a call of
 it was refused, not sent) did not finish, and is neither counted nor logged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 
 import anyio
 
@@ -41,7 +44,16 @@ class SampleGate:
         True
     """
 
-    __slots__ = ("_finished", "_started", "budget", "counts", "ledger", "limits", "paid")
+    __slots__ = (
+        "_finished",
+        "_started",
+        "budget",
+        "counts",
+        "fence",
+        "ledger",
+        "limits",
+        "paid",
+    )
 
     def __init__(
         self,
@@ -50,8 +62,10 @@ class SampleGate:
         budget: Budget | None,
         ledger: UsageLedger,
         counts: RunCounts,
+        fence: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.limits = limits
+        self.fence = fence
         self.budget = budget
         self.ledger = ledger
         self.counts = counts
@@ -65,6 +79,13 @@ class SampleGate:
         """Before a sample is taken: the budget's warm-up, then a place at every endpoint
         the solver calls. `held`: the places of the sample the worker just finished, kept
         for this one when the endpoints allow it."""
+        if self.fence is not None:
+            try:
+                await self.fence()
+            except BaseException:
+                if held is not None:
+                    held.release()
+                raise
         admissions = self.limits.solver_admissions()
         if isinstance(held, Places):
             if held.keep(admissions) and not self._warming():

@@ -80,11 +80,15 @@ class RunJournal:
         batches: takes what is known of each provider batch, before it goes (None: no
             journal).
         earlier_batches: the batches the earlier run sent (the run takes their outcomes).
+        fence: awaited before each sample is taken (None: nothing to wait for): a run
+            logging to an object store waits there while its lock on the journal is in
+            doubt.
     """
 
     replies: Replies | None = None
     batches: Callable[[BatchRecord], None] | None = None
     earlier_batches: Sequence[BatchRecord] = field(default_factory=tuple)
+    fence: Callable[[], Awaitable[None]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +155,11 @@ class Run:
         self.retry = options.retry or Retry()
         self.counts = RunCounts(total=total, on_progress=on_progress, snapshot=self.progress)
         self.gate = SampleGate(
-            limits=self.limits, budget=budget, ledger=self.ledger, counts=self.counts
+            limits=self.limits,
+            budget=budget,
+            ledger=self.ledger,
+            counts=self.counts,
+            fence=self.journal.fence,
         )
         self.at_work = AtWork()
         #: The batch queues of its latest opening (`under_way()`; None before the first):

@@ -5,16 +5,23 @@ S3 has them (`If-None-Match: *` to create an object only when there is none,
 in-process `memory://` store (one lock per process). Elsewhere the write is best
 effort: read, compare, write, with a moment in between where another writer may slip
 in; `exact()` says which a store has.
+
+`update()` builds on them a change that no other writer's change can undo: the object is
+read, changed and written back only if nobody wrote it meanwhile, else read again.
 """
 
 from __future__ import annotations
 
 import errno
+import random
 import threading
+import time
+from collections.abc import Callable
 
+from .._errors import StoreError
 from .location import Store
 
-__all__ = ["create", "exact", "swap"]
+__all__ = ["create", "exact", "swap", "update"]
 
 _S3 = frozenset({"s3", "s3a"})
 _MEMORY = threading.Lock()
@@ -51,7 +58,7 @@ def create(store: Store, name: str, data: bytes) -> bool:
     path = store.path(name)
     if store.protocol in _S3:
         try:
-            store.call("locking", lambda: store.fs.pipe_file(path, data, mode="create"), name)
+            store.call("locking", lambda: store.op("pipe_file", path, data, mode="create"), name)
         except OSError as exc:
             if _lost(exc):
                 return False
@@ -70,7 +77,7 @@ def swap(store: Store, name: str, data: bytes, expected: bytes, tag: str) -> boo
     path = store.path(name)
     if store.protocol in _S3:
         try:
-            store.call("locking", lambda: store.fs.pipe_file(path, data, IfMatch=tag), name)
+            store.call("locking", lambda: store.op("pipe_file", path, data, IfMatch=tag), name)
         except FileNotFoundError:
             return False
         except OSError as exc:
@@ -87,3 +94,36 @@ def swap(store: Store, name: str, data: bytes, expected: bytes, tag: str) -> boo
             return False
         store.put(name, data)
         return True
+
+
+#: Tries of `update()` before it gives up (each lost to another writer's change).
+UPDATE_TRIES = 50
+
+
+def update(store: Store, name: str, change: Callable[[bytes | None], bytes]) -> None:
+    """Replace `name` with `change(current)` (`current` None when there is none), written
+    only if nobody wrote it since it was read: when another writer got in between, read
+    it again and apply `change` to that. Raises a `StoreError` after `UPDATE_TRIES` lost
+    tries (or the store's own).
+
+    Example:
+        >>> update(store, "listing.json", lambda old: add_entry(old, name, entry))
+    """
+    for attempt in range(UPDATE_TRIES):
+        found = store.info(name)  # its tag before its bytes: a write between fails the swap
+        if found is None:
+            if create(store, name, change(None)):
+                return
+        else:
+            try:
+                current = store.get(name)
+            except FileNotFoundError:
+                continue
+            if swap(store, name, change(current), current, found.tag):
+                return
+        time.sleep(random.uniform(0, min(1.0, 0.01 * 2**attempt)))
+    raise StoreError(
+        f"{store.url_of(name)}: other writers changed it {UPDATE_TRIES} times while this "
+        "run tried to; try again later.",
+        url=store.url,
+    )

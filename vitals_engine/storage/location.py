@@ -2,6 +2,13 @@
 
 A local path never reaches fsspec: `is_url()` tells them apart by a protocol other
 than `file://`, and only a URL imports fsspec (and its backend, such as s3fs).
+
+A store that does not answer costs a bounded time: each call of a backend that runs
+on fsspec's event loop (s3fs, gcsfs, adlfs) is given up after `VITALS_STORE_TIMEOUT`
+seconds, whatever retries the backend makes inside it, and a view from `bounded()`
+gives up sooner: each call after fewer seconds, or every call once the store has not
+answered for some seconds (each answer starts them again: a slow store that answers
+is not a dead one).
 """
 
 from __future__ import annotations
@@ -9,15 +16,17 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .._errors import ConfigError, StoreError
+from ..config import ENV_STORE_TIMEOUT, store_timeout_from_env
 from .failures import store_error
 
-__all__ = ["INSTALL", "Store", "StoredObject", "as_store", "is_url"]
+__all__ = ["INSTALL", "Store", "StoredObject", "as_store", "is_url", "stamp"]
 
 _URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 INSTALL = 'pip install "vitals-engine[s3]"'
@@ -69,6 +78,17 @@ class StoredObject:
         return f"StoredObject({self.name!r}, {self.size})"
 
 
+def stamp(local: Path, modified: float) -> None:
+    """Give `local`, a copy of an object (pulled, or put from here), the object's
+    modification time in the store (when known): a copy as the store has it.
+
+    Example:
+        >>> stamp(Path("staging/run.json"), store.info("run.json").modified)
+    """
+    if modified > 0:
+        os.utime(local, (modified, modified))
+
+
 def _modified(info: dict[str, Any]) -> float:
     for key in ("LastModified", "mtime", "created", "last_modified", "updated"):
         value = info.get(key)
@@ -77,6 +97,19 @@ def _modified(info: dict[str, Any]) -> float:
         if isinstance(value, int | float):
             return float(value)
     return 0.0
+
+
+class _Patience:
+    """How long the views sharing it wait for a store that does not answer: `seconds`
+    from `since`, which each answer moves on."""
+
+    __slots__ = ("seconds", "since")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.since = seconds, time.monotonic()
+
+    def left(self) -> float:
+        return self.since + self.seconds - time.monotonic()
 
 
 class Store:
@@ -95,6 +128,69 @@ class Store:
         self.url = url.rstrip("/")
         self._fs: Any = None
         self._root = ""
+        self._per_call: float | None = None  # None: VITALS_STORE_TIMEOUT, read when called
+        self._patience: _Patience | None = None  # None: no call is given up for the others
+
+    def bounded(self, *, per_call: float | None = None, seconds: float | None = None) -> Store:
+        """This store, its calls given up sooner: each after `per_call` seconds, and, with
+        `seconds`, every one once the store has not answered for `seconds` (from now, and
+        from each answer since: a `StoreUnreachable` saying so). The view shares the
+        connection, and the views made from it share its patience.
+
+        Example:
+            >>> ending = store.bounded(seconds=60)   # the end of a run: a minute of silence
+            >>> ending.put_file(log, log.name)
+        """
+        view = Store(self.url)
+        view._fs, view._root = self.fs, self._root
+        view._per_call = per_call if per_call is not None else self._per_call
+        view._patience = _Patience(seconds) if seconds is not None else self._patience
+        return view
+
+    @property
+    def patience(self) -> float | None:
+        """The seconds without an answer after which this view gives up (None: it never
+        gives up for its past calls)."""
+        return self._patience.seconds if self._patience is not None else None
+
+    def left(self) -> float | None:
+        """Seconds before this view gives up, unless the store answers (None: never)."""
+        return self._patience.left() if self._patience is not None else None
+
+    def _seconds(self) -> float:
+        """What the next call may take; a `TimeoutError` once the view gave up."""
+        cap = self._per_call if self._per_call is not None else store_timeout_from_env()
+        left = self.left()
+        if left is None:
+            return cap
+        if left <= 0:
+            raise TimeoutError(f"no answer for {self.patience:g} s ({ENV_STORE_TIMEOUT})")
+        return min(cap, left)
+
+    def op(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """The filesystem's `method(*args, **kwargs)`, given up after the seconds this
+        store allows (a `TimeoutError`, which `call` passes on as an `OSError`).
+
+        Example:
+            >>> store.call("writing", lambda: store.op("pipe_file", store.path("a"), b"x"))
+        """
+        fs = self.fs
+        if not getattr(fs, "async_impl", False):  # in-process (memory://): never waits
+            return getattr(fs, method)(*args, **kwargs)
+        seconds = self._seconds()
+        try:
+            done = getattr(fs, method)(*args, timeout=seconds, **kwargs)
+        except TimeoutError:
+            raise TimeoutError(f"no answer within {seconds:g} s ({ENV_STORE_TIMEOUT})") from None
+        except (FileNotFoundError, FileExistsError):
+            self._answered()  # "no such object", "there is one": answers too
+            raise
+        self._answered()
+        return done
+
+    def _answered(self) -> None:
+        if self._patience is not None:
+            self._patience.since = time.monotonic()
 
     def __repr__(self) -> str:
         return f"Store({self.url!r})"
@@ -158,26 +254,26 @@ class Store:
     def _bucket_exists(self) -> bool:
         bucket = self._root.split("/", 1)[0]
         try:
-            return bool(self.fs.exists(bucket)) if bucket else True
+            return bool(self.op("exists", bucket)) if bucket else True
         except Exception:
             return True  # cannot tell: the missing object is the news
 
     def put(self, name: str, data: bytes) -> None:
         """Write one object whole."""
-        self._call("writing", lambda: self.fs.pipe_file(self.path(name), data), name)
+        self._call("writing", lambda: self.op("pipe_file", self.path(name), data), name)
 
     def put_file(self, local: Path, name: str) -> None:
         """Copy a local file to one object (it appears whole or not at all)."""
-        self._call("writing", lambda: self.fs.put_file(str(local), self.path(name)), name)
+        self._call("writing", lambda: self.op("put_file", str(local), self.path(name)), name)
 
     def get(self, name: str) -> bytes:
         """The bytes of one object (`FileNotFoundError` when there is none)."""
-        return self._call("reading", lambda: self.fs.cat_file(self.path(name)), name)
+        return self._call("reading", lambda: self.op("cat_file", self.path(name)), name)
 
     def get_file(self, name: str, local: Path) -> None:
         """Copy one object to a local file."""
         self._fresh(name)
-        self._call("reading", lambda: self.fs.get_file(self.path(name), str(local)), name)
+        self._call("reading", lambda: self.op("get_file", self.path(name), str(local)), name)
 
     def _fresh(self, name: str) -> None:
         """Forget what the backend remembers of `name` (listings it keeps), so that a size
@@ -199,7 +295,7 @@ class Store:
         """What the store says of one object, or None when there is none."""
         self._fresh(name)
         try:
-            info = self._call("reading", lambda: self.fs.info(self.path(name)), name)
+            info = self._call("reading", lambda: self.op("info", self.path(name)), name)
         except FileNotFoundError:
             return None
         return self._object(info)
@@ -216,9 +312,9 @@ class Store:
         def listing() -> list[dict[str, Any]]:
             self.fs.invalidate_cache(path)
             if recursive:
-                found = self.fs.find(path, detail=True)
+                found = self.op("find", path, detail=True)
                 return list(found.values())
-            return self.fs.ls(path, detail=True)
+            return self.op("ls", path, detail=True)
 
         try:
             entries = self._call("listing", listing, under)
@@ -232,7 +328,7 @@ class Store:
 
         def listing() -> list[dict[str, Any]]:
             self.fs.invalidate_cache(path)
-            return self.fs.ls(path, detail=True)
+            return self.op("ls", path, detail=True)
 
         try:
             entries = self._call("listing", listing, under)
@@ -250,13 +346,13 @@ class Store:
             return
         paths = [self.path(name) for name in names]
         with contextlib.suppress(FileNotFoundError):
-            self._call("removing", lambda: self.fs.rm(paths), names[0])
+            self._call("removing", lambda: self.op("rm", paths), names[0])
 
     def check(self) -> None:
         """Raise the `StoreError` of a store that cannot be listed (missing, denied, down)."""
         bucket = self._root.split("/", 1)[0]
         try:
-            self.call("opening", lambda: self.fs.ls(bucket or self._root, detail=False), "")
+            self.call("opening", lambda: self.op("ls", bucket or self._root, detail=False), "")
         except OSError as exc:
             raise store_error(exc, self.url, "opening") from exc
 

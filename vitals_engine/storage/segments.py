@@ -3,25 +3,36 @@
 The journal `<log stem>.journal` of a run is shipped as objects
 `.vitals/<log stem>.journal/<offset>.seg`, each holding whole lines of the journal
 from byte `offset` (16 digits, so names sort as offsets do). Segments are never
-rewritten; the journal is their concatenation, from 0, as long as each starts where
-the one before it ends. The hidden `.vitals/` folder keeps them out of listings.
+rewritten; the journal is their concatenation, from 0, each starting where the one
+before it ends. The hidden `.vitals/` folder keeps them out of listings.
+
+A segment damaged in the store (cut short, or gone) costs its own lines, not those
+after it: the journal is rebuilt with the lost bytes blanked (spaces ending in a
+newline, which a journal's reader passes over), so every byte keeps its offset, the
+segments after it are read, and shipping goes on where the last one ends. `rebuild()`
+says which segment and which bytes.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
+from .._logging import log
 from .location import Store, StoredObject
 
 __all__ = [
     "FOLDER",
+    "Lost",
     "Segment",
     "catch_up",
     "journals",
     "lock_name",
     "rebuild",
     "segment_name",
+    "segment_objects",
     "segments",
 ]
 
@@ -57,21 +68,80 @@ def lock_name(journal: str) -> str:
     return f"{FOLDER}/{journal}.lock"
 
 
+def segment_objects(store: Store, journal: str) -> list[StoredObject]:
+    """Every object in the store's folder of `journal`: what removing it removes.
+
+    Example:
+        >>> store.remove([obj.name for obj in segment_objects(store, "a.journal")])
+    """
+    return store.list(f"{FOLDER}/{journal}")
+
+
 def segments(store: Store, journal: str) -> list[Segment]:
-    """The contiguous segments of `journal` from byte 0, in order (a gap ends them)."""
+    """The segments of `journal`, in order. One that starts inside the one before it
+    (no shipper writes such a one) is left out; gaps are kept (see `pieces`)."""
     found = []
-    for obj in store.list(f"{FOLDER}/{journal}"):
+    for obj in segment_objects(store, journal):
         stem = obj.name.rsplit("/", 1)[-1]
         if stem.endswith(_SUFFIX) and stem[: -len(_SUFFIX)].isdigit():
             found.append(Segment(int(stem[: -len(_SUFFIX)]), obj))
     found.sort(key=lambda seg: seg.offset)
-    contiguous, end = [], 0
+    kept: list[Segment] = []
     for seg in found:
-        if seg.offset != end:
-            break
-        contiguous.append(seg)
-        end = seg.end
-    return contiguous
+        if seg.offset >= (kept[-1].end if kept else 0):
+            kept.append(seg)
+    return kept
+
+
+class Lost(NamedTuple):
+    """Bytes of a journal that its segments in the store no longer hold: from `start` to
+    `end`, which `segment` (an object's name) held or should have reached."""
+
+    segment: str
+    start: int
+    end: int
+
+
+def _blank(size: int) -> bytes:
+    return b" " * (size - 1) + b"\n" if size > 0 else b""
+
+
+def pieces(
+    store: Store, parts: list[Segment], since: int = 0, lost: list[Lost] | None = None
+) -> Iterator[bytes]:
+    """The journal's bytes from `since` (0, or where one of `parts` ends), segment by
+    segment, each at its offset: the part of a line a segment cut short, and a gap before
+    the next one, are blanked. What was lost is added to `lost`.
+
+    Example:
+        >>> lost = []
+        >>> data = b"".join(pieces(store, segments(store, "a.journal"), 0, lost))
+    """
+    end = since
+    before = ""
+    for seg in parts:
+        if seg.offset < since:
+            before = seg.object.name
+            continue
+        if seg.offset > end:
+            _note(lost, Lost(before or seg.object.name, end, seg.offset))
+            yield _blank(seg.offset - end)
+        data = store.get(seg.object.name)
+        whole = data.rfind(b"\n") + 1
+        if whole < len(data):  # cut short mid-line: its last line is lost
+            _note(lost, Lost(seg.object.name, seg.offset + whole, seg.offset + len(data)))
+            data = data[:whole] + _blank(len(data) - whole)
+        yield data
+        end, before = seg.offset + len(data), seg.object.name
+
+
+def _note(lost: list[Lost] | None, found: Lost) -> None:
+    if lost is None:
+        return
+    if lost and lost[-1].end == found.start and lost[-1].segment == found.segment:
+        lost[-1] = Lost(found.segment, lost[-1].start, found.end)  # a cut line, then a gap
+    else:
+        lost.append(found)
 
 
 def journals(store: Store) -> list[str]:
@@ -84,7 +154,8 @@ def rebuild(store: Store, journal: str, local: Path, *, keep_longer: bool = True
     """Write `journal`'s segments into the local file `local`; return its shipped size.
 
     A local copy that already holds every shipped byte (this machine wrote it, and
-    wrote more since) is kept when `keep_longer`: it loses less.
+    wrote more since) is kept when `keep_longer`: it loses less. A damaged segment is
+    said in a warning, naming it and the bytes lost (see the module docstring).
     """
     parts = segments(store, journal)
     shipped = parts[-1].end if parts else 0
@@ -92,12 +163,21 @@ def rebuild(store: Store, journal: str, local: Path, *, keep_longer: bool = True
         return shipped
     local.parent.mkdir(parents=True, exist_ok=True)
     tmp = local.with_name(f".{local.name}.rebuilding")
+    lost: list[Lost] = []
     with tmp.open("wb") as fh:
-        for seg in parts:
-            fh.write(store.get(seg.object.name))
+        for data in pieces(store, parts, 0, lost):
+            fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, local)
+    for gone in lost:
+        log.warning(
+            f"{store.url_of(gone.segment)}: a segment of the journal is damaged in the "
+            f"store (cut short, or one after it is missing): bytes {gone.start}-{gone.end} "
+            f"of {journal} ({gone.end - gone.start} bytes) are lost. The samples and model "
+            "replies logged there run again on resume; the segments after it are read.",
+            url=store.url,
+        )
     return shipped
 
 
@@ -128,8 +208,7 @@ def catch_up(store: Store, journal: str, local: Path) -> int:
         return rebuild(store, journal, local, keep_longer=False)
     local.parent.mkdir(parents=True, exist_ok=True)
     with local.open("ab") as fh:
-        for seg in parts:
-            if seg.offset >= size:
-                fh.write(store.get(seg.object.name))
-                size = seg.end
+        for data in pieces(store, parts, size):
+            fh.write(data)
+            size += len(data)
     return size

@@ -30,7 +30,7 @@ from typing import Any
 
 import anyio
 
-from .._errors import BudgetExceeded, ConfigError, EvalFailedError, LogWriteError
+from .._errors import BudgetExceeded, ConfigError, EvalFailedError, JournalInUseError, LogWriteError
 from .._sync import INTERRUPTS
 from .._words import plural
 from ..caching.lookup import CacheUse
@@ -68,7 +68,7 @@ from .measuring import scored_so_far
 from .resume import UNFINISHED, Resumed, load_resume, newest_run, reconcile
 from .spill import SPILL_AFTER, WholeSamples, shared_whole_samples
 from .state import RunState, TaskSetup
-from .stores import in_staging, open_shipper, shown_dir
+from .stores import drop_refused, in_staging, open_shipper, shown_dir
 from .streaming import Sink, first_error
 
 __all__ = ["raise_if_failed", "resumable", "run_task"]
@@ -276,6 +276,8 @@ class _TaskRun:
                 replies=Replies(writer.add_reply, resume.replies if resume is not None else ()),
                 batches=writer.add_batch,
                 earlier_batches=resume.batches if resume is not None else (),
+                # no sample taken while the journal's lock in the store is in doubt
+                fence=self.shipper.admit if self.shipper is not None else None,
             ),
             cache=CacheUse(options.cache, task=setup.name, log=self.state.log_name),
             budget=self.budget,
@@ -398,6 +400,8 @@ class _TaskRun:
                 finalize_log(setup, self.state, writer)
             elif self.shipper is not None:
                 self.shipper.release()
+                if isinstance(error, JournalInUseError) and not self.owns_journal:
+                    drop_refused(writer.journal)
         except LogWriteError:
             if not isinstance(error, LogWriteError):
                 raise

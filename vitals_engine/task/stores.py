@@ -11,7 +11,9 @@ import os
 from pathlib import Path
 from typing import Literal
 
+from .._errors import JournalInUseError
 from ..config import DEFAULT_LOG_DIR, log_dir
+from ..log.journal_lock import JournalLock
 from ..log.writer import LogWriter
 from ..storage.location import Store, as_store
 from ..storage.shipper import Shipper
@@ -19,7 +21,15 @@ from ..storage.staging import staging_dir
 from ..storage.sync import pull
 from .state import RunState, TaskSetup
 
-__all__ = ["in_staging", "open_shipper", "place", "publish", "pull_runs", "shown_dir"]
+__all__ = [
+    "drop_refused",
+    "in_staging",
+    "open_shipper",
+    "place",
+    "publish",
+    "pull_runs",
+    "shown_dir",
+]
 
 
 def place(dir: str | os.PathLike[str] | None) -> tuple[Path, Store | None]:
@@ -54,7 +64,9 @@ def open_shipper(setup: TaskSetup, state: RunState, writer: LogWriter) -> Shippe
     state.shipper = None
     if setup.store is None:
         return None
-    state.shipper = Shipper(setup.store, writer.journal, written=lambda: writer.written)
+    state.shipper = Shipper(
+        setup.store, writer.journal, written=lambda: writer.written, log_path=writer.path
+    )
     return state.shipper
 
 
@@ -64,6 +76,25 @@ def publish(state: RunState, final: Path) -> None:
     if shipper is not None:
         shipper.publish(final)
         shipper.release()
+
+
+def drop_refused(journal: Path) -> None:
+    """A resume the store refused (another machine continues the run): remove the copy of
+    its journal it pulled here, which is no run's to continue, so that a later resume
+    takes the store's word instead (unless a process of this machine writes it).
+
+    Example:
+        >>> drop_refused(writer.journal)
+    """
+    lock = JournalLock(journal)
+    try:
+        lock.acquire()
+    except JournalInUseError:
+        return
+    try:
+        journal.unlink(missing_ok=True)
+    finally:
+        lock.release()
 
 
 def in_staging(setup: TaskSetup, resume: Literal[True] | str | Path) -> Literal[True] | str | Path:
