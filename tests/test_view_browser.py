@@ -29,12 +29,14 @@ from vitals_engine.log.journal_format import (
     encode_start,
 )
 from vitals_engine.log.live import LiveDocument, LiveSample, live_path
+from vitals_engine.log.transcript import live_events
 from vitals_engine.log.writer import write_json_log
 from vitals_engine.providers.mock import mock_reply
 from vitals_engine.viewer.bundle import bundle
 from vitals_engine.viewer.launch import view
 from vitals_engine.viewer.server import ViewServer
 from vitals_engine.vocab.batch_records import BatchRecord
+from vitals_engine.vocab.transcript import SandboxRecord, SpanBegin, ToolRecord
 
 from test_view import (  # isort: skip
     VITALS_ADDITION,
@@ -441,6 +443,79 @@ def test_live_rows_give_way_to_finished_rows(page, tmp_path: Path) -> None:
             fh.write(encode_header(synthetic_header("journaled", 3, status="cancelled")))
         expect(page.locator(".head .badge")).to_have_text("cancelled")
         expect(running).to_have_count(0)
+    assert page.problems == []
+
+
+def test_a_running_agents_page_shows_its_transcript_as_it_grows(page, tmp_path: Path) -> None:
+    """An agent in flight: its page shows the transcript the sidecar holds (its span, tool
+    call and sandbox action), and the next tool call once the sidecar has it."""
+    journal = tmp_path / "2026-01-01T00-00-00+00-00_agent_x.journal"
+    header = synthetic_header("agent", 1, status="started")
+    header.results = None
+    journal.write_bytes(encode_start(header, journal.with_suffix(".json").name))
+    steps = [
+        SpanBegin(id="s1", name="solvers", at=100.0, type="solvers"),
+        SandboxRecord(
+            action="exec",
+            started=101.0,
+            completed=101.1,
+            cmd="ls notes",
+            result=0,
+            output="flag.txt",
+            span="s1",
+        ),
+        ToolRecord(
+            call_id="call_1",
+            function="bash",
+            arguments={"cmd": "ls notes"},
+            result="flag.txt",
+            started=101.0,
+            completed=101.2,
+            span="s1",
+        ),
+    ]
+
+    def sidecar(records: list) -> None:
+        document = LiveDocument(
+            log=journal.with_suffix(".json").name,
+            samples=[
+                LiveSample(
+                    id=1,
+                    epoch=1,
+                    role="solver",
+                    input="Find the flag",
+                    text="",
+                    updated=100.0 + len(records),
+                    events=live_events(records),
+                )
+            ],
+        )
+        replace_atomically(live_path(journal), lambda fh: fh.write(encode(document)), ".live")
+
+    sidecar(steps)
+    with ViewServer(tmp_path).start() as server:
+        page.goto(log_url(server.url, journal.name, "sample", "1", "1"))
+        panel = page.locator("#live-transcript #transcript")
+        expect(page.locator("#sample-running")).to_have_text("running")
+        expect(panel.locator(".event-tool .fn")).to_have_text("bash")
+        expect(panel.locator(".sandbox-what")).to_have_text("ls notes")
+        sidecar(
+            [
+                *steps,
+                ToolRecord(
+                    call_id="call_2",
+                    function="bash",
+                    arguments={"cmd": "cat notes/flag.txt"},
+                    result="flag{x}",
+                    started=103.0,
+                    completed=103.2,
+                    span="s1",
+                ),
+            ]
+        )
+        expect(panel.locator(".event-tool")).to_have_count(2)
+        expect(panel.locator(".event-tool").nth(1)).to_contain_text("flag{x}")
+        shot(page, "live-agent-sample")
     assert page.problems == []
 
 

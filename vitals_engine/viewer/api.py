@@ -23,7 +23,8 @@ cached parts with it, as `read_log(...).get_cost()` does. Other rows have none.
 `live.json` (`Catalog.live()`) is the sidecar a running eval keeps beside its
 journal (`log/live.py`), each sample with its `key`: `{"file", "running",
 "updated", "samples": [{"key", "id", "epoch", "role", "input", "text", "chars",
-"updated"}]}`. An event names the logs whose live text changed under `live`,
+"updated", "events"?}]}` (`events`: an agent's transcript so far, its last events as the
+log has them). An event names the logs whose live text changed under `live`,
 apart from those whose rows or header changed (`files`). A bundle has neither.
 
 `batches.json` (`Catalog.batches()`) lists the provider batches the run sent

@@ -26,7 +26,7 @@ from .._errors import LogFormatError
 from ..log import schema as s
 from ..log.decoding import NotALogError
 from ..log.journal_format import JOURNAL_SUFFIX
-from ..log.live import live_path, read_live
+from ..log.live import LiveSample, live_path, read_live
 from ..log.logged_batches import BatchSummary, logged_batches
 from .contents import Contents, JournalTail, counter, file_stamp, load_contents
 from .paths import LogFile, sample_key
@@ -392,19 +392,7 @@ class Catalog:
         document = None
         if state.tail is not None and running:
             document = read_live(live_path(state.file.path))
-        samples = [
-            {
-                "key": sample_key(sample.id),
-                "id": sample.id,
-                "epoch": sample.epoch,
-                "role": sample.role,
-                "input": sample.input,
-                "text": sample.text,
-                "chars": sample.chars,
-                "updated": sample.updated,
-            }
-            for sample in (document.samples if document is not None else [])
-        ]
+        samples = [_live_sample(sample) for sample in (document.samples if document else [])]
         return {
             "file": rel,
             "running": running,
@@ -472,3 +460,21 @@ class Catalog:
                 for rel, st in self._logs.items()
                 if st.header is not None and st.entry is not None
             }
+
+
+def _live_sample(sample: LiveSample) -> dict[str, Any]:
+    """One in-flight sample of `live.json`: its text so far, and its transcript's last
+    events when it has one (an agent's)."""
+    entry: dict[str, Any] = {
+        "key": sample_key(sample.id),
+        "id": sample.id,
+        "epoch": sample.epoch,
+        "role": sample.role,
+        "input": sample.input,
+        "text": sample.text,
+        "chars": sample.chars,
+        "updated": sample.updated,
+    }
+    if sample.events:
+        entry["events"] = sample.events
+    return entry

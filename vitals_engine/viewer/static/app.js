@@ -1424,6 +1424,8 @@
     const text = el("div", { class: "text streaming", id: "live-text" });
     const cut = el("div", { class: "muted small" });
     const waiting = el("p", { class: "muted", text: "Waiting for this sample's reply to stream…" });
+    // Its transcript so far (an agent's spans, tool calls, sandbox actions), redrawn as it grows.
+    const transcriptSlot = el("div", { id: "live-transcript" });
     const messages = el("div", { class: "conversation" },
       el("div", { class: "message role-user" }, el("div", { class: "message-role", text: "user · input" }), input),
       el("div", { class: "message role-assistant", id: "live-message" }, role, cut, text));
@@ -1433,7 +1435,9 @@
           el("div", { class: "meta" }, el("a", { href: logHref(file), text: "← back to the log" }),
             el("span", { class: "badge status-started", id: "sample-running", text: "running" })))),
       el("div", { class: "cards" }, card("Stage", stage), card("Characters", chars), card("Last text", updated)),
-      el("section", { class: "panel", id: "live-sample" }, el("h2", { text: "Conversation so far" }), waiting, messages));
+      el("section", { class: "panel", id: "live-sample" }, el("h2", { text: "Conversation so far" }), waiting, messages),
+      transcriptSlot);
+    let shownEvents = null;
     return {
       update(entry) {
         waiting.hidden = Boolean(entry);
@@ -1449,6 +1453,14 @@
         cut.textContent = hidden > 0 ? "(the first " + plural(hidden, "character") + " are not shown)" : "";
         text.textContent = entry.text;
         text.classList.toggle("streaming", data.live.has(route.key + "/" + route.epoch));
+        const events = entry.events || null;
+        // (each fetch of the sidecar brings new objects: redrawn only when the events changed)
+        const drawn = events ? events.length + ":" + JSON.stringify(events[events.length - 1]) : "";
+        if (drawn !== shownEvents) {
+          shownEvents = drawn;
+          const panel = events ? transcripts.transcriptPanel(events, (value) => value) : null;
+          replace(transcriptSlot, ...(panel ? [panel] : []));
+        }
       },
     };
   }
