@@ -58,7 +58,7 @@ __all__ = ["DockerKind", "DockerSandbox"]
 DEFAULT_WORKDIR = "/work"
 #: The largest file `read_file` returns.
 MAX_FILE_BYTES = 256 * 1024 * 1024
-_MARK = "VITALS_SANDBOX_EXEC"
+_MARK = "VE_SANDBOX_EXEC"
 #: Kills every process whose environment holds the mark, until none is left.
 _KILL = (
     'while :; do left=; for p in /proc/[0-9]*; do if grep -qs "$1" "$p/environ"; then '
