@@ -350,6 +350,7 @@ async def test_what_a_killed_run_left_is_removed_by_the_next(kind, kind_name, tm
     bwrap ones; the next run's `remove_leftovers()` removes what is left (directories,
     containers, the commands still running in docker and local ones) and says how many.
     Sandboxes of a process still running are left alone."""
+    await kind.remove_leftovers()  # what an earlier killed process left, not this test's
     ours = await kind.create(run_id="live-run", sample_id="kept", epoch=1)
     report = tmp_path / "report.json"
     child = start(hold_sandboxes, kind_name, str(report))

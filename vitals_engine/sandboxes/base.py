@@ -96,15 +96,30 @@ class Sandbox(Protocol):
         timeout: float | None = None,  # noqa: ASYNC109 - the command's limit, then killed
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
     ) -> ExecResult:
-        """Run `cmd` (a string under `sh -c`, or an argument list) in the sandbox."""
+        """Run `cmd` (a string under `sh -c`, or an argument list) in the sandbox.
+
+        Example:
+            >>> result = await sandbox.exec(["python3", "-c", "print(6 * 7)"], timeout=60)
+            >>> result.stdout
+            '42\\n'
+        """
         ...
 
     async def read_file(self, path: str, *, text: bool = True) -> str | bytes:
-        """The file at `path` (relative to `workdir`), as text or bytes."""
+        """The file at `path` (relative to `workdir`), as text or bytes.
+
+        Example:
+            >>> await sandbox.read_file("answer.txt")
+            '42\\n'
+        """
         ...
 
     async def write_file(self, path: str, contents: str | bytes) -> None:
-        """Write `contents` to `path` (relative to `workdir`), making its directories."""
+        """Write `contents` to `path` (relative to `workdir`), making its directories.
+
+        Example:
+            >>> await sandbox.write_file("src/answer.py", "print(42)\\n")
+        """
         ...
 
 
@@ -114,7 +129,12 @@ class SandboxKind(Protocol):
     spec: SandboxSpec
 
     async def check(self) -> None:
-        """Raise `ConfigError` saying how to install or start what the kind needs."""
+        """Raise `ConfigError` saying how to install or start what the kind needs (once per
+        run, before any model call).
+
+        Example:
+            >>> await sandbox_kind(SandboxSpec("bwrap")).check()  # or: ConfigError, how to fix
+        """
         ...
 
     async def create(
@@ -126,15 +146,30 @@ class SandboxKind(Protocol):
         files: Mapping[str, FileContents] | None = None,
         setup: str | None = None,
     ) -> Sandbox:
-        """A fresh sandbox for one sample: `files` written, then `setup` run in it."""
+        """A fresh sandbox for one sample: `files` written, then `setup` run in it (a failing
+        setup is a `SandboxError`, and nothing of the sandbox is left).
+
+        Example:
+            >>> sandbox = await kind.create(run_id="r1", sample_id="7", epoch=1,
+            ...                             files={"data.csv": "a,b\\n1,2\\n"}, setup="ls")
+        """
         ...
 
     async def remove(self, sandbox: Sandbox) -> None:
-        """Remove `sandbox` and everything it holds; safe to call twice."""
+        """Remove `sandbox` and everything it holds; safe to call twice.
+
+        Example:
+            >>> await kind.remove(sandbox)
+        """
         ...
 
     async def remove_leftovers(self) -> int:
-        """Remove the sandboxes runs that were killed left behind; how many there were."""
+        """Remove the sandboxes runs that were killed left behind; how many there were.
+
+        Example:
+            >>> await kind.remove_leftovers()  # at a run's start; the caller logs the count
+            2
+        """
         ...
 
 

@@ -58,7 +58,7 @@ __all__ = ["DockerKind", "DockerSandbox"]
 DEFAULT_WORKDIR = "/work"
 #: The largest file `read_file` returns.
 MAX_FILE_BYTES = 256 * 1024 * 1024
-_MARK = "VITALS_SANDBOX_EXEC"
+_MARK = "VE_SANDBOX_EXEC"
 #: Kills every process whose environment holds the mark, until none is left.
 _KILL = (
     'while :; do left=; for p in /proc/[0-9]*; do if grep -qs "$1" "$p/environ"; then '
@@ -197,18 +197,33 @@ class DockerSandbox:
         raise await self._dead("an exec's output ended but it never did", out.tail() + err.tail())
 
     async def _check_alive(self, out: Capped, err: Capped) -> None:
-        """After a command died of a signal: was it the container? A probe exec answers at
-        once (runc refuses an exec into a container whose first process is gone), where
-        the daemon's own state may lag."""
+        """After a command died of a signal: was it the container? A probe exec answers
+        soonest (runc refuses an exec into a container whose first process is gone, while
+        the daemon's state may lag); the daemon's state settles what a probe cannot."""
+        for _ in range(3):
+            if not await self._running():
+                break
+            if await self._probe() and await self._running():
+                return
+            await anyio.sleep(0.1)
+        raise await self._dead("its command was killed with it", out.tail() + err.tail())
+
+    async def _probe(self) -> bool:
+        """Whether a trivial exec runs in the container (or would, but for a lack of
+        `true` in the image)."""
         try:
             code, probe_out, probe_err, _, _ = await self._run(["true"], mark=False, limit=4096)
         except SandboxError:
-            alive = False
-        else:  # 126: runc could not exec ("cannot exec in a stopped state"), but for a lack
-            said = probe_out.text() + probe_err.text()  # of `true` in the image
-            alive = code != 126 or "not found" in said or "no such file" in said
-        if not alive:
-            raise await self._dead("its command was killed with it", out.tail() + err.tail())
+            return False
+        said = probe_out.text() + probe_err.text()
+        return code == 0 or "executable file not found" in said
+
+    async def _running(self) -> bool:
+        try:
+            info = await self.api.call("GET", f"/containers/{self.container}/json")
+        except (EngineError, EngineUnreachable):
+            return False
+        return bool(info["State"].get("Running"))
 
     async def _kill(self, nonce: str) -> None:
         """SIGKILL the processes of one exec (and what they started), and wait for them."""

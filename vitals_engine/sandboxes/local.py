@@ -37,7 +37,7 @@ __all__ = ["MARK", "LocalKind", "LocalSandbox"]
 
 #: The variable in a local sandbox's commands' environment that names it, so that what a
 #: killed run's commands still run is found and ended.
-MARK = "VITALS_SANDBOX"
+MARK = "VE_SANDBOX"
 
 
 class LocalSandbox:
