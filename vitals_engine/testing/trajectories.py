@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .brain import MockReply, MockRequest, MockToolCall
 
@@ -56,24 +56,33 @@ def trajectory(
 
     def reply(request: MockRequest) -> MockReply:
         step = sum(1 for message in request.messages if message.role == "assistant")
-        usage = {"input_tokens": tokens, "output_tokens": tokens}
         if step < len(steps):
-            return _reply(steps[step], step, usage)
+            return _reply(steps[step], step, tokens)
         if submit is None:
-            return MockReply(text="done", **usage)
+            return MockReply(text="done", input_tokens=tokens, output_tokens=tokens)
         answer = submit(request) if callable(submit) else submit
         call = MockToolCall(f"call_{step}_{tool}", tool, {"answer": answer})
-        return MockReply(tool_calls=[call], finish="tool_calls", **usage)
+        return MockReply(
+            tool_calls=[call], finish="tool_calls", input_tokens=tokens, output_tokens=tokens
+        )
 
     return reply
 
 
-def _reply(step: Step, n: int, usage: dict[str, int]) -> MockReply:
+def _reply(step: Step, n: int, tokens: int) -> MockReply:
     if isinstance(step, str):
-        return MockReply(text=step, **usage)
-    calls = [step] if isinstance(step, tuple) and isinstance(step[0], str) else list(step)
+        return MockReply(text=step, input_tokens=tokens, output_tokens=tokens)
     made = [
         MockToolCall(f"call_{n}_{i}_{name}", name, dict(arguments))
-        for i, (name, arguments) in enumerate(calls)  # type: ignore[misc]
+        for i, (name, arguments) in enumerate(_calls(step))
     ]
-    return MockReply(tool_calls=made, finish="tool_calls", **usage)
+    return MockReply(
+        tool_calls=made, finish="tool_calls", input_tokens=tokens, output_tokens=tokens
+    )
+
+
+def _calls(step: Step) -> list[tuple[str, dict[str, Any]]]:
+    """A step's tool calls: one (name, arguments), or several."""
+    if isinstance(step, tuple) and len(step) == 2 and isinstance(step[0], str):
+        return [cast(tuple[str, dict[str, Any]], step)]
+    return list(cast(Sequence[tuple[str, dict[str, Any]]], step))
