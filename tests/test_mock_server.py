@@ -15,6 +15,7 @@ import vitals_engine as ve
 from tests.addresses import free_port
 from tests.helpers import wait_until
 from vitals_engine.testing import MockReply, MockServer, MockToolCall, mock_server, reply
+from vitals_engine.testing.__main__ import agent_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -311,6 +312,42 @@ def test_tool_named_in_the_prompt_is_called_with_its_numbers(client, server):
     (call,) = choice["message"]["tool_calls"]
     assert call["function"] == {"name": "add", "arguments": '{"a":4,"b":2.5}'}
     assert text_of(ask(client, server, "Say hi", tools=[tool])) == "Say hi"
+
+
+def bash_tool(parameter: str) -> dict:
+    """An OpenAI function tool `bash` taking its command in `parameter`."""
+    schema = {
+        "type": "object",
+        "properties": {parameter: {"type": "string"}},
+        "required": [parameter],
+        "additionalProperties": False,
+    }
+    return {"type": "function", "function": {"name": "bash", "parameters": schema}}
+
+
+@pytest.mark.parametrize(
+    ("tools", "argument"), [([], "cmd"), (["cmd"], "cmd"), (["command"], "command")]
+)
+def test_agent_steps_put_the_command_where_the_bash_tool_takes_it(client, server, tools, argument):
+    """The `--agent-steps` model calls bash with its command in the argument the offered
+    bash tool declares (`cmd` for ve.bash(), `command` for Inspect's bash(); `cmd` when no
+    bash tool is offered), step after step, then submits "done"."""
+    server.script(agent_script(2))
+    offered = [bash_tool(parameter) for parameter in tools]
+    messages = [{"role": "user", "content": "go"}]
+    for step in (1, 2):
+        body = {"model": "m", "messages": messages, "tools": offered}
+        message = client.post(server.base_url() + "/chat/completions", json=body).json()
+        (call,) = message["choices"][0]["message"]["tool_calls"]
+        assert call["function"]["name"] == "bash"
+        assert msgspec.json.decode(call["function"]["arguments"]) == {argument: f"echo step {step}"}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call["id"], "content": f"step {step}"},
+        ]
+    last = client.post(server.base_url() + "/chat/completions", json=body | {"messages": messages})
+    (submit,) = last.json()["choices"][0]["message"]["tool_calls"]
+    assert submit["function"] == {"name": "submit", "arguments": '{"answer":"done"}'}
 
 
 # -- bad requests --------------------------------------------------------------------------------

@@ -9,10 +9,12 @@ import asyncio
 import contextlib
 import importlib.util
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
+from .brain import MockReply, MockRequest
 from .server import MockServer
 from .trajectories import trajectory
 
@@ -25,6 +27,36 @@ async def _serve(server: MockServer) -> None:
         loop.add_signal_handler(signal.SIGTERM, serving.cancel)
     with contextlib.suppress(asyncio.CancelledError):
         await serving
+
+
+def agent_script(steps: int, submit: str = "done") -> Callable[[MockRequest], MockReply]:
+    """The `--agent-steps` model: `steps` bash calls (`echo step k`), then `submit(answer)`.
+
+    Each command goes in the argument the request's `bash` tool declares (its first
+    required parameter): `cmd` for `ve.bash()`, `command` for Inspect's `bash()`; `cmd`
+    when the request offers no `bash` tool. So agents of either kind run the commands.
+    """
+    scripts: dict[str, Callable[[MockRequest], MockReply]] = {}
+
+    def reply(request: MockRequest) -> MockReply:
+        key = _command_argument(request)
+        if key not in scripts:
+            calls = [("bash", {key: f"echo step {k}"}) for k in range(1, steps + 1)]
+            scripts[key] = trajectory(*calls, submit=submit)
+        return scripts[key](request)
+
+    return reply
+
+
+def _command_argument(request: MockRequest) -> str:
+    """The argument the request's `bash` tool takes its command in (`cmd` if none says)."""
+    for tool in request.tools:
+        if tool.get("name") == "bash":
+            parameters = tool.get("parameters") or {}
+            named = parameters.get("required") or list(parameters.get("properties") or {})
+            if named:
+                return str(named[0])
+    return "cmd"
 
 
 def _write_record(server: MockServer, path: Path) -> None:
@@ -78,7 +110,9 @@ def main() -> None:
         type=int,
         default=None,
         metavar="N",
-        help='answer as an agent: N bash steps (`echo step k`), then submit("done")',
+        help="answer as an agent: N bash steps (`echo step k`, in the argument the "
+        "request's bash tool declares: cmd, or command for Inspect's), then "
+        'submit("done")',
     )
     parser.add_argument(
         "--record",
@@ -102,8 +136,7 @@ def main() -> None:
     if args.batch_delay is not None:
         server.batch_delay = args.batch_delay
     if args.agent_steps is not None:
-        steps = [("bash", {"cmd": f"echo step {k}"}) for k in range(1, args.agent_steps + 1)]
-        server.script(trajectory(*steps, submit="done"))
+        server.script(agent_script(args.agent_steps))
     print(
         f"Mock models at http://{args.host}:{args.port}/v1 (OpenAI chat/completions and "
         f"responses, Anthropic) "
