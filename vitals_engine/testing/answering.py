@@ -117,14 +117,12 @@ class Answerer:
 
     def __init__(
         self,
-        formats: dict[str, WireFormat],
         knobs: Knobs,
         plans: FailurePlans,
         traffic: Traffic,
         prompt_cache: PromptCache,
         rng: random.Random,
     ) -> None:
-        self.formats = formats
         self.knobs = knobs
         self.plans = plans
         self.traffic = traffic

@@ -215,9 +215,7 @@ class MockServer(BatchKnobs):
         self._plans = FailurePlans(self._lock, rng)
         self._prompt_cache = PromptCache(MIN_CACHEABLE_TOKENS)
         self._formats = wire_formats()
-        self._answerer = Answerer(
-            self._formats, self._knobs, self._plans, self._traffic, self._prompt_cache, rng
-        )
+        self._answerer = Answerer(self._knobs, self._plans, self._traffic, self._prompt_cache, rng)
         self._batches = BatchStore(
             self._lock,
             reply=self._answerer.reply,
