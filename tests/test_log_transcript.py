@@ -12,7 +12,12 @@ from tests.inspect_check import assert_inspect_reads
 from tests.transcripts import agent_record, agent_task, odd_solver, record_transcripts
 from vitals_engine.log.compose import compose_sample
 from vitals_engine.log.journal_format import encode_sample
-from vitals_engine.log.transcript import sample_init, transcript_events
+from vitals_engine.log.transcript import (
+    LiveEvents,
+    live_events,
+    sample_init,
+    transcript_events,
+)
 from vitals_engine.vocab.transcript import SandboxRecord, SpanBegin, SpanEnd, ToolRecord
 
 pytestmark = pytest.mark.anyio
@@ -246,3 +251,19 @@ def test_a_journal_line_carries_the_transcript():
     line = encode_sample(compose_sample(record, "includes"))
     sample = msgspec.json.decode(line, type=dict)["sample"]
     assert [e["event"] for e in sample["events"]].count("tool") == 2
+
+
+def test_the_live_sidecars_events_are_rendered_once_and_read_as_if_rendered_afresh():
+    """A running agent's transcript grows between writes of the live sidecar: what the
+    sidecar shows is what rendering the whole transcript would give (its last records, the
+    times from its first), though each record is rendered only when it is new."""
+    records: list = []
+    shown = LiveEvents(last=3)
+    for k in range(7):
+        records.append(SpanBegin(f"s{k}", f"step {k}", at=10.0 + k, type="tool"))
+        if k % 2:
+            records.append(SpanEnd(f"s{k}", at=10.5 + k))
+        assert shown.of(records) == live_events(records, last=3)
+    assert shown.of(records) == live_events(records, last=3)  # nothing new: the same
+    other = [SpanBegin("t0", "another sample's", at=50.0, type="tool")]
+    assert shown.of(other) == live_events(other, last=3)  # another transcript: afresh

@@ -307,3 +307,30 @@ async def test_local_warns_once_per_run_that_nothing_is_isolated(caplog):
     warnings = [r for r in caplog.records if "sandbox_not_isolated" in r.getMessage()]
     assert len(warnings) == 1
     assert "use bwrap or docker" in warnings[0].getMessage()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("pidfds", [True, False], ids=["pidfd", "no-pidfd"])
+async def test_a_host_process_reads_writes_and_ends_with_or_without_pidfds(monkeypatch, pidfds):
+    """A sandbox's host process (bwrap's and local's commands) gets its input, gives both
+    outputs whole, and tells how it ended: through pidfds where the system has them, and
+    through anyio's processes where it does not (not Linux)."""
+    from vitals_engine.sandboxes.processes import end_group, run_process
+
+    if not pidfds:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    elif not hasattr(os, "pidfd_open"):
+        pytest.skip("this system has no pidfds")
+    lines = b"".join(b"line %d\n" % i for i in range(20_000))  # past a pipe's buffer
+    done = await run_process(
+        ["sh", "-c", "cat; echo oops >&2; exit 3"],
+        input=lines,
+        cwd=None,
+        env=None,
+        time_limit=30,
+        limit=1 << 20,
+        kill=end_group,
+    )
+    assert (done.returncode, done.timed_out) == (3, False)
+    assert done.stdout.text().encode() == lines
+    assert done.stderr.text() == "oops\n"

@@ -53,6 +53,7 @@ __all__ = [
     "INIT_SPAN",
     "LIMIT_TYPES",
     "TOOL_ERROR_TYPES",
+    "LiveEvents",
     "live_events",
     "record_event",
     "sample_init",
@@ -214,6 +215,43 @@ def live_events(records: Sequence[TranscriptRecord], last: int = 200) -> list[Ev
     start = _at(records[0])
     shown = records[-last:]
     return [record_event(record, start, _local_iso) for record in shown]
+
+
+class LiveEvents:
+    """`live_events` of one running sample's transcript, kept between writes of the live
+    sidecar: each record is rendered once, when it is new (the transcript only grows).
+
+    Example:
+        >>> shown = LiveEvents()
+        >>> len(shown.of(records))       # every record rendered
+        3
+        >>> records.append(SpanEnd("s1", at=9.0))
+        >>> len(shown.of(records))       # only the new one rendered
+        4
+    """
+
+    __slots__ = ("_done", "_events", "_last", "_records", "_start")
+
+    def __init__(self, last: int = 200) -> None:
+        self._last = last
+        self._records: Sequence[TranscriptRecord] | None = None
+        self._done = 0  # records rendered so far
+        self._events: list[Event] = []
+        self._start = 0.0
+
+    def of(self, records: Sequence[TranscriptRecord]) -> list[Event]:
+        """The last `last` records of `records` as the log's events (as `live_events`)."""
+        if records is not self._records or len(records) < self._done:
+            self._records, self._done, self._events = records, 0, []
+            self._start = _at(records[0]) if records else 0.0
+        new = records[max(self._done, len(records) - self._last) :]
+        self._done = len(records)
+        if new:
+            start = self._start
+            events = self._events
+            events.extend(record_event(record, start, _local_iso) for record in new)
+            del events[: -self._last]
+        return list(self._events)
 
 
 def _local_iso(unix: float) -> str:

@@ -45,6 +45,7 @@ from .base import (
     check_user,
     file_error,
     file_items,
+    is_local_dir,
     run_setup,
     sandbox_path,
     shell_argv,
@@ -185,7 +186,7 @@ class BwrapSandbox:
         time_limit: float | None = None,
         limit: int = DEFAULT_OUTPUT_LIMIT,
     ) -> Finished:
-        if not await anyio.Path(self.root / "work").is_dir():
+        if not is_local_dir(self.root / "work"):
             raise SandboxError(f"The bwrap sandbox's directory {self.root} is gone", kind=self.kind)
         run = _Run()
         try:

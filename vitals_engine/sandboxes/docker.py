@@ -431,16 +431,18 @@ class DockerKind:
         tag = f"vitals-build:{hashlib.sha256(context).hexdigest()[:16]}"
         output: list[str] = []
         try:
-            async for message in self.api.messages(
+            messages = self.api.messages(
                 "POST",
                 "/build",
                 query={"t": tag, "dockerfile": name, "rm": True, "forcerm": True},
                 body=context,
                 headers={"Content-Type": "application/x-tar"},
-            ):
-                output.append(str(message.get("stream", message.get("status", ""))))
-                if "error" in message:
-                    raise EngineError(500, str(message["error"]))
+            )
+            async with contextlib.aclosing(messages):  # closed here, even when left early
+                async for message in messages:
+                    output.append(str(message.get("stream", message.get("status", ""))))
+                    if "error" in message:
+                        raise EngineError(500, str(message["error"]))
         except (EngineError, EngineUnreachable) as exc:
             raise ConfigError(
                 f"docker build of {dockerfile} failed: {exc}. Its last output:\n"

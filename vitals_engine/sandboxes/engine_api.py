@@ -20,7 +20,7 @@ import json
 import os
 import struct
 import tarfile
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from math import inf
 from typing import Any
@@ -186,7 +186,7 @@ class EngineAPI:
         query: Mapping[str, Any] | None = None,
         body: bytes,
         headers: Mapping[str, str],
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """The JSON messages of a streamed answer (a build's), one at a time."""
         conn, status, answer, _keep = await self._send(method, _target(path, query), body, headers)
         try:

@@ -26,6 +26,7 @@ from .base import (
     SandboxSpec,
     check_user,
     file_items,
+    is_local_dir,
     run_setup,
     sandbox_path,
     shell_argv,
@@ -72,9 +73,9 @@ class LocalSandbox:
         check_user(self.kind, user)
         argv = shell_argv(cmd)
         where = sandbox_path(self.workdir, cwd) if cwd else self.workdir
-        if not await anyio.Path(self.root).is_dir():
+        if not is_local_dir(self.root):
             raise SandboxError(f"The local sandbox's directory {self.root} is gone", kind="local")
-        if not await anyio.Path(where).is_dir():
+        if not is_local_dir(where):
             return ExecResult(126, "", f"cwd {where}: no such directory\n")
         data = input.encode() if isinstance(input, str) else input
         try:

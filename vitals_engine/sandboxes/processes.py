@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ import anyio
 import anyio.abc
 
 from .base import Capped
+from .host_process import open_host_process
 
 __all__ = ["DRAIN_GRACE", "Finished", "end_group", "end_marked", "kill_group", "run_process"]
 
@@ -144,19 +144,8 @@ async def _open(
     env: Mapping[str, str] | None,
     pass_fds: Sequence[int],
 ) -> anyio.abc.Process:
-    """Start the process, shielded: a process started is one the caller then ends."""
-    with anyio.CancelScope(shield=True):
-        return await anyio.open_process(
-            list(argv),
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-            pass_fds=pass_fds,
-        )
-    raise AssertionError("unreachable: a shielded scope is not cancelled")
+    """Start the process (not cancellable: a process started is one the caller then ends)."""
+    return await open_host_process(argv, stdin=stdin, cwd=cwd, env=env, pass_fds=pass_fds)
 
 
 async def run_process(

@@ -47,8 +47,8 @@ from ..frames import records_frame
 from ..log import schema as log_schema
 from ..log.compose import compose_header, compose_sample
 from ..log.journal_format import encode_sample
-from ..log.live import LiveFile, LiveSample, input_excerpt, live_path
-from ..log.transcript import live_events
+from ..log.live import LIVE_EVENTS, LiveFile, LiveSample, input_excerpt, live_path
+from ..log.transcript import LiveEvents
 from ..log.writer import LogWriter, log_file_name, new_id
 from ..pacing.budget import Budget
 from ..progress import ProgressBar
@@ -254,8 +254,9 @@ class _TaskRun:
         )
         self.shipper = open_shipper(setup, state, writer)
         texts = self.texts
+        shown: dict[tuple[int | str, int], LiveEvents] = {}
         self.live = LiveFile(
-            live_path(writer.journal), writer.path.name, lambda: _live_samples(texts)
+            live_path(writer.journal), writer.path.name, lambda: _live_samples(texts, shown)
         )
         texts.on_change = self.live.changed
         if resume is not None:
@@ -566,9 +567,15 @@ def raise_if_failed(state: RunState, options: RunOptions) -> None:
     )
 
 
-def _live_samples(texts: LiveTexts) -> list[LiveSample]:
+def _live_samples(
+    texts: LiveTexts, shown: dict[tuple[int | str, int], LiveEvents]
+) -> list[LiveSample]:
     """The sidecar's samples: the streamed text of each in-flight sample, and the last
-    records of its transcript as the log's events."""
+    records of its transcript as the log's events (`shown`: those rendered already, by
+    sample, kept from one write to the next)."""
+    entries = texts.entries
+    for key in [key for key in shown if key not in entries]:
+        del shown[key]
     return [
         LiveSample(
             id=entry.sample.id,
@@ -578,9 +585,11 @@ def _live_samples(texts: LiveTexts) -> list[LiveSample]:
             text=entry.text,
             chars=entry.chars,
             updated=entry.updated,
-            events=live_events(entry.events) if entry.events else None,
+            events=shown.setdefault(key, LiveEvents(LIVE_EVENTS)).of(entry.events)
+            if entry.events
+            else None,
         )
-        for entry in texts.entries.values()
+        for key, entry in entries.items()
     ]
 
 
