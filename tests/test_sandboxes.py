@@ -9,9 +9,12 @@ own (`mark()`), looking in the host's /proc, where sandboxed processes show too.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
+import tempfile
 from functools import partial
+from pathlib import Path
 
 import anyio
 import pytest
@@ -183,6 +186,44 @@ async def test_a_failing_setup_is_a_sandbox_error_and_leaves_nothing(kind, kind_
     assert caught.value.kind == kind_name
     assert caught.value.output == "broken step"
     assert "broken step" in str(caught.value)
+
+
+def _own_dirs(kind_name: str) -> set[str]:
+    """The sandbox directories this process has on the host (bwrap's and local's)."""
+    return {
+        path.name
+        for path in Path(tempfile.gettempdir()).glob(f"vitals-{kind_name}-{os.getpid()}-*")
+    }
+
+
+async def test_files_given_as_a_file_and_a_folder_are_refused_before_anything_is_made(
+    kind, kind_name
+):
+    """A path given as a file and also as the folder of another file is a ConfigError that
+    names both, raised before a sandbox is made."""
+    before = _own_dirs(kind_name)
+    with pytest.raises(ConfigError, match=r"'data/x/y\.txt' would be inside 'data/x'"):
+        await kind.create(
+            run_id="test-run",
+            sample_id="nested",
+            epoch=1,
+            files={"data/x": "a file", "data/x/y.txt": "under it"},
+        )
+    assert _own_dirs(kind_name) == before
+
+
+async def test_a_file_that_cannot_be_laid_out_leaves_no_directory(kind, kind_name):
+    """When a sample's file cannot be written into its new sandbox, the error is raised and
+    the directory made for it is removed."""
+    if kind_name == "docker":
+        pytest.skip("docker: any failure in create removes the container (the setup test)")
+    before = _own_dirs(kind_name)
+    outside = "/etc/vitals-test.txt" if kind_name == "bwrap" else "/proc/vitals-test/x.txt"
+    with pytest.raises((ConfigError, OSError)):
+        await kind.create(
+            run_id="test-run", sample_id="unwritable", epoch=1, files={outside: "nowhere"}
+        )
+    assert _own_dirs(kind_name) == before
 
 
 async def test_two_samples_sandboxes_are_apart(kind, kind_name):

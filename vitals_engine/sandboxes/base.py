@@ -412,7 +412,22 @@ def file_items(files: Mapping[str, FileContents] | None) -> list[tuple[str, byte
                 f"files[{path!r}] is a {type(contents).__name__}: give text, bytes or a "
                 "pathlib.Path of a file to copy."
             )
+    _refuse_files_inside_files(items)
     return items
+
+
+def _refuse_files_inside_files(items: list[tuple[str, bytes]]) -> None:
+    """A path given as a file cannot also be a folder of another: a ConfigError names both."""
+    given = {posixpath.normpath(path) for path, _ in items}
+    for path in sorted(given):
+        parent = posixpath.dirname(path)
+        while parent not in ("", "/"):
+            if parent in given:
+                raise ConfigError(
+                    f"files: {path!r} would be inside {parent!r}, which is a file: "
+                    "a path is either a file or a folder of files."
+                )
+            parent = posixpath.dirname(parent)
 
 
 def _host_files(path: str, source: str) -> list[tuple[str, bytes]]:

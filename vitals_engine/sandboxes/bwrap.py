@@ -301,12 +301,22 @@ class BwrapSandbox:
         )
 
 
-def _write_files(sandbox: BwrapSandbox, items: list[tuple[str, bytes]]) -> None:
-    """Write files into a new sandbox's directories (no command has run there yet)."""
-    for path, data in items:
-        target = sandbox.host_path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+def _lay_out(files: Mapping[str, FileContents] | None, network: bool) -> BwrapSandbox:
+    """A new sandbox's directories with `files` written into them (one thread hop for the
+    whole; a failure removes what was made)."""
+    items = file_items(files)
+    sandbox = BwrapSandbox(new_dir("bwrap"), network)
+    try:
+        for folder in ("work", "tmp"):
+            (sandbox.root / folder).mkdir()
+        for path, data in items:
+            target = sandbox.host_path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    except BaseException:
+        remove_dir(sandbox.root)
+        raise
+    return sandbox
 
 
 class BwrapKind:
@@ -343,13 +353,8 @@ class BwrapKind:
         setup: str | None = None,
     ) -> BwrapSandbox:
         """A fresh sandbox with `files` in it, after `setup` ran there."""
-        items = await anyio.to_thread.run_sync(file_items, files)
-        root = await anyio.to_thread.run_sync(new_dir, "bwrap")
-        sandbox = BwrapSandbox(root, self.spec.network)
+        sandbox = await anyio.to_thread.run_sync(_lay_out, files, self.spec.network)
         try:
-            for folder in ("work", "tmp"):
-                await anyio.Path(root / folder).mkdir()
-            await anyio.to_thread.run_sync(_write_files, sandbox, items)
             await run_setup(sandbox, setup)
         except BaseException:
             with anyio.CancelScope(shield=True):

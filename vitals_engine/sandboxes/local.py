@@ -122,6 +122,22 @@ class LocalSandbox:
         await target.write_bytes(contents.encode() if isinstance(contents, str) else contents)
 
 
+def _lay_out(files: Mapping[str, FileContents] | None) -> LocalSandbox:
+    """A new directory with `files` written into it (one thread hop for the whole; a
+    failure removes what was made)."""
+    items = file_items(files)
+    sandbox = LocalSandbox(new_dir("local"))
+    try:
+        for path, data in items:
+            target = Path(sandbox_path(sandbox.workdir, path))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    except BaseException:
+        remove_dir(sandbox.root)
+        raise
+    return sandbox
+
+
 class LocalKind:
     """Makes and removes local sandboxes: temporary directories, nothing isolated."""
 
@@ -155,11 +171,8 @@ class LocalKind:
     ) -> LocalSandbox:
         """A fresh directory with `files` in it, after `setup` ran there."""
         self._warn()
-        items = await anyio.to_thread.run_sync(file_items, files)
-        sandbox = LocalSandbox(await anyio.to_thread.run_sync(new_dir, "local"))
+        sandbox = await anyio.to_thread.run_sync(_lay_out, files)
         try:
-            for path, data in items:
-                await sandbox.write_file(path, data)
             await run_setup(sandbox, setup)
         except BaseException:
             with anyio.CancelScope(shield=True):
