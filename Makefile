@@ -14,7 +14,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 CHROMIUM := /usr/bin/chromium
 APT_CHROMIUM := env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
-.PHONY: setup demo test lint docs docs-serve bench browser sandboxes clean options
+.PHONY: setup demo test lint docs docs-serve bench browser sandboxes agents clean options
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -45,12 +45,22 @@ browser:
 	fi
 
 # Best effort, never an error: bubblewrap and docker.io (Debian's), a running dockerd (its
-# log: /tmp/vitals-dockerd.log) and the test image vitals-sandbox-test:1, made offline
-# (.ci/sandboxes says what it holds). Quick once done; the sandbox tests skip without them.
+# log: /tmp/vitals-dockerd.log) and the test images vitals-sandbox-test:1 and, for the coding
+# agents, vitals-agent-test:1, made offline (.ci/sandboxes says what they hold). Quick once
+# done; the sandbox tests skip without them.
 sandboxes:
 	@bash .ci/sandboxes
 
-setup: $(VENV)/.synced-dev browser sandboxes
+# The coding-agent solvers' CLIs (Claude Code, Codex), pinned, from npm into the project's tool
+# cache, once (best effort: their tests skip, saying why, without node and npm).
+export VITALS_AGENT_CACHE := $(abspath $(TOOLS))/agent-clis
+agents: $(VENV)/.synced-dev
+	@if command -v npm >/dev/null; then \
+		$(VENV)/bin/vitals install-agent claude-code codex >/dev/null \
+		|| echo "Could not install the agent CLIs: the coding-agent tests skip."; \
+	else echo "No npm: the coding-agent tests skip (install Node.js and npm)."; fi
+
+setup: $(VENV)/.synced-dev browser sandboxes agents
 
 demo: $(VENV)/.synced-runtime
 	$(VENV)/bin/python examples/quickstart.py

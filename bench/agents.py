@@ -4,6 +4,7 @@
     .venv/bin/python bench/agents.py --quick         # N=100
     .venv/bin/python bench/agents.py --kinds bwrap --samples 200 --concurrency 50
     .venv/bin/python bench/agents.py --kinds local --no-inspect
+    .venv/bin/python bench/agents.py --bridge        # and what the bridge adds to a call
 
 Each sample is one agent: 6 model calls that each ask for a bash command (`echo step k`,
 run in the sample's sandbox), then a call that submits. The model is the mock server's
@@ -367,6 +368,11 @@ def main() -> None:
         default=None,
         help="also run Inspect's react() the same way (default: when it is installed)",
     )
+    parser.add_argument(
+        "--bridge",
+        action="store_true",
+        help="also measure what the bridge adds to a model call (bench/bridge.py)",
+    )
     args = parser.parse_args()
     samples = 100 if args.quick else args.samples
     c = args.concurrency
@@ -391,6 +397,10 @@ def main() -> None:
                 "        (Inspect's react() + bash() in its local sandbox: compare with the "
                 "local row)"
             )
+    if args.bridge:
+        import bridge
+
+        bridge.rows(100 if args.quick else 300)
     for kind in kinds:
         held = live_sandboxes(kind, args.live)
         print(

@@ -13,6 +13,11 @@ from tests import inspect_check
 #: the sandbox kinds this machine runs: `kind_name`, `kind`, `sandbox` (tests/test_sandbox*.py).
 pytest_plugins = ["tests.replay_server", "tests.object_store", "tests.sandboxes"]
 
+#: The agent CLIs `make agents` installs (tests/test_coding_agents.py), for pytest run alone.
+os.environ.setdefault(
+    "VITALS_AGENT_CACHE", str(Path(__file__).resolve().parent.parent / ".tools" / "agent-clis")
+)
+
 
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request):

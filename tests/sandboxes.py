@@ -3,9 +3,10 @@ setup once per session), sandboxes made and removed around a test, and looking o
 host for the processes a test marked.
 
 bwrap and docker come from `make sandboxes` (part of `make test`): Debian's bubblewrap
-and docker.io, a dockerd it starts, and the test image `vitals-sandbox-test:1` (busybox
-and python3). Where the system cannot provide them their tests skip, saying why; under
-CI they fail instead.
+and docker.io, a dockerd it starts, and the test images `vitals-sandbox-test:1` (busybox
+and python3) and `vitals-agent-test:1` (the same with node and bash, for the coding
+agents). Where the system cannot provide them their tests skip, saying why; under CI
+they fail instead.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from vitals_engine.sandboxes import Sandbox, SandboxKind, SandboxSpec, sandbox_k
 
 #: The image `make sandboxes` imports (busybox-static's applets and the host's python3).
 TEST_IMAGE = "vitals-sandbox-test:1"
+#: The coding agents' image it imports: the test image's files, the host's node and bash,
+#: and the glibc libraries they and Claude Code's `claude.exe` load.
+AGENT_IMAGE = "vitals-agent-test:1"
 KIND_NAMES = ("bwrap", "docker", "local")
 _SETUP = (
     "`make sandboxes` (part of `make test`) installs bubblewrap and docker.io, starts dockerd "
@@ -70,6 +74,16 @@ def bwrap_ready() -> str:
 def docker_ready() -> str:
     """dockerd answering and the test image there, checked once per session."""
     return _checked("docker")
+
+
+@pytest.fixture(scope="session")
+def docker_agent_ready() -> str:
+    """dockerd answering and the coding agents' image there, checked once per session."""
+    try:
+        anyio.run(kind_of("docker", image=AGENT_IMAGE).check)
+    except ConfigError as exc:
+        unavailable(f"docker cannot run the coding agents' image {AGENT_IMAGE} here ({exc})")
+    return AGENT_IMAGE
 
 
 @pytest.fixture(params=KIND_NAMES)

@@ -4,6 +4,7 @@ searches, and Gemini's usage counts and thinking configuration."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -425,3 +426,26 @@ def test_gemini_refuses_a_thinking_config_it_cannot_read(client, server, thinkin
     error = response.json()["error"]
     assert error["status"] == "INVALID_ARGUMENT"
     assert message in error["message"]
+
+
+# -- what the real agent CLIs send ----------------------------------------------------------
+
+AGENT_CLI_REQUESTS = sorted(
+    (Path(__file__).parent / "recordings" / "agent_clis").rglob("*-POST-*.json")
+)
+
+
+@pytest.mark.parametrize(
+    "recorded", AGENT_CLI_REQUESTS, ids=lambda path: f"{path.parent.name}/{path.name}"
+)
+def test_the_mock_takes_every_request_the_real_agent_clis_sent(recorded, client, server):
+    """Each request Claude Code and Codex sent (recorded verbatim) is answered, not refused
+    for a field or a message the real API takes (Codex's `client_metadata`, Claude Code's
+    system messages among its messages), and the request log keeps it as sent."""
+    sent = msgspec.json.decode(recorded.read_bytes())
+    provider = "anthropic" if sent["path"].startswith("/v1/messages") else "openai"
+    url = server.base_url(provider).rstrip("/") + sent["path"].removeprefix("/v1")
+    headers = {"x-api-key": "x", "authorization": "Bearer x", "anthropic-version": "2023-06-01"}
+    response = client.post(url, json=sent["body"], headers=headers)
+    assert response.status_code == 200, response.text
+    assert server.log[-1].body == sent["body"]

@@ -587,7 +587,7 @@ async def test_the_key_never_leaks(server):
         ({"model": "m", "messages": [{"role": "user", "content": "x"}]}, "max_tokens"),
         ({"model": "m", "max_tokens": 10}, "messages"),
         (
-            {"model": "m", "max_tokens": 10, "messages": [{"role": "system", "content": "x"}]},
+            {"model": "m", "max_tokens": 10, "messages": [{"role": "tool", "content": "x"}]},
             "role",
         ),
         (

@@ -15,6 +15,7 @@ import importlib as _importlib
 import typing as _typing
 
 from ._errors import (
+    AgentCliError,
     AuthenticationError,
     BatchUnsupported,
     BudgetExceeded,
@@ -51,12 +52,15 @@ from ._errors import (
 
 if _typing.TYPE_CHECKING:
     from . import datasets
+    from .agents.cli_install import install_agent
+    from .agents.coding import AgentCli, agent_cli, claude_code, codex
     from .agents.react import React, react
     from .agents.tools import bash, python, sandbox, text_editor
     from .analysis import (
         bind,
         read_logs,
     )
+    from .bridging.server import BridgeAddress, bridge
     from .caching.options import Cache
     from .chats.chat import Chat
     from .chats.constructors import (
@@ -145,6 +149,13 @@ if _typing.TYPE_CHECKING:
 #: vitals_engine` costs milliseconds and a path loads only what it touches.
 _LAZY: dict[str, str] = {
     "datasets": ".datasets",
+    "AgentCli": ".agents.coding",
+    "agent_cli": ".agents.coding",
+    "claude_code": ".agents.coding",
+    "codex": ".agents.coding",
+    "install_agent": ".agents.cli_install",
+    "bridge": ".bridging.server",
+    "BridgeAddress": ".bridging.server",
     "React": ".agents.react",
     "react": ".agents.react",
     "bash": ".agents.tools",
@@ -236,10 +247,13 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "AgentCli",
+    "AgentCliError",
     "AuthenticationError",
     "Batch",
     "BatchRecord",
     "BatchUnsupported",
+    "BridgeAddress",
     "BudgetExceeded",
     "Cache",
     "Chat",
@@ -314,8 +328,10 @@ __all__ = [
     "VitalsError",
     "WorkerLostError",
     "accuracy",
+    "agent_cli",
     "bash",
     "bind",
+    "bridge",
     "bundle",
     "chat",
     "chat_anthropic",
@@ -328,6 +344,8 @@ __all__ = [
     "chat_openrouter",
     "chat_vllm",
     "check_thresholds",
+    "claude_code",
+    "codex",
     "compare",
     "compare_models",
     "datasets",
@@ -340,6 +358,7 @@ __all__ = [
     "eval_set_async",
     "generate",
     "generate_structured",
+    "install_agent",
     "log_dir",
     "log_dir_set",
     "model_graded_fact",

@@ -7,6 +7,7 @@ VitalsError
  ├── DatasetError           a dataset that cannot be read or lacks input/target
  ├── TaskStateError         a step run out of order (score() before solve() ...)
  ├── SolverError            a solver broke its contract (wrong return shape ...)
+ ├── AgentCliError          an agent CLI failed on a sample (exit code, what it printed last)
  ├── ScorerError            a scorer broke its contract
  ├── InvalidScore           one sample's score is no number (NaN, infinite): that sample fails
  ├── MetricError            a metric function returned something other than a finite number
@@ -49,6 +50,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 __all__ = [
+    "AgentCliError",
     "AuthenticationError",
     "BatchUnsupported",
     "BudgetExceeded",
@@ -146,6 +148,17 @@ class SolverError(VitalsError):
         ... except ve.SolverError as error:
         ...     print(str(error).split(";")[0])
         The solver <lambda> returned a list
+    """
+
+
+class AgentCliError(VitalsError):
+    """An agent CLI (`claude_code()`, `codex()`, `agent_cli()`) failed on a sample: it
+    exited non-zero, or ended without an answer. The sample's error, not the run's: its
+    message has the exit code and what the CLI printed last.
+
+    Example:
+        >>> str(AgentCliError("codex exited with 1: stream disconnected"))
+        'codex exited with 1: stream disconnected'
     """
 
 

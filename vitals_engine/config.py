@@ -15,7 +15,9 @@ package reads is read here, and the docs list them (guide/command-line.md,
 - `VITALS_STORE_TIMEOUT`: seconds a run spends on an object store that does not answer
   before it gives up on it (else 60);
 - `VITALS_STORE_LEASE`: seconds the lock of a journal in an object store stays good
-  without a heartbeat, after which another machine may take it over (else 30).
+  without a heartbeat, after which another machine may take it over (else 30);
+- `VITALS_AGENT_CACHE`: where the agent CLIs of the coding-agent solvers are installed
+  (else the user's cache directory).
 
 One variable is set here rather than read: `IN_VITALS_EVAL`, "true" while runs go
 (`engine/eval_env.py`).
@@ -27,6 +29,7 @@ import os
 
 __all__ = [
     "DEFAULT_LOG_DIR",
+    "ENV_AGENT_CACHE",
     "ENV_CACHE_DIR",
     "ENV_GC_TUNING",
     "ENV_LOG_DIR",
@@ -36,6 +39,7 @@ __all__ = [
     "ENV_STORE_TIMEOUT",
     "ENV_TRANSPORT",
     "IN_EVAL_VARIABLE",
+    "agent_cache_from_env",
     "cache_dir_from_env",
     "gc_tuning_from_env",
     "in_eval_from_env",
@@ -64,6 +68,8 @@ ENV_STAGING_DIR = "VITALS_STAGING_DIR"
 ENV_STORE_TIMEOUT = "VITALS_STORE_TIMEOUT"
 #: Seconds the lock of a journal in an object store stays good without a heartbeat.
 ENV_STORE_LEASE = "VITALS_STORE_LEASE"
+#: Where the agent CLIs are installed (`vitals install-agent`), else the user's cache.
+ENV_AGENT_CACHE = "VITALS_AGENT_CACHE"
 #: "true" while runs of this process solve and score (set by them, for the user's code;
 #: not an `ENV_` name: the package never reads it to decide anything).
 IN_EVAL_VARIABLE = "IN_VITALS_EVAL"
@@ -124,6 +130,11 @@ def in_eval_set(value: str | None) -> str | None:
 def cache_dir_from_env() -> str | None:
     """The cache's directory from `VITALS_CACHE_DIR`, or None (unset or empty)."""
     return os.environ.get(ENV_CACHE_DIR) or None
+
+
+def agent_cache_from_env() -> str | None:
+    """The agent CLIs' cache from `VITALS_AGENT_CACHE`, or None (unset or empty)."""
+    return os.environ.get(ENV_AGENT_CACHE) or None
 
 
 def transport_from_env() -> str | None:

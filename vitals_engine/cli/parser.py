@@ -283,7 +283,26 @@ def build_parser() -> argparse.ArgumentParser:
     _add_debug(bundle)
     _add_score(commands, formatter)
     _add_cache(commands, formatter)
+    _add_install_agent(commands, formatter)
     return parser
+
+
+def _add_install_agent(commands: argparse._SubParsersAction, formatter: type) -> None:
+    """`vitals install-agent NAME[==VERSION] ...`."""
+    install = commands.add_parser(
+        "install-agent",
+        help="install agent CLIs (claude-code, codex) for the coding-agent solvers",
+        description="Install pinned agent CLIs from npm into this machine's cache, once: "
+        "claude_code() and codex() run them from there, never reaching npm during a run.",
+        epilog="The cache is VITALS_AGENT_CACHE, else the user's cache directory.\n\n"
+        "Examples:\n  vitals install-agent claude-code codex\n"
+        "  vitals install-agent codex==0.169.0",
+        formatter_class=formatter,
+    )
+    install.add_argument(
+        "names", nargs="+", metavar="NAME", help="claude-code or codex (==VERSION)"
+    )
+    _add_debug(install)
 
 
 def _add_score(commands: argparse._SubParsersAction, formatter: type) -> None:
@@ -426,6 +445,10 @@ def _run(command: str, args: argparse.Namespace) -> int:
         from .cache import run_cache
 
         return run_cache(args)
+    if command == "install-agent":
+        from .install_agent import run_install_agent
+
+        return run_install_agent(args)
     from .bundle import run_bundle
 
     return run_bundle(args)

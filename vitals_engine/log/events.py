@@ -37,6 +37,50 @@ __all__ = ["ChatLog", "sample_events"]
 _LOCAL = datetime.now().astimezone().tzinfo
 
 
+#: The keywords of a JSON schema that Inspect's tool parameters hold (`ToolParams`,
+#: `JSONSchema`); a tool's schema is logged with these alone, as Inspect reads it.
+_SCHEMA_KEYS = frozenset(
+    (
+        "type",
+        "format",
+        "description",
+        "default",
+        "enum",
+        "items",
+        "properties",
+        "additionalProperties",
+        "anyOf",
+        "required",
+    )
+)
+
+
+def tool_params(schema: Any) -> Any:
+    """A tool's JSON schema as Inspect's log holds it: the keywords it knows, at every
+    level (an agent harness's tools carry `$schema`, `maxItems` ... which it drops).
+
+    Example:
+        >>> tool_params({"$schema": "x", "type": "object", "properties": {
+        ...     "n": {"type": "integer", "exclusiveMinimum": 0}}})
+        {'type': 'object', 'properties': {'n': {'type': 'integer'}}}
+    """
+    if not isinstance(schema, dict):
+        return schema
+    kept: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key not in _SCHEMA_KEYS:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            kept[key] = {name: tool_params(field) for name, field in value.items()}
+        elif key in ("items", "additionalProperties"):
+            kept[key] = tool_params(value)
+        elif key == "anyOf" and isinstance(value, list):
+            kept[key] = [tool_params(option) for option in value]
+        else:
+            kept[key] = value
+    return kept
+
+
 def _iso(unix: float) -> str:
     return datetime.fromtimestamp(unix, _LOCAL).isoformat()
 
@@ -121,7 +165,7 @@ def _model_event(
         "model": call.model_id,
         "input": [],
         "tools": [
-            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            {"name": t.name, "description": t.description, "parameters": tool_params(t.parameters)}
             for t in call.request.tools
         ]
         if call.request.tools

@@ -19,6 +19,7 @@ Every kind keeps the same rules (`tests/test_sandboxes.py` runs one suite agains
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import os
 import posixpath
@@ -33,6 +34,7 @@ __all__ = [
     "DEFAULT_IMAGE",
     "DEFAULT_OUTPUT_LIMIT",
     "KINDS",
+    "SHARED_ROOT",
     "Capped",
     "ExecResult",
     "FileContents",
@@ -47,7 +49,9 @@ __all__ = [
     "run_setup",
     "sandbox_path",
     "sandbox_spec",
+    "shared_path",
     "shell_argv",
+    "solver_sandbox",
 ]
 
 #: The bytes of stdout, and of stderr, an exec keeps unless told otherwise.
@@ -213,12 +217,22 @@ class SandboxSpec:
     memory: str | None = None
     cpus: float | None = None
     pids: int | None = None
+    #: Host directories shown read-only inside, each at `shared_path(folder)` (what a
+    #: solver brings, such as an agent CLI's installation; a local sandbox sees the host).
+    shared: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ConfigError(
                 f"SandboxSpec(kind={self.kind!r}): the kinds are {', '.join(map(repr, KINDS))}."
             )
+        self._check_what_runs()
+        self._check_limits()
+        for folder in self.shared:
+            if not os.path.isabs(folder):
+                raise ConfigError(f"SandboxSpec(shared=...): {folder!r} is not an absolute path.")
+
+    def _check_what_runs(self) -> None:
         if self.kind == "docker":
             if (self.image is None) == (self.dockerfile is None):
                 raise ConfigError(
@@ -226,14 +240,16 @@ class SandboxSpec:
                     'SandboxSpec("docker", image="python:3.12-slim") or '
                     'sandbox=("docker", "Dockerfile").'
                 )
-        else:
-            given = [n for n in ("image", "dockerfile") if getattr(self, n) is not None]
-            given += [n for n in ("memory", "cpus", "pids") if getattr(self, n) is not None]
-            if given:
-                raise ConfigError(
-                    f"A {self.kind} sandbox takes no {' or '.join(given)}: only docker "
-                    "runs an image and limits memory, CPUs and processes."
-                )
+            return
+        given = [n for n in ("image", "dockerfile") if getattr(self, n) is not None]
+        given += [n for n in ("memory", "cpus", "pids") if getattr(self, n) is not None]
+        if given:
+            raise ConfigError(
+                f"A {self.kind} sandbox takes no {' or '.join(given)}: only docker "
+                "runs an image and limits memory, CPUs and processes."
+            )
+
+    def _check_limits(self) -> None:
         if self.memory is not None:
             memory_bytes(self.memory)
         if self.cpus is not None and not (
@@ -476,3 +492,45 @@ def file_error(message: str, path: str) -> OSError:
         if text in message:
             return OSError(code, os.strerror(code), path)
     return OSError(errno.EIO, message.strip() or "the file could not be read or written", path)
+
+
+def solver_sandbox(spec: SandboxSpec | None, solver: object) -> SandboxSpec | None:
+    """The task's sandbox with what its solver brings: the sandbox the solver asks for
+    when the task names none (`__vitals_sandbox__`), and the host folders it needs shown
+    inside (`__vitals_sandbox_shared__`; a solver that has it runs only in a sandbox).
+
+    Example:
+        >>> solver_sandbox(None, ve.claude_code(chat, sandbox="bwrap")).kind
+        'bwrap'
+    """
+    wanted = getattr(solver, "__vitals_sandbox__", None)
+    shared = getattr(solver, "__vitals_sandbox_shared__", None)
+    if spec is None and wanted is not None:
+        spec = sandbox_spec(wanted)
+    if shared is None:
+        return spec
+    if spec is None:
+        label = getattr(solver, "__vitals_label__", type(solver).__name__)
+        raise ConfigError(
+            f"{label} runs in each sample's sandbox: give the task one, "
+            'Task(..., sandbox="bwrap") (or "docker", or "local"), or the solver sandbox=.'
+        )
+    joined = tuple(dict.fromkeys((*spec.shared, *shared)))
+    return spec if joined == spec.shared else dataclasses.replace(spec, shared=joined)
+
+
+#: Where a sandbox shows the host folders its spec shares (`SandboxSpec.shared`).
+SHARED_ROOT = "/vitals-shared"
+
+
+def shared_path(folder: str, kind: str) -> str:
+    """Where the host `folder` a spec shares is inside a sandbox of `kind`: under
+    `SHARED_ROOT` by its name (the host's own path for a local sandbox, which is the host).
+
+    Example:
+        >>> shared_path("/home/me/.cache/agent-clis/codex-0.169.0", "bwrap")
+        '/vitals-shared/codex-0.169.0'
+    """
+    if kind == "local":
+        return folder
+    return f"{SHARED_ROOT}/{os.path.basename(folder.rstrip('/'))}"

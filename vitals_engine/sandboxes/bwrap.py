@@ -48,6 +48,7 @@ from .base import (
     is_local_dir,
     run_setup,
     sandbox_path,
+    shared_path,
     shell_argv,
 )
 from .owners import leftover_dirs, new_dir, remove_dir
@@ -140,9 +141,12 @@ class BwrapSandbox:
     kind = "bwrap"
     workdir = WORKDIR
 
-    def __init__(self, root: Path, network: bool) -> None:
+    def __init__(self, root: Path, network: bool, shared: Sequence[str] = ()) -> None:
         self.root = root
         self.network = network
+        self.shared_mounts = tuple(
+            arg for folder in shared for arg in ("--ro-bind", folder, shared_path(folder, "bwrap"))
+        )
 
     def __repr__(self) -> str:
         return f"BwrapSandbox({str(self.root)!r})"
@@ -160,6 +164,7 @@ class BwrapSandbox:
             "--hostname",
             "sandbox",
             *_system_mounts(self.network),
+            *self.shared_mounts,
             "--bind",
             str(self.root / "work"),
             WORKDIR,
@@ -301,11 +306,13 @@ class BwrapSandbox:
         )
 
 
-def _lay_out(files: Mapping[str, FileContents] | None, network: bool) -> BwrapSandbox:
+def _lay_out(
+    files: Mapping[str, FileContents] | None, network: bool, shared: Sequence[str]
+) -> BwrapSandbox:
     """A new sandbox's directories with `files` written into them (one thread hop for the
     whole; a failure removes what was made)."""
     items = file_items(files)
-    sandbox = BwrapSandbox(new_dir("bwrap"), network)
+    sandbox = BwrapSandbox(new_dir("bwrap"), network, shared)
     try:
         for folder in ("work", "tmp"):
             (sandbox.root / folder).mkdir()
@@ -353,7 +360,9 @@ class BwrapKind:
         setup: str | None = None,
     ) -> BwrapSandbox:
         """A fresh sandbox with `files` in it, after `setup` ran there."""
-        sandbox = await anyio.to_thread.run_sync(_lay_out, files, self.spec.network)
+        sandbox = await anyio.to_thread.run_sync(
+            _lay_out, files, self.spec.network, self.spec.shared
+        )
         try:
             await run_setup(sandbox, setup)
         except BaseException:

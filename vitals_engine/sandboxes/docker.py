@@ -47,6 +47,7 @@ from .base import (
     memory_bytes,
     run_setup,
     sandbox_path,
+    shared_path,
     shell_argv,
 )
 from .engine_api import EngineAPI, EngineError, EngineUnreachable, Frames, one_file, tar_of
@@ -377,6 +378,12 @@ def _context_tar(dockerfile: str) -> tuple[bytes, str]:
     return out.getvalue(), os.path.relpath(os.path.abspath(dockerfile), folder)
 
 
+def _binds(shared: Sequence[str]) -> dict[str, Any]:
+    """The host folders a container shows read-only (at `shared_path`)."""
+    binds = [f"{folder}:{shared_path(folder, 'docker')}:ro" for folder in shared]
+    return {"Binds": binds} if binds else {}
+
+
 class DockerKind:
     """Makes and removes docker sandboxes: checks the daemon and the image (or builds it)."""
 
@@ -474,7 +481,7 @@ class DockerKind:
             "Cmd": ["infinity"],
             "WorkingDir": self.workdir,
             "Labels": labels,
-            "HostConfig": {**limits, "Init": True},
+            "HostConfig": {**limits, "Init": True, **_binds(self.spec.shared)},
         }
 
     async def create(

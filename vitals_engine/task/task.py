@@ -35,7 +35,7 @@ from ..engine.user_functions import route_kwargs, spec_of
 from ..frames import dataset_frame, records_frame
 from ..log.writer import clean_task_name
 from ..metrics import Metric, check_metrics
-from ..sandboxes.base import SandboxSpec, sandbox_spec
+from ..sandboxes.base import SandboxSpec, sandbox_spec, solver_sandbox
 from ..statistics.corrected import CorrectedMean
 from ..statistics.intervals import MetricStat
 from ..statistics.reducers import check_reducer
@@ -145,7 +145,7 @@ class Task:
             reducer=check_reducer(reducer, epochs),
             cluster=_check_cluster(cluster, rows),
             human=check_human(human, rows),
-            sandbox=sandbox_spec(sandbox),
+            sandbox=solver_sandbox(sandbox_spec(sandbox), solver),
         )
         self._state = RunState()
         self.dir = dir

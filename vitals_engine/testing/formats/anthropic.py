@@ -2,7 +2,9 @@
 
 It checks requests the way the API does where a provider bug would show:
 `model`, `max_tokens` and `messages` are required, roles are user or
-assistant, images carry a source, every `tool_result` answers a `tool_use`
+assistant (or system: a system message among them, as Claude Code 2.1 sends with its
+environment, is read as more of the system prompt; `tests/recordings/agent_clis/`),
+images carry a source, every `tool_result` answers a `tool_use`
 of the assistant message before it, and a thinking block sent back must
 keep the signature the server gave it.
 
@@ -429,9 +431,10 @@ class AnthropicFormat(WireFormat):
         _check_required(body)
         request = MockRequest(format=self.name, model=body["model"], max_tokens=body["max_tokens"])
         request.stream = body.get("stream") is True
-        system = _text_of(body.get("system"))
-        request.system = system or None
-        request.messages = _conversation(body["messages"])
+        inline = [m for m in body["messages"] if isinstance(m, dict) and m.get("role") == "system"]
+        texts = [_text_of(body.get("system")), *(_text_of(m.get("content")) for m in inline)]
+        request.system = "\n\n".join(text for text in texts if text) or None
+        request.messages = _conversation([m for m in body["messages"] if m not in inline])
         request.tools = [_tool(tool) for tool in body.get("tools") or []]
         request.cache = _plan(body, request.model)
         request.schema = _forced_schema(body.get("tool_choice") or {}, request.tools)

@@ -116,6 +116,8 @@ _KNOWN = frozenset(
         "prompt_cache_key",
         "prompt_cache_retention",
         "service_tier",
+        # Sent by the Codex CLI (0.169.0: tests/recordings/agent_clis/), which the API takes.
+        "client_metadata",
     }
 )
 #: Chat Completions' names of parameters that have moved, and where to.
