@@ -25,7 +25,7 @@ from tests.addresses import free_port
 from tests.helpers import until
 from tests.sandboxes import TEST_IMAGE
 from vitals_engine.agents.cli_install import installed_agent
-from vitals_engine.agents.coding import _with_forwarder
+from vitals_engine.agents.harness import _with_forwarder
 from vitals_engine.pricing.cost import cost_of
 from vitals_engine.testing import MockToolCall, reply
 from vitals_engine.vocab.transcript import LimitRecord, ToolRecord

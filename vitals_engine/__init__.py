@@ -53,7 +53,8 @@ from ._errors import (
 if _typing.TYPE_CHECKING:
     from . import datasets
     from .agents.cli_install import install_agent
-    from .agents.coding import AgentCli, agent_cli, claude_code, codex
+    from .agents.coding import agent_cli, claude_code, codex
+    from .agents.harness import AgentCli
     from .agents.react import React, react
     from .agents.tools import bash, python, sandbox, text_editor
     from .analysis import (
@@ -149,7 +150,7 @@ if _typing.TYPE_CHECKING:
 #: vitals_engine` costs milliseconds and a path loads only what it touches.
 _LAZY: dict[str, str] = {
     "datasets": ".datasets",
-    "AgentCli": ".agents.coding",
+    "AgentCli": ".agents.harness",
     "agent_cli": ".agents.coding",
     "claude_code": ".agents.coding",
     "codex": ".agents.coding",
