@@ -1,6 +1,7 @@
 """Shared fixtures, and the check that Inspect reads every log a test writes."""
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -135,6 +136,7 @@ def page(browser):
 
 # -- every log a test writes is read with Inspect's reader --------------------
 
+_TREE = pytest.StashKey["set[str] | None"]()
 _CALL_FAILED = pytest.StashKey[bool]()
 
 
@@ -215,3 +217,57 @@ def _inspect_reads_every_log(request):
                 problems.append(str(exc))
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
+
+
+# -- the tree as the suite found it ----------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Made by `make setup` and `make docs` or by the tools (caches), not by the tests.
+_TOOLING = (".venv/", ".tools/", "site/", ".pytest_cache/", ".ruff_cache/", ".import_linter_cache/")
+
+
+def _untracked() -> set[str]:
+    """What the checkout holds beyond its tracked files, ignored or not (directories git
+    ignores as a whole named once), less the tooling's and bytecode."""
+    listed = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored", "--untracked-files=all"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return {
+        line[3:]
+        for line in listed.splitlines()
+        if line[:2] in ("??", "!!")
+        and not line[3:].startswith(_TOOLING)
+        and "__pycache__/" not in line
+    }
+
+
+def pytest_sessionstart(session):
+    session.config.stash[_TREE] = _untracked() if (ROOT / ".git").exists() else None
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The suite leaves the checkout as it found it: a file any test left there (a log in
+    ./logs, a screenshot) fails the run, named."""
+    before = session.config.stash.get(_TREE, None)
+    if before is None:
+        return
+    left = sorted(_untracked() - before)
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"The tests left {len(left)} files in the checkout: {left[:10]}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(autouse=True)
+def _no_logs_in_the_checkout():
+    """A test that writes a log into the checkout's ./logs fails, named (its logs belong in
+    its tmp_path)."""
+    logs = ROOT / "logs"
+    before = set(logs.iterdir()) if logs.is_dir() else set()
+    yield
+    after = set(logs.iterdir()) if logs.is_dir() else set()
+    assert not after - before, f"this test wrote into the checkout: {sorted(after - before)}"

@@ -21,6 +21,7 @@ from vitals_engine.transport.sse import EventStreamParser
 from vitals_engine.vocab.model_calls import ChatRequest, ToolDef
 from vitals_engine.vocab.turns import (
     Content,
+    ContentCompaction,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -161,6 +162,18 @@ REPLIES = [
         id="refusal",
     ),
     pytest.param(Turn("assistant", [ContentText("no usage")]), id="no-usage"),
+    pytest.param(
+        Turn(
+            "assistant",
+            [
+                ContentCompaction("The user asked about the weather; it is sunny."),
+                ContentText("Hi"),
+            ],
+            tokens=TokenUsage(input=30, output=12),
+            finish_reason="stop",
+        ),
+        id="compaction-and-text",
+    ),
 ]
 
 
@@ -755,9 +768,9 @@ def recorded_requests() -> list[Any]:
     return out
 
 
-#: What Anthropic's own server tools and compaction leave in a conversation: blocks the
-#: bridge never writes, refused when an agent sends them.
-SERVER_BLOCKS = {"server_tool_use", "web_search_tool_result", "compaction"}
+#: What Anthropic's own server tools leave in a conversation: blocks the bridge never
+#: writes, refused when an agent sends them (a compaction summary is read: it goes back).
+SERVER_BLOCKS = {"server_tool_use", "web_search_tool_result"}
 
 
 def refused_parts(sent: dict[str, Any]) -> list[str]:
@@ -777,7 +790,7 @@ def refused_parts(sent: dict[str, Any]) -> list[str]:
 def test_recorded_request_bodies_are_read(sent):
     """Every request a real client sent Anthropic reads, its messages, system and tools all
     understood; one with Anthropic's server tools is refused naming them (or, after the
-    tools, the server tool's or compaction's blocks it holds)."""
+    tools, the server tool's blocks it holds); a compaction summary is read as one."""
     refused = refused_parts(sent)
     if refused:
         with pytest.raises(WireError, match=refused[0]) as error:
@@ -792,6 +805,15 @@ def test_recorded_request_bodies_are_read(sent):
     assert asked.stream is bool(sent.get("stream"))
     if sent.get("system"):
         assert asked.request.system_prompt
+    compacted = [
+        block
+        for message in sent["messages"]
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if block.get("type") == "compaction"
+    ]
+    read = [c for t in asked.request.turns for c in t.contents if isinstance(c, ContentCompaction)]
+    assert [c.content for c in read] == [block.get("content") for block in compacted]
 
 
 def recorded_replies() -> list[Any]:

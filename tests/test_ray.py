@@ -429,7 +429,8 @@ def meeting(directory, fail_on=None):
 
 def run_on_two_workers(directory, **options):
     """The two workers' process ids, from a run that used both."""
-    task = ve.Task(sums(6), solver=meeting(directory), scorer=ve.detect_includes())
+    logs = directory.with_name(directory.name + "-logs")
+    task = ve.Task(sums(6), solver=meeting(directory), scorer=ve.detect_includes(), dir=logs)
     task.eval(backend=ve.Ray(workers=2, max_concurrency=2, **options))
     pids = {int(r) for r in task.get_samples()["result"]}
     assert len(pids) == 2
@@ -449,7 +450,7 @@ def test_with_keep_alive_0_each_run_has_workers_of_its_own(tmp_path):
 def test_the_workers_of_a_run_that_failed_are_not_kept(tmp_path):
     met = tmp_path / "failed"
     solver = meeting(met, fail_on="What's 4+4?")
-    task = ve.Task(sums(6), solver=solver, scorer=ve.detect_includes())
+    task = ve.Task(sums(6), solver=solver, scorer=ve.detect_includes(), dir=tmp_path / "logs")
     with pytest.raises(ve.SolverError):
         task.eval(backend=ve.Ray(workers=2, max_concurrency=2))
     first = {int(path.name) for path in met.iterdir()}

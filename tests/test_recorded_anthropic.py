@@ -473,7 +473,8 @@ async def test_compaction_usage_is_the_sum_of_its_iterations(replay):
     assert await chat.chat_async(prompt_of(recorded)) == "Hello!"
 
     turn = chat.last_turn()
-    assert turn.contents == [ve.ContentText("Hello!")]
+    (summary,) = blocks(recorded, "compaction")
+    assert turn.contents == [ve.ContentCompaction(summary["content"]), ve.ContentText("Hello!")]
     assert turn.tokens == ve.TokenUsage(
         input=100 + 229, output=131 + 5, cache_write=55096 + 0, cache_write_1h=0 + 0
     )
@@ -499,6 +500,13 @@ async def test_streamed_compaction_usage_is_the_sum_of_its_iterations(replay):
     assert await chat.chat_async(prompt_of(recorded)) == "Hello! 👋"
 
     turn = chat.last_turn()
+    summary = "".join(
+        event["delta"]["content"]
+        for event in recorded.events()
+        if event["type"] == "content_block_delta" and event["delta"]["type"] == "compaction_delta"
+    )
+    assert summary
+    assert turn.contents[0] == ve.ContentCompaction(summary)  # its deltas joined
     assert turn.tokens == ve.TokenUsage(input=100 + 181, output=83 + 8, cached_input=55096 + 0)
     s = SONNET_4_6
     assert turn.cost == pytest.approx((281 * s.input + 55096 * s.cached + 91 * s.output) / M)
@@ -518,14 +526,6 @@ async def test_a_single_iteration_is_counted_once(replay):
     assert turn.cost == pytest.approx((136 * SONNET_4_6.input + 16 * SONNET_4_6.output) / M)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "anthropic.AnthropicProvider.parse drops `compaction` content blocks (and the stream "
-        "reader's compaction_delta), so the next request's assistant message lacks the "
-        "summary; the recorded round trip sends it back as {type: compaction, content}"
-    ),
-)
 async def test_the_compaction_block_goes_back_with_its_turn(replay):
     """The compaction summary a reply opened with goes back, first in that assistant
     message, as the recorded round trip sends it, so the API need not compact again."""

@@ -171,7 +171,9 @@ async def test_a_tool_call_is_a_span_under_its_sample(server, tmp_path, spans):
     chat = openai(server, MODEL, api_key=KEY)
     chat.register_tool(add)
     rows = [{"input": "Use add to compute 3 and 4", "target": "7"}]
-    await ve.Task(rows, solver=ve.generate(chat), scorer=ve.detect_includes()).eval_async()
+    await ve.Task(
+        rows, solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path
+    ).eval_async()
     found = list(spans.get_finished_spans())
     (sample,) = named(found, "sample ")
     (tool,) = named(found, "execute_tool ")
@@ -395,7 +397,9 @@ async def test_message_contents_are_recorded_when_asked_for(server, tmp_path, sp
     chat = openai(server, MODEL, api_key=KEY, system_prompt="Be brief.")
     chat.register_tool(add)
     rows = [{"input": "Use add to compute 3 and 4", "target": "7"}]
-    await ve.Task(rows, solver=ve.generate(chat), scorer=ve.detect_includes()).eval_async()
+    await ve.Task(
+        rows, solver=ve.generate(chat), scorer=ve.detect_includes(), dir=tmp_path
+    ).eval_async()
     found = list(spans.get_finished_spans())
     first = min(named(found, "chat "), key=lambda span: span.start_time or 0)
     call = attributes(first)
@@ -649,7 +653,7 @@ def gone(ray: Any, worker: Any) -> bool:
     return False
 
 
-def test_spans_on_ray_workers_continue_the_drivers_trace(local_ray, spans, receiver):
+def test_spans_on_ray_workers_continue_the_drivers_trace(local_ray, spans, receiver, tmp_path):
     """On a real (local) Ray: once a worker's process has a tracer provider, the samples
     it runs are spans of the driver's trace, under the driver's run span, with their
     model calls under them. (The worker that was given a provider is killed after.)"""
@@ -660,11 +664,15 @@ def test_spans_on_ray_workers_continue_the_drivers_trace(local_ray, spans, recei
     endpoint = f"http://127.0.0.1:{receiver.server_address[1]}/v1/traces"
     rows = [{"input": "set up", "target": "traced"}]
     try:
-        setup = ve.Task(rows, solver=tracing_to(endpoint), scorer=ve.detect_includes())
+        setup = ve.Task(
+            rows, solver=tracing_to(endpoint), scorer=ve.detect_includes(), dir=tmp_path
+        )
         setup.eval(backend=ve.Ray(workers=1))
         assert received_spans(receiver) == []  # decided at the run's start: untraced
         spans.clear()
-        task = ve.Task(sums(2), solver=ve.generate(ve.chat_mock()), scorer=ve.detect_includes())
+        task = ve.Task(
+            sums(2), solver=ve.generate(ve.chat_mock()), scorer=ve.detect_includes(), dir=tmp_path
+        )
         task.eval(backend=ve.Ray(workers=1))
     finally:
         for worker in POOL.idle():  # no other test gets a worker that traces

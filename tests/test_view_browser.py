@@ -1,6 +1,6 @@
 """The log viewer in a real browser: Playwright driving Debian's chromium.
 
-Screenshots of each page land in `test-artifacts/` (git-ignored) for people to look at.
+Screenshots of each page land in `$TMPDIR/vitals-engine-test-artifacts/` for people to look at.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -50,7 +51,7 @@ playwright_sync = pytest.importorskip("playwright.sync_api")
 expect = playwright_sync.expect
 expect.set_options(timeout=15_000)  # generous for a loaded CI machine; passing waits are short
 
-ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+ARTIFACTS = Path(tempfile.gettempdir()) / "vitals-engine-test-artifacts"
 DASH = "\u2013"  # the en dash of the pager's "Rows 1-100"
 
 

@@ -1,6 +1,6 @@
 """A sample's transcript in the viewer, in a real browser: its spans nested, tool calls
 with their arguments, results and errors, sandbox actions, the limit it hit; markup in any
-of them shown as text. Screenshots land in `test-artifacts/`."""
+of them shown as text. Screenshots land in `$TMPDIR/vitals-engine-test-artifacts/`."""
 
 from __future__ import annotations
 

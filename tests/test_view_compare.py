@@ -1,6 +1,6 @@
 """The viewer's compare view in a real browser: two or more logs of one task side by side.
 
-Screenshots land in `test-artifacts/` (git-ignored), as for the rest of the viewer.
+Screenshots land in `$TMPDIR/vitals-engine-test-artifacts/`, as for the rest of the viewer.
 """
 
 from __future__ import annotations

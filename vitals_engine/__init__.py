@@ -137,6 +137,7 @@ if _typing.TYPE_CHECKING:
     from .vocab.batch_records import BatchRecord
     from .vocab.model_calls import RetryNote
     from .vocab.turns import (
+        ContentCompaction,
         ContentImage,
         ContentText,
         ContentThinking,
@@ -240,6 +241,7 @@ _LAZY: dict[str, str] = {
     "set_price": ".pricing.table",
     "ContentImage": ".vocab.turns",
     "ContentText": ".vocab.turns",
+    "ContentCompaction": ".vocab.turns",
     "ContentThinking": ".vocab.turns",
     "ContentToolRequest": ".vocab.turns",
     "ContentToolResult": ".vocab.turns",
@@ -261,6 +263,7 @@ __all__ = [
     "Comparison",
     "ComparisonSet",
     "ConfigError",
+    "ContentCompaction",
     "ContentImage",
     "ContentText",
     "ContentThinking",

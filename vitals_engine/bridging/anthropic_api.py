@@ -58,6 +58,7 @@ from ..chats.layers.call import guess_tokens
 from ..vocab.model_calls import ChatRequest, ToolDef
 from ..vocab.turns import (
     Content,
+    ContentCompaction,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -337,6 +338,13 @@ def _redacted_block(block: Block, where: str, reading: _Reading) -> list[Content
     return [sealed if sealed is not None else ContentThinking(data, redacted=True)]
 
 
+def _compaction_block(block: Block, where: str, reading: _Reading) -> list[Content]:
+    content, encrypted = block.get("content"), block.get("encrypted_content")
+    if not isinstance(content, str | None) or not isinstance(encrypted, str | None):
+        raise WireError(f"{where}: a compaction block's content is text")
+    return [ContentCompaction(content, encrypted)]
+
+
 #: What a tool_result's content list may hold, and how each block is read.
 _RESULT_PARTS: dict[str, _Reader] = {
     "text": _text_block,
@@ -357,6 +365,7 @@ _READERS: dict[str, dict[str, _Reader]] = {
         "tool_use": _tool_use_block,
         "thinking": _thinking_block,
         "redacted_thinking": _redacted_block,
+        "compaction": _compaction_block,
     },
 }
 
@@ -446,6 +455,11 @@ def _reply_block(content: Content) -> Block | None:
         if content.redacted:
             return {"type": "redacted_thinking", "data": sealed}
         return {"type": "thinking", "thinking": content.thinking, "signature": sealed}
+    if isinstance(content, ContentCompaction):
+        block: Block = {"type": "compaction", "content": content.content}
+        if content.encrypted_content is not None:
+            block["encrypted_content"] = content.encrypted_content
+        return block
     return None  # an image or a tool result: no assistant message of the API holds one
 
 
@@ -496,6 +510,9 @@ def _block_events(index: int, block: Block) -> list[tuple[str, dict[str, Any]]]:
         opening = {"type": "thinking", "thinking": "", "signature": ""}
         deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(block["thinking"])]
         deltas.append({"type": "signature_delta", "signature": block["signature"]})
+    elif kind == "compaction":
+        opening = {"type": "compaction", "content": None}
+        deltas = [{**block, "type": "compaction_delta"}]
     elif kind == "tool_use":
         opening = {**block, "input": {}}
         arguments = msgspec.json.encode(block["input"]).decode()

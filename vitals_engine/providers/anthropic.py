@@ -36,6 +36,7 @@ from ..transport.sse import ServerSentEvent
 from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import (
     Content,
+    ContentCompaction,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -126,7 +127,17 @@ def _assistant_blocks(turn: Turn) -> list[dict[str, Any]]:
                 blocks.append({"type": "text", "text": c.text})
         elif isinstance(c, ContentToolRequest):
             blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments})
+        elif isinstance(c, ContentCompaction):
+            blocks.append(_compaction_block(c))
     return blocks
+
+
+def _compaction_block(content: ContentCompaction) -> dict[str, Any]:
+    """A compaction summary as the API gave it, to go back with its turn."""
+    block: dict[str, Any] = {"type": "compaction", "content": content.content}
+    if content.encrypted_content is not None:
+        block["encrypted_content"] = content.encrypted_content
+    return block
 
 
 def _user_blocks(turn: Turn) -> list[dict[str, Any]]:
@@ -252,6 +263,23 @@ def _joined(first: dict[str, Any], rest: dict[str, Any]) -> dict[str, Any]:
     return {**rest, "content": [*first["content"], *rest["content"]], "usage": usage}
 
 
+def _block_content(block: dict[str, Any]) -> Content | None:
+    """A reply's content block as ours (None: one of the API's we do not keep, such as a
+    server tool's, whose results the reply's text already tells)."""
+    kind = block["type"]
+    if kind == "text":
+        return ContentText(block["text"])
+    if kind == "thinking":
+        return ContentThinking(block["thinking"], block.get("signature"))
+    if kind == "redacted_thinking":
+        return ContentThinking(block["data"], redacted=True)
+    if kind == "compaction":
+        return ContentCompaction(block.get("content"), block.get("encrypted_content"))
+    if kind == "tool_use":
+        return ContentToolRequest(block["id"], block["name"], block["input"])
+    return None
+
+
 class _AnthropicStream(StreamReader):
     """Message stream events put together into the message they stand for."""
 
@@ -308,6 +336,10 @@ class _AnthropicStream(StreamReader):
             block["signature"] = delta["signature"]
         elif kind == "input_json_delta":
             self._inputs[index].append(delta["partial_json"])
+        elif kind == "compaction_delta":
+            for key in ("content", "encrypted_content"):
+                if delta.get(key) is not None:
+                    block[key] = (block.get(key) or "") + delta[key]
         return None
 
     def _started(self) -> dict[str, Any]:
@@ -440,21 +472,14 @@ class AnthropicProvider(HttpProvider):
         contents: list[Content] = []
         answer: ContentText | None = None  # the structured-output tool's input, as JSON
         for block in data["content"]:
-            kind = block["type"]
-            if kind == "text":
-                contents.append(ContentText(block["text"]))
-            elif kind == "thinking":
-                contents.append(ContentThinking(block["thinking"], block.get("signature")))
-            elif kind == "redacted_thinking":
-                contents.append(ContentThinking(block["data"], redacted=True))
-            elif kind == "tool_use" and block["name"] in (STRUCTURED_TOOL, _WRAPPED_TOOL):
+            if block["type"] == "tool_use" and block["name"] in (STRUCTURED_TOOL, _WRAPPED_TOOL):
                 value = block["input"]
                 if block["name"] == _WRAPPED_TOOL:
                     value = value["value"]
                 answer = ContentText(msgspec.json.encode(value).decode())
                 contents.append(answer)
-            elif kind == "tool_use":
-                contents.append(ContentToolRequest(block["id"], block["name"], block["input"]))
+            elif (content := _block_content(block)) is not None:
+                contents.append(content)
         stop = data.get("stop_reason") or ""
         finish = _FINISH.get(stop, "unknown")
         calls = any(isinstance(c, ContentToolRequest) for c in contents)

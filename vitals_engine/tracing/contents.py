@@ -22,6 +22,7 @@ import msgspec
 from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import (
     Content,
+    ContentCompaction,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -77,6 +78,8 @@ def _part(content: Content) -> dict[str, Any]:
         return {"type": "tool_call_response", "id": content.id, "response": response}
     if isinstance(content, ContentThinking):
         return {"type": "reasoning", "content": content.thinking}
+    if isinstance(content, ContentCompaction):  # a generic part: the conventions name none
+        return {"type": "compaction", "content": content.content or ""}
     assert isinstance(content, ContentImage)
     return {"type": "blob", "modality": "image", "mime_type": content.media_type}
 

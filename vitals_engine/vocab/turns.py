@@ -13,6 +13,7 @@ import msgspec
 
 __all__ = [
     "Content",
+    "ContentCompaction",
     "ContentImage",
     "ContentText",
     "ContentThinking",
@@ -133,7 +134,31 @@ class ContentThinking(
     id: str | None = None
 
 
-Content = ContentText | ContentImage | ContentToolRequest | ContentToolResult | ContentThinking
+class ContentCompaction(
+    msgspec.Struct, tag="compaction", tag_field="type", frozen=True, omit_defaults=True
+):
+    """A summary the provider made of the conversation before it (Anthropic's server-side
+    compaction: a `compaction` block the reply opens with), kept verbatim so it goes back
+    with its turn and the provider need not compact again. Other providers' requests leave
+    it out; it is not part of the reply's text.
+
+    Example:
+        >>> ContentCompaction("The user pasted one sentence, repeated.").content
+        'The user pasted one sentence, repeated.'
+    """
+
+    content: str | None = None
+    encrypted_content: str | None = None
+
+
+Content = (
+    ContentText
+    | ContentImage
+    | ContentToolRequest
+    | ContentToolResult
+    | ContentThinking
+    | ContentCompaction
+)
 
 
 class TokenUsage(msgspec.Struct, frozen=True, omit_defaults=True, repr_omit_defaults=True):
