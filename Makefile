@@ -96,4 +96,4 @@ bench: $(VENV)/.synced-dev
 	$(VENV)/bin/python bench/throughput.py
 
 clean:
-	rm -rf $(TOOLS) $(VENV) .pytest_cache site
+	rm -rf $(TOOLS) $(VENV) site

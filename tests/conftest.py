@@ -223,7 +223,7 @@ def _inspect_reads_every_log(request):
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Made by `make setup` and `make docs` or by the tools (caches), not by the tests.
-_TOOLING = (".venv/", ".tools/", "site/", ".pytest_cache/", ".ruff_cache/", ".import_linter_cache/")
+_TOOLING = (".venv/", ".tools/", "site/", ".ruff_cache/", ".import_linter_cache/")
 
 
 def _untracked() -> set[str]:
