@@ -256,3 +256,22 @@ async def test_an_agents_calls_are_the_samples(server, tmp_path):
     assert [c.name for t in turns for c in t.contents if isinstance(c, ContentToolRequest)] == [
         "weather"
     ]
+
+
+@pytest.mark.parametrize(("chat_cap", "sent"), [(None, 777), (321, 321)])
+async def test_the_agents_output_cap_serves_unless_the_chat_sets_one(server, chat_cap, sent):
+    """An Anthropic chat without its own `max_tokens` takes the agent's (Claude Code asks
+    for 32,000; the chat's default of 4,096 would cut its long edits); one with its own
+    keeps it, as every parameter of the chat wins."""
+    params = {} if chat_cap is None else {"max_tokens": chat_cap}
+    chat = ve.chat_anthropic(
+        "claude-sonnet-4-5", base_url=server.base_url("anthropic"), api_key="k", params=params
+    )
+    async with (
+        ve.bridge(chat) as address,
+        anthropic.AsyncAnthropic(base_url=address.base_url, api_key=address.api_key) as client,
+    ):
+        await client.messages.create(
+            model="m", max_tokens=777, messages=[{"role": "user", "content": "hi"}]
+        )
+    assert server.log[-1].body["max_tokens"] == sent

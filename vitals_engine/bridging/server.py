@@ -33,6 +33,7 @@ from .._errors import ConfigError
 from ..chats.chat import Chat
 from ..chats.dispatch import call_model
 from ..pacing.transcript import record
+from ..providers.anthropic import AnthropicProvider
 from ..vocab.model_calls import ChatRequest
 from ..vocab.transcript import ToolRecord
 from ..vocab.turns import ContentToolRequest, ContentToolResult, Turn
@@ -67,7 +68,7 @@ def _max_tokens_params(chat: Chat, asked: int | None) -> dict[str, Any]:
     provider = chat.provider
     if asked is None or provider.params.get("max_tokens") is not None:
         return {}
-    if type(provider).__name__ == "AnthropicProvider":
+    if isinstance(provider, AnthropicProvider):
         return {"max_tokens": asked}
     return {}
 
