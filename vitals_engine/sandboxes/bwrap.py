@@ -205,7 +205,8 @@ class BwrapSandbox:
                 kill=run.kill,
                 pass_fds=(run.write,),
             )
-            if "child-pid" not in run.status() and not done.timed_out:
+            started = done.returncode == 0 or "child-pid" in run.status()
+            if not started and not done.timed_out:  # exit 0 is the command's: it started
                 raise SandboxError(
                     f"bwrap could not start the sandbox (exit {done.returncode})",
                     kind=self.kind,
