@@ -6,11 +6,13 @@ Every kind keeps the same rules (`tests/test_sandboxes.py` runs one suite agains
 
 - `exec(cmd)`: a string runs under `sh -c`, a sequence runs as it is. `env` adds to the
   sandbox's environment; `cwd` (relative to `workdir`) defaults to `workdir`. An exec ends
-  when its command exits, and what the command left running in the background ends with
-  it. `timeout` kills it: `timed_out=True`, `returncode=-1`. Each of stdout and stderr is
-  kept up to `output_limit` bytes (`DEFAULT_OUTPUT_LIMIT`, 16 KiB), cut with a note saying
-  how much was left out (`truncated=True`); bytes that are not UTF-8 are replaced, never
-  an error. A command that is not found returns 127, a `cwd` that is not there 126.
+  when its command exits; what the command left running in the background ends with it in
+  bwrap and local sandboxes, and lives on in a docker container until the sandbox is
+  removed (docs/guide/agents.md). `timeout` kills it: `timed_out=True`, `returncode=-1`.
+  Each of stdout and stderr is kept up to `output_limit` bytes (`DEFAULT_OUTPUT_LIMIT`,
+  16 KiB), cut with a note saying how much was left out (`truncated=True`); bytes that
+  are not UTF-8 are replaced, never an error. A command that is not found returns 127, a
+  `cwd` that is not there 126.
 - `read_file` / `write_file`: a relative path is under `workdir`; parent directories are
   made; a missing file is `FileNotFoundError`.
 - A sandbox that dies under a sample (its container gone, out of memory) is a
