@@ -63,9 +63,9 @@ if _typing.TYPE_CHECKING:
     )
     from .bridging.server import BridgeAddress, bridge
     from .caching.options import Cache
+    from .chats.by_name import chat
     from .chats.chat import Chat
     from .chats.constructors import (
-        chat,
         chat_anthropic,
         chat_deepseek,
         chat_google_gemini,
@@ -168,7 +168,7 @@ _LAZY: dict[str, str] = {
     "read_logs": ".analysis",
     "Cache": ".caching.options",
     "Chat": ".chats.chat",
-    "chat": ".chats.constructors",
+    "chat": ".chats.by_name",
     "chat_anthropic": ".chats.constructors",
     "chat_deepseek": ".chats.constructors",
     "chat_google_gemini": ".chats.constructors",

@@ -23,6 +23,11 @@ __all__ = ["batch_api"]
 
 def batch_api(provider: Any) -> BatchApi:
     """The batch API of `provider`'s wire format, or a ConfigError for one that has none."""
+    if not getattr(provider, "sends_batches", True):
+        raise ConfigError(
+            f"{provider.model_id} cannot send batches: the batch API of {provider.name} is not "
+            "built. Run it without batch mode (batch=False on the model)."
+        )
     if isinstance(provider, OpenAIBase):
         return OpenAIBatchApi(provider)
     if isinstance(provider, AnthropicProvider):

@@ -36,6 +36,9 @@ class Provider(ABC):
     name: str = "Provider"
     #: Prefix of `provider/model` ids in logs ("openai", "anthropic", "google" ...).
     id_prefix: str = ""
+    #: Whether this provider's batch API is built (a cloud platform that speaks a vendor's
+    #: wire format does not send batches through the vendor's batch API).
+    sends_batches: bool = True
 
     def __init__(self, model: str, base_url: str = "", params: dict[str, Any] | None = None):
         self.model = model

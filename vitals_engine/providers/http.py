@@ -36,7 +36,7 @@ import os
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime
@@ -456,7 +456,7 @@ class HttpProvider(Provider):
     def _redact(self, exc: ProviderError) -> None:
         """Take every secret out of an error's message and body, whatever put it there (a
         gateway echoing the request's headers in its error body, say)."""
-        secrets = self._secrets()
+        secrets = self._secrets() + self.live_secrets()
         if not secrets:
             return
         for attr in ("message", "body"):
@@ -500,7 +500,7 @@ class HttpProvider(Provider):
             if payload.get("stream") is True:  # params said stream, stream=False says not
                 payload = {k: v for k, v in payload.items() if k not in _STREAM_KEYS}
         body = _encoder.encode(payload)
-        headers = self._request_headers()
+        headers = await self.authorize(url, self._request_headers(), body)
         transport = pool.get(self.base_url, self.client)
         if streaming:
             async with transport.stream(url, headers, body, self.timeouts) as streamed:
@@ -509,6 +509,23 @@ class HttpProvider(Provider):
         response = await transport.post(url, headers, body, self.timeouts)
         ANSWERED.add(self._origin)
         return self._whole_data(url, response), Reply(response, streamed=False)
+
+    async def authorize(self, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
+        """The headers of one attempt to POST `body` to `url`: `headers` (the request's own,
+        never to be changed in place), with what authenticates this attempt. Default: the
+        key is in `headers()` already. A cloud platform signs each attempt afresh here (a
+        retry too), or adds a token it refreshes before it expires."""
+        return headers
+
+    def live_secrets(self) -> tuple[str, ...]:
+        """Credentials that change while the chat lives (a platform's current token),
+        taken out of error messages with the key. Default: none."""
+        return ()
+
+    def stream_events(self, response: StreamedResponse) -> AsyncGenerator[ServerSentEvent, None]:
+        """The events of a streamed reply's body: server-sent events unless a wire format
+        frames its stream otherwise (Bedrock's binary event stream)."""
+        return server_sent_events(response.chunks())
 
     async def continue_reply(self, pool: TransportPool, payload: dict[str, Any], data: Any) -> Any:
         """The whole reply to `payload`, given its first part `data`: a wire format whose
@@ -558,7 +575,7 @@ class HttpProvider(Provider):
         sink = text_sink()
         attempt = object()  # this attempt's key: a retried stream starts afresh
         count = 0
-        events = server_sent_events(response.chunks())  # closed at once when we stop early
+        events = self.stream_events(response)  # closed at once when we stop early
         async with aclosing(events):
             while True:
                 try:

@@ -34,8 +34,8 @@ import anyio
 from .._errors import ConfigError, EvalSetFailedError, VitalsError
 from .._sync import Interrupted, carry, raise_carried, run_sync
 from .._words import plural
+from ..chats.by_name import chat as make_chat
 from ..chats.chat import Chat
-from ..chats.constructors import chat as make_chat
 from ..engine.options import EvalKeywords, RunOptions
 from ..log.journal_format import JOURNAL_SUFFIX, journal_path
 from ..log.logged_eval import LoggedEval

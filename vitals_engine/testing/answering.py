@@ -166,6 +166,7 @@ class Answerer:
     async def _respond(self, fmt: WireFormat, http: web.Request) -> web.StreamResponse:
         raw = await http.read()
         try:
+            fmt.check_auth(http.method, http.path_qs, http.headers, raw)
             body = msgspec.json.decode(raw)
             request = fmt.parse(body, http.match_info, http.query)
         except Refused as refused:
@@ -217,7 +218,7 @@ class Answerer:
             stop = len(events) // 2 if failure.after is None else min(failure.after, len(events))
         response = web.StreamResponse(
             headers={
-                "content-type": "text/event-stream",
+                "content-type": fmt.stream_content_type,
                 "cache-control": "no-cache",
                 "x-request-id": f"req_{self.traffic.requests}",
             }

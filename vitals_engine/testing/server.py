@@ -404,6 +404,8 @@ class MockServer(BatchKnobs):
     def base_url(self, provider: str = "openai") -> str:
         """The base URL a provider constructor takes to talk to this server."""
         root = f"http://{self.host}:{self.port}"
+        if provider in ("bedrock", "azure", "vertex"):  # their paths start at the host
+            return root
         return f"{root}/v1beta" if provider in ("google", "gemini") else f"{root}/v1"
 
     # -- lifecycle --------------------------------------------------------------------
@@ -462,6 +464,8 @@ class MockServer(BatchKnobs):
         add_routes(app.router, self._batches, self._formats)  # first: see add_routes
         for fmt in self._formats.values():
             app.router.add_post(fmt.route, self._answerer.handler(fmt))
+            for method, path, handler in fmt.more_routes():
+                app.router.add_route(method, path, handler)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, backlog=4096, reuse_address=True)

@@ -86,6 +86,19 @@ class WireFormat(ABC):
     route: ClassVar[str]
     #: The HTTP status a "stream-error" stands for unless told: the format's overload.
     stream_error_status: ClassVar[int] = 503
+    #: The content type of a streamed reply (the bytes of each `StreamEvent.encode()`).
+    stream_content_type: ClassVar[str] = "text/event-stream"
+
+    def check_auth(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> None:
+        """Raise `Refused` (401 or 403, in the format's own words) for a request whose
+        credentials the platform would not take: `target` is the path and query string as
+        sent, `headers` the request's (any case). Default: any credentials do."""
+        return
+
+    def more_routes(self) -> list[tuple[str, str, Any]]:
+        """Routes the format serves besides its endpoint, as (method, path, aiohttp
+        handler): a platform's token endpoint, say. Default: none."""
+        return []
 
     @abstractmethod
     def parse(
