@@ -755,3 +755,14 @@ def test_a_run_uses_the_global_provider_the_application_set(tmp_path, monkeypatc
     assert "tracing: True" in out
     names = ["chat mock-model", "chat mock-model", "eval plain", "sample 1", "sample 2"]
     assert f"spans: {names}" in out
+
+
+def test_the_cloud_platforms_are_named_as_the_conventions_name_them():
+    from vitals_engine.tracing.genai import provider_name
+
+    named = {name: provider_name(name) for name in ("Bedrock", "Azure OpenAI", "Vertex AI")}
+    assert named == {
+        "Bedrock": "aws.bedrock",
+        "Azure OpenAI": "azure.ai.openai",
+        "Vertex AI": "gcp.vertex_ai",
+    }

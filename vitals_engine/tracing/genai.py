@@ -49,7 +49,13 @@ COST = "vitals.cost_usd"
 ROLE = "vitals.role"
 
 #: Our providers' names as the conventions' well-known values (others: lower-cased).
-_WELL_KNOWN = {"Google": "gcp.gemini", "Mock": "vitals.mock"}
+_WELL_KNOWN = {
+    "Google": "gcp.gemini",
+    "Mock": "vitals.mock",
+    "Bedrock": "aws.bedrock",
+    "Azure OpenAI": "azure.ai.openai",
+    "Vertex AI": "gcp.vertex_ai",
+}
 
 #: Our finish reasons as the conventions' (and OpenAI's) words.
 _FINISH = {"max_tokens": "length"}
@@ -59,8 +65,8 @@ def provider_name(name: str) -> str:
     """The `gen_ai.provider.name` of one of our providers (its `Provider.name`).
 
     Example:
-        >>> provider_name("OpenAI"), provider_name("Google")
-        ('openai', 'gcp.gemini')
+        >>> provider_name("OpenAI"), provider_name("Google"), provider_name("Bedrock")
+        ('openai', 'gcp.gemini', 'aws.bedrock')
     """
     return _WELL_KNOWN.get(name) or name.lower()
 
