@@ -30,6 +30,7 @@ it, the reply's own `model` (Azure names the model and version behind the deploy
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit
 
@@ -158,30 +159,47 @@ class _Azure:
         model_name: str | None = None,
         **kw: Any,
     ) -> None:
-        if credential is not None and token_provider is not None:
-            raise ConfigError(
-                "Azure OpenAI takes one Entra ID source: credential= or token_provider=, not both."
-            )
-        entra = credential is not None or token_provider is not None
-        if entra and kw.get("api_key") is not None:
-            raise ConfigError(
-                "Azure OpenAI takes an API key or a Microsoft Entra ID credential, not both: "
-                "pass api_key=... or credential=/token_provider=..."
-            )
         #: The dated API's version (None: the v1 API).
         self.api_version = api_version
         #: The model behind the deployment, for prices and OpenAI's model rules.
         self.model_name = model_name
         #: The Entra ID token (None: an API key authenticates; decided at `check_key()`
         #: when neither a key nor a credential was given).
-        self.entra: EntraToken | None = (
-            EntraToken(credential=credential, token_provider=token_provider) if entra else None
-        )
+        self.entra: EntraToken | None = None
         super().__init__(model, **kw)  # type: ignore[call-arg]
         self.base_url = _endpoint(self.base_url)
+        if credential is not None or token_provider is not None:
+            self.use_entra(credential, token_provider)
+
+    def use_entra(
+        self, credential: Any = None, token_provider: Callable[[], str] | None = None
+    ) -> None:
+        """Authenticate with a Microsoft Entra ID token from `credential` (an object with
+        `get_token(scope)`) or `token_provider` (a callable returning the token), not a key."""
+        if credential is not None and token_provider is not None:
+            raise ConfigError(
+                "Azure OpenAI takes one Entra ID source: credential= or token_provider=, not both."
+            )
+        if self._given_key is not None:
+            raise ConfigError(
+                "Azure OpenAI takes an API key or a Microsoft Entra ID credential, not both: "
+                "pass api_key=... or credential=/token_provider=..."
+            )
+        if credential is not None and not callable(getattr(credential, "get_token", None)):
+            raise ConfigError(
+                f"credential= takes an azure-identity credential (an object with "
+                f"get_token(scope)), not {type(credential).__name__}; pass a callable "
+                "returning a token as token_provider=."
+            )
+        if token_provider is not None and not callable(token_provider):
+            raise ConfigError("token_provider= takes a callable that returns a token string.")
+        self.entra = EntraToken(credential=credential, token_provider=token_provider)
+        self._api_key = ""  # a key in the environment is not sent with the token
+        self._all_headers = self._secret_values = None
 
     def _find_key(self) -> str | None:
-        if getattr(self, "entra", None) is not None and not self.entra.uses_default:  # type: ignore[union-attr]
+        entra = getattr(self, "entra", None)
+        if entra is not None and not entra.uses_default:
             return None
         return super()._find_key()  # type: ignore[misc]
 
