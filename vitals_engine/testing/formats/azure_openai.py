@@ -103,8 +103,9 @@ class AzureMock:
         self.lifetime = 3600.0
         #: Tokens issued (the value is its expiry, epoch seconds on the server's clock).
         self.issued: dict[str, float] = {}
-        #: Requests refused as unauthenticated.
+        #: Requests refused as unauthenticated, and by the content filter.
         self.refused = 0
+        self.filtered = 0
         #: The model a deployment answers with (its reply's `model`); default: its name.
         self.models: dict[str, str] = {}
         self._secret = os.urandom(16)
@@ -173,6 +174,7 @@ AZURE = AzureMock()
 def _prompt_filtered(request: MockRequest) -> None:
     text = "\n".join(m.text for m in request.messages if m.role == "user")
     if FILTERED_PROMPT in text or FILTERED_PROMPT in (request.system or ""):
+        AZURE.filtered += 1
         raise Refused(_FILTER_MESSAGE, status=400, code="content_filter", param="prompt")
 
 
@@ -189,6 +191,21 @@ def _deployment(path: Mapping[str, str], query: Mapping[str, str] | None) -> str
             code="MissingApiVersionParameter",
         )
     return where.removeprefix("deployments/") or None
+
+
+def _as_deployment(
+    parse: Any, body: Any, path: Mapping[str, str], query: Mapping[str, str] | None
+) -> MockRequest:
+    """The request `parse` reads, held to the rules of the model behind its deployment
+    (`AZURE.models`), named by its deployment, after the content filter's look."""
+    deployment = body.get("model") if isinstance(body, dict) else None
+    if isinstance(deployment, str) and deployment in AZURE.models:
+        body = {**body, "model": AZURE.models[deployment]}
+    request = parse(body, path, query)
+    if isinstance(deployment, str):
+        request.model = deployment
+    _prompt_filtered(request)
+    return request
 
 
 class _AzureErrors:
@@ -242,9 +259,7 @@ class AzureChatFormat(_AzureErrors, OpenAIFormat):
         deployment = _deployment(path, query)
         if deployment is not None and isinstance(body, dict):
             body = {**body, "model": deployment}  # the path names it; the body's is ignored
-        request = super().parse(body, path, query)
-        _prompt_filtered(request)
-        return request
+        return _as_deployment(super().parse, body, path, query)
 
     def render(self, request: MockRequest, reply: MockReply) -> dict[str, Any]:
         data = super().render(request, reply)
@@ -286,9 +301,7 @@ class AzureResponsesFormat(_AzureErrors, ResponsesFormat):
     ) -> MockRequest:
         where = "v1" if path.get("where") == "/v1" else "dated"
         _deployment({"where": where}, query)
-        request = super().parse(body, path, query)
-        _prompt_filtered(request)
-        return request
+        return _as_deployment(super().parse, body, path, query)
 
     def render(self, request: MockRequest, reply: MockReply) -> dict[str, Any]:
         data = super().render(request, reply)
