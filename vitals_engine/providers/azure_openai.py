@@ -355,7 +355,15 @@ class AzureOpenAIResponsesProvider(_Azure, OpenAIResponsesProvider):
         if _FILTERED in data:
             return self._filtered_turn(data[_FILTERED])
         turn = super().parse(data)
-        return self._priced(turn, data, filtered_categories(data.get("content_filter_results")))
+        completion: dict[str, Any] = {}
+        prompt: dict[str, Any] = {}
+        for item in data.get("content_filters") or []:  # [{source_type, blocked, results}]
+            if isinstance(item, dict):
+                found = filtered_categories(item.get("content_filter_results"))
+                (prompt if item.get("source_type") == "prompt" else completion).update(found)
+        if prompt:
+            data = {**data, "prompt_filter_results": [{"content_filter_results": prompt}]}
+        return self._priced(turn, data, completion)
 
     def _error(self, response: HttpResponse) -> ProviderError:
         # A 404 here is a deployment or api-version Azure does not know, not a server
