@@ -393,3 +393,9 @@ async def test_prices_by_model_then_the_replys_model_else_unknown(server):
     unknown = azure(server, deployment="my-own-name")
     await unknown.chat_async("What's 2+2?")
     assert unknown.last_turn().cost is None
+
+
+def test_traces_name_the_platform_as_the_genai_conventions_do():
+    from vitals_engine.tracing.genai import provider_name
+
+    assert provider_name("Azure OpenAI") == "azure.ai.openai"
