@@ -231,6 +231,21 @@ async def test_a_refused_token_is_an_authentication_error_without_the_token(serv
     assert "Cognitive Services OpenAI User" in str(caught.value)
 
 
+async def test_a_refused_token_is_loaded_anew_for_the_next_call(server):
+    class Credential:
+        def get_token(self, scope):
+            token, expires = AZURE.issue()
+            return type("AccessToken", (), {"token": token, "expires_on": int(expires)})()
+
+    chat = azure(server, credential=Credential())
+    await chat.chat_async("hi")
+    AZURE.issued.clear()  # the server forgets it (revoked)
+    with pytest.raises(ve.AuthenticationError):
+        await chat.chat_async("again")
+    assert await chat.chat_async("What's 2+2?") == "2 + 2 = 4"
+    assert chat.provider.entra.held.loads == 2  # type: ignore[attr-defined]
+
+
 # -- the content filter ----------------------------------------------------------------
 
 

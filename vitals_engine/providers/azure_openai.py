@@ -100,18 +100,15 @@ class _AzureStream(_OpenAIStream):
         self._completion: dict[str, Any] = {}
 
     def feed(self, event: ServerSentEvent) -> str | None:
-        if event.data != "[DONE]" and (
-            "filter_results" in event.data
-        ):  # cheap test first: most chunks carry none
+        if "prompt_filter_results" in event.data:  # the first chunk only: decoded twice
             chunk = msgspec.json.decode(event.data)
             if isinstance(chunk, dict):
                 self._prompt.extend(chunk.get("prompt_filter_results") or [])
-                for choice in chunk.get("choices") or []:
-                    if choice.get("index", 0) == 0:
-                        self._completion.update(
-                            filtered_categories(choice.get("content_filter_results"))
-                        )
         return super().feed(event)
+
+    def _choice(self, choice: dict[str, Any], text: list[str]) -> None:
+        self._completion.update(filtered_categories(choice.get("content_filter_results")))
+        super()._choice(choice, text)
 
     def body(self) -> dict[str, Any]:
         body = super().body()
@@ -276,6 +273,11 @@ class _Azure:
     def live_secrets(self) -> tuple[str, ...]:
         return self.entra.current() if self.entra is not None else ()
 
+    def _refused(self, response: HttpResponse) -> None:
+        """A token Azure refused is not sent again: the next call loads a new one."""
+        if response.status == 401 and self.entra is not None:
+            self.entra.invalidate()
+
     # -- the content filter ----------------------------------------------------------------
 
     def _whole_data(self, url: str, response: HttpResponse) -> Any:
@@ -330,6 +332,10 @@ class AzureOpenAIProvider(_Azure, OpenAIProvider):
     """Azure OpenAI's Chat Completions: `{endpoint}/openai/v1/chat/completions`, or
     `{endpoint}/openai/deployments/{deployment}/chat/completions?api-version=...`."""
 
+    def _error(self, response: HttpResponse) -> ProviderError:
+        self._refused(response)
+        return super()._error(response)
+
     def url(self) -> str:
         return self._url("chat/completions", deployment_path=True)
 
@@ -366,6 +372,7 @@ class AzureOpenAIResponsesProvider(_Azure, OpenAIResponsesProvider):
         return self._priced(turn, data, completion)
 
     def _error(self, response: HttpResponse) -> ProviderError:
+        self._refused(response)
         # A 404 here is a deployment or api-version Azure does not know, not a server
         # without the Responses API (the OpenAI provider's reading of a 404).
         return HttpProvider._error(self, response)
