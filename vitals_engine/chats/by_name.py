@@ -6,6 +6,7 @@ from typing import Any, Unpack
 
 from .._errors import ConfigError
 from .chat import Chat
+from .cloud import chat_azure_openai
 from .constructors import (
     AnyChatOptions,
     chat_anthropic,
@@ -31,6 +32,7 @@ _CONSTRUCTORS: dict[str, Any] = {
     "openrouter": chat_openrouter,
     "groq": chat_groq,
     "deepseek": chat_deepseek,
+    "azure": lambda deployment, **kw: chat_azure_openai(deployment=deployment, **kw),
     "mock": lambda model, **kw: chat_mock(model=model, **kw),
 }
 
@@ -39,13 +41,15 @@ def chat(provider_model: str, **options: Unpack[AnyChatOptions]) -> Chat:
     """A chat from a `"provider/model"` string, with the named constructor's options.
 
     Providers: openai, anthropic, google (or gemini), ollama, vllm,
-    openrouter, groq, deepseek, mock. The options are `ChatOptions`, and `api` and
-    `reasoning_model` for openai, `prompt_cache` for anthropic (`AnyChatOptions`).
+    openrouter, groq, deepseek, azure (the model is the deployment), mock. The options are
+    `ChatOptions`, and `api` and `reasoning_model` for openai, `prompt_cache` for anthropic,
+    `api_version`, `credential`, `token_provider` and `model` for azure (`AnyChatOptions`).
 
     Example:
         >>> chat("openai/gpt-4.1-mini", system_prompt="Be brief.")
         >>> chat("anthropic/claude-sonnet-4-5")
         >>> chat("ollama/llama3.2")
+        >>> chat("azure/prod-gpt5", model="gpt-5")  # the endpoint: AZURE_OPENAI_ENDPOINT
     """
     provider, sep, model = provider_model.partition("/")
     if not sep or not model:
@@ -58,4 +62,4 @@ def chat(provider_model: str, **options: Unpack[AnyChatOptions]) -> Chat:
             f"Unknown provider '{provider}' in '{provider_model}'. "
             f"Known: {', '.join(sorted(_CONSTRUCTORS))}."
         )
-    return make(model=model, **options)
+    return make(model, **options)  # positional: an option may be named `model` (azure)

@@ -5,7 +5,14 @@ platform's own (region, deployment, project ...)."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any, Literal, Unpack
+
+from .._errors import ConfigError
+from ..providers.azure_openai import AzureOpenAIProvider, AzureOpenAIResponsesProvider
+from .chat import Chat
+from .constructors import ChatOptions, _http_chat
+
+__all__: list[str] = ["chat_azure_openai"]
 
 
 # -- Amazon Bedrock -------------------------------------------------------------------
@@ -15,7 +22,73 @@ __all__: list[str] = []
 
 # -- Azure OpenAI ---------------------------------------------------------------------
 
-# (chat_azure_openai)
+#: Which of Azure OpenAI's endpoints a chat uses.
+AzureApi = Literal["chat_completions", "responses"]
+_AZURE_APIS = {
+    "chat_completions": AzureOpenAIProvider,
+    "responses": AzureOpenAIResponsesProvider,
+}
+
+
+def chat_azure_openai(
+    endpoint: str | None = None,
+    *,
+    deployment: str,
+    api_version: str | None = None,
+    api: AzureApi = "chat_completions",
+    credential: Any = None,
+    token_provider: Any = None,
+    model: str | None = None,
+    reasoning_model: bool | None = None,
+    **options: Unpack[ChatOptions],
+) -> Chat:
+    """A chat with a model deployed in an Azure OpenAI (or Azure AI Foundry) resource.
+
+    `endpoint`: the resource's, `https://<resource>.openai.azure.com` (or
+    `.cognitiveservices.azure.com`); default `AZURE_OPENAI_ENDPOINT`. `deployment`: the
+    deployment's name (yours, e.g. "prod-gpt5"). Without `api_version` the v1 API is used
+    (`/openai/v1/...`); with one, the dated paths
+    (`/openai/deployments/{deployment}/chat/completions?api-version=...`).
+
+    `api`: "chat_completions" (the default: every deployment and api-version serves it)
+    or "responses" (the Responses API, for the models and regions that have it).
+    Authentication: `api_key=` (default `AZURE_OPENAI_API_KEY`), else Microsoft Entra ID:
+    `credential` (an azure-identity credential), `token_provider` (a callable returning
+    a token), or, with neither, `DefaultAzureCredential` (needs
+    `pip install "vitals-engine[azure]"`); the token is refreshed before it expires.
+
+    `model`: the model behind the deployment, for prices and OpenAI's rules for reasoning
+    models. Without it the reply's own model (Azure names it, "gpt-5-mini-2025-08-07")
+    is priced, else the deployment's name; a model with no price costs None (unknown),
+    never 0. The other options are `chat_openai`'s (`reasoning`, `params`, `stream` ...).
+
+    Example:
+        >>> chat = chat_azure_openai("https://my-resource.openai.azure.com",
+        ...                          deployment="prod-gpt5", model="gpt-5")
+        >>> dated = chat_azure_openai(deployment="gpt-4o", api_version="2024-10-21")
+        >>> entra = chat_azure_openai(deployment="gpt-5-mini", credential=my_credential)
+    """
+    cls = _AZURE_APIS.get(api)
+    if cls is None:
+        raise ConfigError(
+            f"chat_azure_openai(api={api!r}): one of {', '.join(map(repr, _AZURE_APIS))}."
+        )
+    if not deployment:
+        raise ConfigError("chat_azure_openai() needs deployment=: the deployment's name.")
+    if endpoint is not None and options.get("base_url") is not None:
+        raise ConfigError("chat_azure_openai(): pass the endpoint once (not base_url= too).")
+    given = ChatOptions(**options)
+    given["base_url"] = endpoint or options.get("base_url")
+    chat = _http_chat(cls, deployment, given, own=("deployment", "api_version", "api", "model"))
+    provider = chat.provider
+    assert isinstance(provider, (AzureOpenAIProvider, AzureOpenAIResponsesProvider))
+    provider.api_version = api_version
+    provider.model_name = model
+    provider.reasoning_model = reasoning_model
+    if credential is not None or token_provider is not None:
+        provider.use_entra(credential, token_provider)
+    provider.effort()  # a budget of tokens is refused now, not at the first call
+    return chat
 
 
 # -- Vertex AI ------------------------------------------------------------------------

@@ -126,6 +126,14 @@ class AnyChatOptions(ChatOptions, total=False):
     reasoning_model: bool | None
     #: `chat_anthropic`'s: Anthropic's prompt cache ("auto", "5m", "1h", or None).
     prompt_cache: PromptCache
+    #: `chat_azure_openai`'s: the dated API's version (None: the v1 API).
+    api_version: str | None
+    #: `chat_azure_openai`'s: an azure-identity credential (Microsoft Entra ID).
+    credential: Any
+    #: `chat_azure_openai`'s: a callable returning an Entra ID token.
+    token_provider: Any
+    #: `chat_azure_openai`'s: the model behind the deployment (for prices).
+    model: str | None
 
 
 def chat_mock(

@@ -55,7 +55,11 @@ def turn_message(turn: Turn, message_id: str, model_id: str | None = None) -> li
         if turn.role == "assistant":
             return [
                 s.ChatMessageAssistant(
-                    [s.ContentText(text)], id=message_id, source="generate", model=model_id
+                    [s.ContentText(text)],
+                    id=message_id,
+                    source="generate",
+                    metadata=turn.metadata,
+                    model=model_id,
                 )
             ]
         return [s.ChatMessageUser(text, id=message_id, source="input")]
@@ -71,6 +75,7 @@ def turn_message(turn: Turn, message_id: str, model_id: str | None = None) -> li
                 content=blocks,
                 id=message_id,
                 source="generate",
+                metadata=turn.metadata,
                 tool_calls=calls or None,
                 model=model_id,
             )

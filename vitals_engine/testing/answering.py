@@ -32,6 +32,8 @@ _FORMATS = (
     ("openai_responses", "ResponsesFormat"),
     ("anthropic", "AnthropicFormat"),
     ("google", "GoogleFormat"),
+    ("azure_openai", "AzureChatFormat"),
+    ("azure_openai", "AzureResponsesFormat"),
 )
 
 
@@ -39,8 +41,8 @@ def wire_formats() -> dict[str, WireFormat]:
     """The wire formats the server speaks, by name (those whose module imports).
 
     Example:
-        >>> sorted(wire_formats())
-        ['anthropic', 'google', 'openai', 'openai_responses']
+        >>> sorted(wire_formats())[:3]
+        ['anthropic', 'azure_openai', 'azure_openai_responses']
     """
     found: dict[str, WireFormat] = {}
     for module, cls in _FORMATS:

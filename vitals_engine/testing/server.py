@@ -27,7 +27,11 @@ shapes in its docstring):
 - Anthropic Messages, `POST {base_url("anthropic")}/messages` (`formats/anthropic.py`),
   with prompt caching and `pause_turn`;
 - Gemini `generateContent` and `streamGenerateContent`, under `base_url("google")`
-  (`formats/google.py`).
+  (`formats/google.py`);
+- Azure OpenAI under `base_url("azure")` (`formats/azure_openai.py`): Chat Completions
+  and the Responses API at the v1 (`/openai/v1/...`) and dated (`?api-version=`) routes,
+  behind its test api-key or an Entra ID token from a managed-identity endpoint
+  (`/msi/token`, App Service's), with Azure's content filter and 401/429 bodies.
 
 A request the real API refuses is answered with that API's status and error body
 (OpenAI's `{"error": {"message", "type", "param", "code"}}`), and is neither counted

@@ -242,6 +242,9 @@ class Turn(msgspec.Struct, omit_defaults=True):
     #: The service tier that served the call, as the provider said ("flex", "priority"
     #: ...; None: the standard one), for its price.
     service_tier: str | None = None
+    #: What the provider said about the reply beyond its contents, for the log (a content
+    #: filter's categories: `{"content_filter": {...}}`); None: nothing.
+    metadata: dict[str, Any] | None = None
 
     @classmethod
     def user(cls, *parts: str | Content) -> Turn:
