@@ -6,6 +6,7 @@ from typing import Any, Unpack
 
 from .._errors import ConfigError
 from .chat import Chat
+from .cloud import chat_google_vertex
 from .constructors import (
     AnyChatOptions,
     chat_anthropic,
@@ -31,6 +32,7 @@ _CONSTRUCTORS: dict[str, Any] = {
     "openrouter": chat_openrouter,
     "groq": chat_groq,
     "deepseek": chat_deepseek,
+    "vertex": chat_google_vertex,
     "mock": lambda model, **kw: chat_mock(model=model, **kw),
 }
 
@@ -38,14 +40,17 @@ _CONSTRUCTORS: dict[str, Any] = {
 def chat(provider_model: str, **options: Unpack[AnyChatOptions]) -> Chat:
     """A chat from a `"provider/model"` string, with the named constructor's options.
 
-    Providers: openai, anthropic, google (or gemini), ollama, vllm,
-    openrouter, groq, deepseek, mock. The options are `ChatOptions`, and `api` and
-    `reasoning_model` for openai, `prompt_cache` for anthropic (`AnyChatOptions`).
+    Providers: openai, anthropic, google (or gemini), ollama, vllm, openrouter, groq,
+    deepseek, vertex (Gemini or Claude on Vertex AI), mock. The options are
+    `ChatOptions`, and `api` and `reasoning_model` for openai, `prompt_cache` for
+    anthropic and vertex, `project`, `location` and `credentials` for vertex
+    (`AnyChatOptions`).
 
     Example:
         >>> chat("openai/gpt-4.1-mini", system_prompt="Be brief.")
         >>> chat("anthropic/claude-sonnet-4-5")
         >>> chat("ollama/llama3.2")
+        >>> chat("vertex/claude-sonnet-4-5@20250929", location="us-east5")
     """
     provider, sep, model = provider_model.partition("/")
     if not sep or not model:

@@ -126,6 +126,11 @@ class AnyChatOptions(ChatOptions, total=False):
     reasoning_model: bool | None
     #: `chat_anthropic`'s: Anthropic's prompt cache ("auto", "5m", "1h", or None).
     prompt_cache: PromptCache
+    #: `chat_google_vertex`'s: the Google Cloud project, location and google-auth
+    #: credentials (None: Application Default Credentials).
+    project: str | None
+    location: str | None
+    credentials: Any
 
 
 def chat_mock(
