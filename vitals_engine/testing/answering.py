@@ -32,6 +32,7 @@ _FORMATS = (
     ("openai_responses", "ResponsesFormat"),
     ("anthropic", "AnthropicFormat"),
     ("google", "GoogleFormat"),
+    ("vertex", "VertexFormat"),
 )
 
 
@@ -40,7 +41,7 @@ def wire_formats() -> dict[str, WireFormat]:
 
     Example:
         >>> sorted(wire_formats())
-        ['anthropic', 'google', 'openai', 'openai_responses']
+        ['anthropic', 'google', 'openai', 'openai_responses', 'vertex']
     """
     found: dict[str, WireFormat] = {}
     for module, cls in _FORMATS:
