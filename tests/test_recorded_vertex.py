@@ -18,6 +18,7 @@ import pytest
 import vitals_engine as ve
 from tests.recordings.cassettes import Interaction, load
 from tests.replay_server import ReplayServer, replies
+from vitals_engine.pricing.cost import cost_of
 
 pytestmark = pytest.mark.anyio
 
@@ -189,3 +190,18 @@ async def test_gemini_blocked_prompt_in_a_region(replay, user_credentials):
     assert "MODEL_ARMOR" in answer
     assert replies(chat)[0].finish_reason == "content_filter"
     assert replay.unserved == []
+
+
+def test_the_built_in_table_prices_vertex_model_ids():
+    """Vertex's ids (`@version` for Claude) find the Vertex AI section's global prices."""
+    haiku = ve.TokenUsage(input=599, output=98)
+    assert cost_of("Vertex AI", "claude-haiku-4-5@20251001", haiku) == pytest.approx(
+        (599 * 1.0 + 98 * 5.0) / M
+    )
+    flash = ve.TokenUsage(input=5, output=101, reasoning=100)
+    assert cost_of("Vertex AI", "gemini-3-flash-preview", flash) == pytest.approx(
+        (5 * 0.5 + 101 * 3.0) / M
+    )
+    assert cost_of("Vertex AI", "gemini-2.0-flash", ve.TokenUsage(input=13, output=8)) == (
+        pytest.approx((13 * 0.15 + 8 * 0.60) / M)
+    )
