@@ -52,6 +52,7 @@ def no_adc(monkeypatch, tmp_path, server):
         "GOOGLE_CLOUD_PROJECT",
         "GOOGLE_CLOUD_LOCATION",
         "GCE_METADATA_HOST",
+        "GOOGLE_VERTEX_BASE_URL",
     ):
         monkeypatch.delenv(name, raising=False)
     config = tmp_path / "gcloud"
@@ -144,7 +145,7 @@ async def test_gemini_streamed_tools_and_thinking(server, vertex_mock, service_a
 
 
 @pytest.mark.anyio
-async def test_the_global_location_and_the_default_one():
+async def test_the_global_location_and_the_default_one(monkeypatch):
     """'global' has its own host; the location defaults to GOOGLE_CLOUD_LOCATION, then
     global."""
     assert vertex_root("global") == "https://aiplatform.googleapis.com"
@@ -155,6 +156,10 @@ async def test_the_global_location_and_the_default_one():
     claude = ve.chat_google_vertex(CLAUDE, project="p", location="us-east5").provider
     assert isinstance(claude, VertexClaude)
     assert claude.base_url == "https://us-east5-aiplatform.googleapis.com"
+    monkeypatch.setenv("GOOGLE_VERTEX_BASE_URL", "https://vertex-proxy.example.com/")
+    assert ve.chat_google_vertex("gemini-2.5-pro").provider.base_url == (
+        "https://vertex-proxy.example.com"
+    )
     with pytest.raises(ve.ConfigError, match="not a Google Cloud location"):
         ve.chat_google_vertex("gemini-2.5-pro", project="p", location="US Central")
 

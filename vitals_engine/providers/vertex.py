@@ -14,7 +14,8 @@ Both speak their vendor's wire format at Vertex's addresses:
   (`claude-sonnet-4-5@20250929`).
 
 `{root}` is `https://{location}-aiplatform.googleapis.com`, or
-`https://aiplatform.googleapis.com` for the location "global". Every attempt carries
+`https://aiplatform.googleapis.com` for the location "global" (`base_url=`, else
+`GOOGLE_VERTEX_BASE_URL`, replaces it). Every attempt carries
 `Authorization: Bearer <token>`, the token refreshed before it expires, and
 `x-goog-user-project` when the credentials name a quota project.
 
@@ -42,8 +43,18 @@ from .answered import origin
 from .anthropic import AnthropicProvider
 from .google import GeminiProvider
 
-__all__ = ["ANTHROPIC_VERSION", "DEFAULT_LOCATION", "VertexClaude", "VertexGemini", "vertex_root"]
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "BASE_URL_VARIABLE",
+    "DEFAULT_LOCATION",
+    "VertexClaude",
+    "VertexGemini",
+    "vertex_root",
+]
 
+#: The variable that, when set, replaces Vertex's host (a proxy, a private endpoint, the
+#: mock server), as Google's own SDK reads it.
+BASE_URL_VARIABLE = "GOOGLE_VERTEX_BASE_URL"
 #: The `anthropic_version` Claude on Vertex takes in the body.
 ANTHROPIC_VERSION = "vertex-2023-10-16"
 #: The location when neither `location=` nor `GOOGLE_CLOUD_LOCATION` says: the global
@@ -254,6 +265,7 @@ class VertexGemini(_Vertex, GeminiProvider):
         base_url: str | None = None,
         **options: Any,
     ) -> None:
+        base_url = base_url or os.environ.get(BASE_URL_VARIABLE) or None
         self._given_base_url = base_url
         super().__init__(model, base_url=base_url or vertex_root(DEFAULT_LOCATION), **options)
         self.place(project=project, location=location, credentials=credentials)
@@ -289,6 +301,7 @@ class VertexClaude(_Vertex, AnthropicProvider):
         base_url: str | None = None,
         **options: Any,
     ) -> None:
+        base_url = base_url or os.environ.get(BASE_URL_VARIABLE) or None
         self._given_base_url = base_url
         super().__init__(model, base_url=base_url or vertex_root(DEFAULT_LOCATION), **options)
         self.place(project=project, location=location, credentials=credentials)
