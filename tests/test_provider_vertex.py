@@ -374,6 +374,12 @@ def test_a_missing_extra_names_the_install_command(server, monkeypatch):
     assert server.requests == 0
 
 
+def test_traces_name_the_platform_as_the_genai_conventions_do():
+    from vitals_engine.tracing.genai import provider_name
+
+    assert provider_name(ve.chat_google_vertex("gemini-2.5-pro").provider.name) == "gcp.vertex_ai"
+
+
 def test_an_api_key_is_refused():
     with pytest.raises(ve.ConfigError, match="no api_key"):
         ve.chat_google_vertex("gemini-2.5-pro", api_key="x")
