@@ -11,8 +11,9 @@ lines after a deliberate change (in whichever page holds them):
 
 Blocks that need a real provider (they say so in a comment) run against the
 local mock server: the test sets OPENAI_BASE_URL, which `chat_openai()` reads as
-the OpenAI SDK does, and dummy API keys, so the code is exactly what a user
-would paste. Their replies would differ from a real model's, so such a block
+the OpenAI SDK does, dummy API keys, and for Vertex AI a service-account file whose
+token endpoint is the mock's and GOOGLE_VERTEX_BASE_URL, so the code is exactly what
+a user would paste. Their replies would differ from a real model's, so such a block
 opts out of the print check with ```` ```python {test="run"} ````; it must still
 run to the end.
 """
@@ -82,10 +83,55 @@ def test_the_pages_have_python_blocks():
     assert len(EXAMPLES) >= 35, where
 
 
+@pytest.fixture(scope="module")
+def google_key() -> str:
+    """A throwaway RSA key (PEM) for the Vertex blocks' service account."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return pem.decode()
+
+
+def _google_credentials(monkeypatch, server, key: str, where: Path) -> None:
+    """Vertex blocks: a service-account file whose token_uri is the mock's token endpoint,
+    the mock as Vertex's host, and a project, as a user's shell would set them."""
+    import json
+
+    account = {
+        "type": "service_account",
+        "project_id": "my-project",
+        "private_key_id": "docs",
+        "private_key": key,
+        "client_email": "evals@my-project.iam.gserviceaccount.com",
+        "client_id": "1",
+        "token_uri": f"{server.base_url('vertex')}/google/token",
+    }
+    path = where / "service-account.json"
+    path.write_text(json.dumps(account))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
+    monkeypatch.setenv("GOOGLE_VERTEX_BASE_URL", server.base_url("vertex"))
+    monkeypatch.delenv("GOOGLE_CLOUD_LOCATION", raising=False)
+
+
 @pytest.mark.parametrize("example", EXAMPLES, ids=_where)
-def test_block_runs(example: CodeExample, eval_example: EvalExample, server, tmp_path, monkeypatch):
+def test_block_runs(
+    example: CodeExample,
+    eval_example: EvalExample,
+    server,
+    tmp_path,
+    tmp_path_factory,
+    monkeypatch,
+    google_key,
+):
     """The block runs alone in an empty directory, offline, and prints what its `#>`
     lines say (unless it is marked `{test="run"}`)."""
+    _google_credentials(monkeypatch, server, google_key, tmp_path_factory.mktemp("google"))
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("VITALS_LOG_DIR", raising=False)
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url())

@@ -87,7 +87,9 @@ def test_price_file_parses_into_schema():
     assert "1,000" in table.unit
     assert datetime.date.fromisoformat(table.taken)
     assert LITELLM_COMMIT in table.source
-    assert {"Mock", "OpenAI", "Anthropic", "Google", "Azure OpenAI"} <= set(table.providers)
+    assert {"Mock", "OpenAI", "Anthropic", "Google", "Azure OpenAI", "Vertex AI"} == set(
+        table.providers
+    )
     for name, section in table.providers.items():
         assert datetime.date.fromisoformat(section.taken), name
         assert section.source, name
@@ -170,6 +172,10 @@ def test_long_context_prices_are_the_published_ones():
         ("Google", "gemini-2.5-pro"),
         ("Google", "gemini-3-pro-preview"),
         ("Google", "gemini-3.1-pro-preview"),
+        ("Vertex AI", "claude-sonnet-4-5"),
+        ("Vertex AI", "gemini-2.5-pro"),
+        ("Vertex AI", "gemini-3-pro-preview"),
+        ("Vertex AI", "gemini-3.1-pro-preview"),
         ("OpenAI", "gpt-5.5"),
         ("OpenAI", "gpt-5.5-pro"),
         ("OpenAI", "gpt-5.4"),
@@ -184,6 +190,8 @@ def test_long_context_prices_are_the_published_ones():
         200_000, 2.5, 15.0, 0.25,
     )  # fmt: skip
     assert longs[("OpenAI", "gpt-5.4")].above == 272_000
+    assert longs[("Vertex AI", "claude-sonnet-4-5")] == sonnet
+    assert longs[("Vertex AI", "gemini-2.5-pro")] == gemini
 
 
 def test_web_search_fees_are_per_provider_and_generation():
@@ -192,7 +200,7 @@ def test_web_search_fees_are_per_provider_and_generation():
     for provider, e in _entries():
         if e.web_search is None or provider == "Mock":
             continue
-        if provider == "Google":
+        if e.model.startswith("gemini"):  # Grounding with Google Search, on Vertex too
             assert e.web_search == (14.0 if e.model.startswith("gemini-3") else 35.0), e.model
         else:
             assert e.web_search == 10.0, (provider, e.model)

@@ -65,7 +65,7 @@ if _typing.TYPE_CHECKING:
     from .caching.options import Cache
     from .chats.by_name import chat
     from .chats.chat import Chat
-    from .chats.cloud import chat_azure_openai
+    from .chats.cloud import chat_azure_openai, chat_google_vertex
     from .chats.constructors import (
         chat_anthropic,
         chat_deepseek,
@@ -174,6 +174,7 @@ _LAZY: dict[str, str] = {
     "chat_azure_openai": ".chats.cloud",
     "chat_deepseek": ".chats.constructors",
     "chat_google_gemini": ".chats.constructors",
+    "chat_google_vertex": ".chats.cloud",
     "chat_groq": ".chats.constructors",
     "chat_mock": ".chats.constructors",
     "chat_ollama": ".chats.constructors",
@@ -344,6 +345,7 @@ __all__ = [
     "chat_azure_openai",
     "chat_deepseek",
     "chat_google_gemini",
+    "chat_google_vertex",
     "chat_groq",
     "chat_mock",
     "chat_ollama",

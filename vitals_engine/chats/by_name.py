@@ -6,7 +6,7 @@ from typing import Any, Unpack
 
 from .._errors import ConfigError
 from .chat import Chat
-from .cloud import chat_azure_openai
+from .cloud import chat_azure_openai, chat_google_vertex
 from .constructors import (
     AnyChatOptions,
     chat_anthropic,
@@ -33,6 +33,7 @@ _CONSTRUCTORS: dict[str, Any] = {
     "groq": chat_groq,
     "deepseek": chat_deepseek,
     "azure": lambda deployment, **kw: chat_azure_openai(deployment=deployment, **kw),
+    "vertex": chat_google_vertex,
     "mock": lambda model, **kw: chat_mock(model=model, **kw),
 }
 
@@ -40,16 +41,19 @@ _CONSTRUCTORS: dict[str, Any] = {
 def chat(provider_model: str, **options: Unpack[AnyChatOptions]) -> Chat:
     """A chat from a `"provider/model"` string, with the named constructor's options.
 
-    Providers: openai, anthropic, google (or gemini), ollama, vllm,
-    openrouter, groq, deepseek, azure (the model is the deployment), mock. The options are
-    `ChatOptions`, and `api` and `reasoning_model` for openai, `prompt_cache` for anthropic,
-    `api_version`, `credential`, `token_provider` and `model` for azure (`AnyChatOptions`).
+    Providers: openai, anthropic, google (or gemini), ollama, vllm, openrouter, groq,
+    deepseek, azure (the model is the deployment), vertex (Gemini or Claude on Vertex AI),
+    mock. The options are `ChatOptions`, and `api` and `reasoning_model` for openai,
+    `prompt_cache` for anthropic and vertex, `api_version`, `credential`, `token_provider`
+    and `model` for azure, `project`, `location` and `credentials` for vertex
+    (`AnyChatOptions`).
 
     Example:
         >>> chat("openai/gpt-4.1-mini", system_prompt="Be brief.")
         >>> chat("anthropic/claude-sonnet-4-5")
         >>> chat("ollama/llama3.2")
         >>> chat("azure/prod-gpt5", model="gpt-5")  # the endpoint: AZURE_OPENAI_ENDPOINT
+        >>> chat("vertex/claude-sonnet-4-5@20250929", location="us-east5")
     """
     provider, sep, model = provider_model.partition("/")
     if not sep or not model:

@@ -134,6 +134,11 @@ class AnyChatOptions(ChatOptions, total=False):
     token_provider: Any
     #: `chat_azure_openai`'s: the model behind the deployment (for prices).
     model: str | None
+    #: `chat_google_vertex`'s: the Google Cloud project, location and google-auth
+    #: credentials (None: Application Default Credentials).
+    project: str | None
+    location: str | None
+    credentials: Any
 
 
 def chat_mock(

@@ -201,7 +201,8 @@ _found: dict[tuple[str, str], Price | None] = {}
 
 def find_price(provider: str, model: str) -> Price | None:
     """The price of `model`, trying the exact name, then its longest known prefix
-    (so dated snapshots such as `gpt-4.1-2025-04-14` find `gpt-4.1`), then `*`.
+    (so dated snapshots such as `gpt-4.1-2025-04-14` find `gpt-4.1`, and Vertex's
+    `claude-sonnet-4-5@20250929` finds `claude-sonnet-4-5`), then `*`.
     Answers are remembered until `set_price` changes the table."""
     try:
         return _found[(provider, model)]
@@ -219,7 +220,8 @@ def _lookup(provider: str, model: str) -> Price | None:
     for table in (_user_prices, _builtin()):
         for (prov, name), price in table.items():
             longer = best is None or len(name) > len(best.model)
-            if prov == key and name != "*" and model.startswith(name + "-") and longer:
+            dated = model.startswith((name + "-", name + "@"))  # Vertex: claude-x@20250929
+            if prov == key and name != "*" and dated and longer:
                 best = price
         if best is not None:
             return best

@@ -34,6 +34,7 @@ _FORMATS = (
     ("google", "GoogleFormat"),
     ("azure_openai", "AzureChatFormat"),
     ("azure_openai", "AzureResponsesFormat"),
+    ("vertex", "VertexFormat"),
 )
 
 

@@ -32,6 +32,12 @@ shapes in its docstring):
   and the Responses API at the v1 (`/openai/v1/...`) and dated (`?api-version=`) routes,
   behind its test api-key or an Entra ID token from a managed-identity endpoint
   (`/msi/token`, App Service's), with Azure's content filter and 401/429 bodies.
+- Vertex AI, under `base_url("vertex")` (`formats/vertex.py`): Gemini and Claude
+  (`rawPredict`, `streamRawPredict`) at `/v1/projects/{p}/locations/{l}/publishers/...`,
+  each call needing a bearer the mock issued and its clock has not expired
+  (`wire_format("vertex").advance(s)` moves that clock); the OAuth token endpoint
+  `POST /google/token` (service-account and authorized-user grants) and the metadata
+  server's token routes under `/computeMetadata/v1/`.
 
 A request the real API refuses is answered with that API's status and error body
 (OpenAI's `{"error": {"message", "type", "param", "code"}}`), and is neither counted
@@ -169,6 +175,7 @@ from .answering import Answerer, Knobs, StreamHold, wire_formats
 from .batches import BatchKnobs, BatchStore, add_routes
 from .brain import MockReply, PromptCache, Script
 from .failures import KINDS, Failure, FailurePlans, announced_wait
+from .formats import WireFormat
 from .traffic import RecordedRequest, Traffic
 
 __all__ = ["Failure", "MockServer", "RecordedRequest", "StreamHold"]
@@ -404,6 +411,10 @@ class MockServer(BatchKnobs):
             return
         self._answerer.hang_release = asyncio.Event()
         loop.call_soon_threadsafe(old.set)
+
+    def wire_format(self, name: str) -> WireFormat:
+        """The server's wire format `name` (to move the Vertex mock's clock, say)."""
+        return self._formats[name]
 
     def base_url(self, provider: str = "openai") -> str:
         """The base URL a provider constructor takes to talk to this server."""
