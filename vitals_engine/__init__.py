@@ -65,6 +65,7 @@ if _typing.TYPE_CHECKING:
     from .caching.options import Cache
     from .chats.by_name import chat
     from .chats.chat import Chat
+    from .chats.cloud import chat_aws_bedrock
     from .chats.constructors import (
         chat_anthropic,
         chat_deepseek,
@@ -170,6 +171,7 @@ _LAZY: dict[str, str] = {
     "Chat": ".chats.chat",
     "chat": ".chats.by_name",
     "chat_anthropic": ".chats.constructors",
+    "chat_aws_bedrock": ".chats.cloud",
     "chat_deepseek": ".chats.constructors",
     "chat_google_gemini": ".chats.constructors",
     "chat_groq": ".chats.constructors",
@@ -339,6 +341,7 @@ __all__ = [
     "bundle",
     "chat",
     "chat_anthropic",
+    "chat_aws_bedrock",
     "chat_deepseek",
     "chat_google_gemini",
     "chat_groq",

@@ -6,6 +6,7 @@ from typing import Any, Unpack
 
 from .._errors import ConfigError
 from .chat import Chat
+from .cloud import chat_aws_bedrock
 from .constructors import (
     AnyChatOptions,
     chat_anthropic,
@@ -24,6 +25,7 @@ __all__ = ["chat"]
 _CONSTRUCTORS: dict[str, Any] = {
     "openai": chat_openai,
     "anthropic": chat_anthropic,
+    "bedrock": chat_aws_bedrock,
     "google": chat_google_gemini,
     "gemini": chat_google_gemini,
     "ollama": chat_ollama,
@@ -38,13 +40,15 @@ _CONSTRUCTORS: dict[str, Any] = {
 def chat(provider_model: str, **options: Unpack[AnyChatOptions]) -> Chat:
     """A chat from a `"provider/model"` string, with the named constructor's options.
 
-    Providers: openai, anthropic, google (or gemini), ollama, vllm,
+    Providers: openai, anthropic, bedrock, google (or gemini), ollama, vllm,
     openrouter, groq, deepseek, mock. The options are `ChatOptions`, and `api` and
-    `reasoning_model` for openai, `prompt_cache` for anthropic (`AnyChatOptions`).
+    `reasoning_model` for openai, `prompt_cache` for anthropic and bedrock, `region`
+    and `profile` for bedrock (`AnyChatOptions`).
 
     Example:
         >>> chat("openai/gpt-4.1-mini", system_prompt="Be brief.")
         >>> chat("anthropic/claude-sonnet-4-5")
+        >>> chat("bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0", region="us-east-1")
         >>> chat("ollama/llama3.2")
     """
     provider, sep, model = provider_model.partition("/")

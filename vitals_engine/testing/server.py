@@ -27,7 +27,12 @@ shapes in its docstring):
 - Anthropic Messages, `POST {base_url("anthropic")}/messages` (`formats/anthropic.py`),
   with prompt caching and `pause_turn`;
 - Gemini `generateContent` and `streamGenerateContent`, under `base_url("google")`
-  (`formats/google.py`).
+  (`formats/google.py`);
+- Amazon Bedrock's Converse and ConverseStream, `POST {base_url("bedrock")}/model/{id}/converse`
+  and `/converse-stream` (`formats/bedrock.py`): SigV4 checked for the test key pair
+  (`formats/aws.py`) or keys issued by `GET /aws/credentials` (a container credentials
+  endpoint; `wire_format("bedrock").keys` sets their lifetime and moves their clock),
+  event-stream frames, `x-amzn-ErrorType` errors.
 
 A request the real API refuses is answered with that API's status and error body
 (OpenAI's `{"error": {"message", "type", "param", "code"}}`), and is neither counted
@@ -165,6 +170,7 @@ from .answering import Answerer, Knobs, StreamHold, wire_formats
 from .batches import BatchKnobs, BatchStore, add_routes
 from .brain import MockReply, PromptCache, Script
 from .failures import KINDS, Failure, FailurePlans, announced_wait
+from .formats import WireFormat
 from .traffic import RecordedRequest, Traffic
 
 __all__ = ["Failure", "MockServer", "RecordedRequest", "StreamHold"]
@@ -400,6 +406,14 @@ class MockServer(BatchKnobs):
             return
         self._answerer.hang_release = asyncio.Event()
         loop.call_soon_threadsafe(old.set)
+
+    def wire_format(self, name: str) -> WireFormat:
+        """The server's wire format `name` ("bedrock" ...), whose own knobs a test sets.
+
+        Example:
+            >>> server.wire_format("bedrock").keys.advance(3600)
+        """
+        return self._formats[name]
 
     def base_url(self, provider: str = "openai") -> str:
         """The base URL a provider constructor takes to talk to this server."""
