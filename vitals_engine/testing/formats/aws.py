@@ -26,6 +26,7 @@ import threading
 import time
 import uuid
 import zlib
+from urllib.parse import parse_qsl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -226,8 +227,12 @@ def sigv4_signature(
     import botocore.credentials
 
     host = headers.get("host", "localhost")
+    path, _, query = target.partition("?")
+    # The query as parameters, which botocore encodes itself: the canonical form whatever
+    # encoding the request's line used.
+    params = parse_qsl(query, keep_blank_values=True)
     request: Any = botocore.awsrequest.AWSRequest(
-        method=method, url=f"http://{host}{target}", headers=dict(headers), data=body
+        method=method, url=f"http://{host}{path}", headers=dict(headers), data=body, params=params
     )
     request.context["timestamp"] = timestamp
     signer = botocore.auth.SigV4Auth(
