@@ -100,7 +100,8 @@ def test_a_tool_round_trip(server):
     assert chat.chat("Use add for 3+4") == "The tool returned 7."
     body = sent(server)
     spec = body["toolConfig"]["tools"][0]["toolSpec"]
-    assert spec["name"] == "add" and spec["inputSchema"]["json"]["type"] == "object"
+    assert spec["name"] == "add"
+    assert spec["inputSchema"]["json"]["type"] == "object"
     uses = [b for m in body["messages"] for b in m["content"] if "toolUse" in b]
     results = [b for m in body["messages"] for b in m["content"] if "toolResult" in b]
     assert uses[0]["toolUse"]["input"] == {"a": 3, "b": 4}
@@ -130,7 +131,8 @@ def test_a_streamed_reply_is_the_same_turn(server):
     assert first.request.stream
     turn = chat.turns[1]
     assert turn.text == "Adding now"
-    assert turn.tokens is not None and turn.tokens.output > 0
+    assert turn.tokens is not None
+    assert turn.tokens.output > 0
 
 
 @pytest.mark.usefixtures("aws_env", "no_retries")
@@ -140,7 +142,8 @@ def test_structured_output_forces_a_tool(server):
     data = chat.extract_data(
         "Name a city", type={"type": "object", "properties": {"city": {"type": "string"}}}
     )
-    assert isinstance(data, dict) and "city" in data
+    assert isinstance(data, dict)
+    assert "city" in data
     assert sent(server)["toolConfig"]["toolChoice"] == {"tool": {"name": "_structured_output"}}
 
 
@@ -162,10 +165,12 @@ def test_reasoning_comes_back_signed_and_goes_back(server, stream):
     }
     assert body["inferenceConfig"]["maxTokens"] > 2048
     thinking = chat.last_turn().contents[0]
-    assert isinstance(thinking, ve.ContentThinking) and thinking.thinking == "Two and two."
+    assert isinstance(thinking, ve.ContentThinking)
+    assert thinking.thinking == "Two and two."
     chat.chat("And 3+3?")  # the server refuses reasoning whose signature does not match
     back = sent(server)["messages"][1]["content"][0]["reasoningContent"]["reasoningText"]
-    assert back["text"] == "Two and two." and back["signature"] == thinking.signature
+    assert back["text"] == "Two and two."
+    assert back["signature"] == thinking.signature
 
 
 def test_reasoning_on_a_model_bedrock_maps_no_setting_for_is_refused():
@@ -184,11 +189,15 @@ def test_cache_points_are_written_then_read_and_priced(server):
     chat.chat("Hello")
     first = chat.last_turn().tokens
     assert sent(server)["system"][-1] == {"cachePoint": {"type": "default"}}
-    assert first is not None and first.cache_write == 40 and first.cached_input == 0
+    assert first is not None
+    assert first.cache_write == 40
+    assert first.cached_input == 0
     chat2 = claude(server, system_prompt=rubric, prompt_cache="5m")
     chat2.chat("Hello again")
     second = chat2.last_turn().tokens
-    assert second is not None and second.cached_input == 40 and second.cache_write == 0
+    assert second is not None
+    assert second.cached_input == 40
+    assert second.cache_write == 0
     price = (second.input * 3 + second.output * 15 + 40 * 0.3) / 1e6
     assert chat2.get_cost() == pytest.approx(price)
     written = (first.input * 3 + first.output * 15 + 40 * 3.75) / 1e6
@@ -236,14 +245,16 @@ def test_a_model_not_enabled_says_which_access_to_request(server, bedrock):
         claude(server).chat("Hi")
     message = str(info.value)
     assert "You don't have access to the model" in message
-    assert "Model access" in message and "bedrock:InvokeModelWithResponseStream" in message
-    assert not info.value.retryable and info.value.status == 403
+    assert "Model access" in message
+    assert "bedrock:InvokeModelWithResponseStream" in message
+    assert not info.value.retryable
+    assert info.value.status == 403
 
 
 @pytest.mark.usefixtures("aws_env", "no_retries")
 def test_an_unknown_model_id_says_so(server):
     """A ValidationException for an unknown model id says Bedrock does not know it."""
-    with pytest.raises(ve.ProviderError, match="does not know the model id 'unknown.model-v1'"):
+    with pytest.raises(ve.ProviderError, match=r"does not know the model id 'unknown\.model-v1'"):
         claude(server, "unknown.model-v1").chat("Hi")
 
 
@@ -389,11 +400,13 @@ def test_a_retry_is_signed_afresh(server, monkeypatch):
     dates = [{k.lower(): v for k, v in e.headers.items()}["x-amz-date"] for e in server.log]
     auths = [{k.lower(): v for k, v in e.headers.items()}["authorization"] for e in server.log]
     assert [e.outcome for e in server.log] == ["503", "ok"]
-    assert len(set(dates)) == 2 and len(set(auths)) == 2
+    assert len(set(dates)) == 2
+    assert len(set(auths)) == 2
 
 
 def test_the_provider_repr_shows_no_secret(aws_env):
     """The provider's repr names the model and region, nothing of the keys."""
     provider = ve.chat_aws_bedrock(MODEL, region="eu-west-1").provider
     assert isinstance(provider, BedrockProvider)
-    assert TEST_SECRET_KEY not in repr(provider) and "eu-west-1" in repr(provider)
+    assert TEST_SECRET_KEY not in repr(provider)
+    assert "eu-west-1" in repr(provider)

@@ -53,7 +53,8 @@ def vectors() -> list[Path]:
 def test_the_vectors_are_there():
     """The suite's signed requests are kept, with their source and license."""
     assert len(vectors()) >= 25
-    assert (VECTORS / "LICENSE").exists() and "boto/botocore" in (VECTORS / "SOURCE.md").read_text()
+    assert (VECTORS / "LICENSE").exists()
+    assert "boto/botocore" in (VECTORS / "SOURCE.md").read_text()
 
 
 @pytest.mark.parametrize("path", vectors(), ids=lambda p: p.stem)
@@ -70,7 +71,8 @@ def test_a_vector_changed_after_signing_fails(path):
     method, target, headers, body = parse(path)
     with pytest.raises(Refused) as info:
         keys().check(method, target, headers, body + b"x", "service")
-    assert info.value.kind == "InvalidSignatureException" and info.value.status == 403
+    assert info.value.kind == "InvalidSignatureException"
+    assert info.value.status == 403
     with pytest.raises(Refused):
         keys().check(method, target, headers, body, "bedrock")
 

@@ -26,11 +26,11 @@ import threading
 import time
 import uuid
 import zlib
-from urllib.parse import parse_qsl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import parse_qsl
 
 import msgspec
 
