@@ -388,8 +388,8 @@ class BedrockProvider(HttpProvider):
         ):
             wait = error.retry_after
             return RateLimitError(f"{kind}: {said}", retry_after=wait, **kw)
-        if kind == "ValidationException" and (
-            "model identifier is invalid" in lowered or "model id" in lowered
+        if "model identifier is invalid" in lowered or (
+            kind == "ValidationException" and "model id" in lowered
         ):
             return ProviderError(
                 f"ValidationException: {said}. Bedrock does not know the model id "
