@@ -154,7 +154,7 @@ async def test_a_streamed_tool_call_and_its_result(replay):
     chat.register_tool(get_temperature)
     text = await chat.chat_async("What is the temperature of the capital of France?")
     assert text == "The current temperature in Paris, the capital of France, is 30°C."
-    call = [c for c in replies(chat)[0].contents if isinstance(c, ve.ContentToolRequest)][0]
+    call = next(c for c in replies(chat)[0].contents if isinstance(c, ve.ContentToolRequest))
     assert call.name == "get_temperature"
     assert call.arguments == {"city": "Paris"}
     assert replies(chat)[0].finish_reason == "tool_calls"
