@@ -349,8 +349,9 @@ def test_importing_the_package_imports_no_botocore():
 # -- the endpoint, runs and batches ----------------------------------------------------------------
 
 
-def test_the_region_is_part_of_the_endpoint():
+def test_the_region_is_part_of_the_endpoint(monkeypatch):
     """Rate limits key on the endpoint: the region's URL, and the model."""
+    monkeypatch.delenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", raising=False)
     east = ve.chat_aws_bedrock(MODEL, region="us-east-1").provider
     west = ve.chat_aws_bedrock(MODEL, region="us-west-2").provider
     assert east.endpoint != west.endpoint
@@ -410,3 +411,20 @@ def test_the_provider_repr_shows_no_secret(aws_env):
     assert isinstance(provider, BedrockProvider)
     assert TEST_SECRET_KEY not in repr(provider)
     assert "eu-west-1" in repr(provider)
+
+
+@pytest.mark.usefixtures("aws_env", "no_retries")
+def test_a_spent_quota_stops_the_run(server):
+    """ServiceQuotaExceededException is QuotaExhausted: not retried, saying where to raise
+    the quota."""
+    server.fail("quota")
+    with pytest.raises(ve.QuotaExhausted, match="Service Quotas"):
+        claude(server).chat("Hi")
+
+
+@pytest.mark.usefixtures("aws_env", "no_retries")
+def test_the_sdks_endpoint_variable_is_read(server, monkeypatch):
+    """AWS_ENDPOINT_URL_BEDROCK_RUNTIME replaces the region's endpoint, as in the AWS SDKs."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.base_url("bedrock"))
+    chat = ve.chat_aws_bedrock(MODEL, region="us-east-1")
+    assert chat.chat("What's 2+2?") == "2 + 2 = 4"

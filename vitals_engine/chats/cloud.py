@@ -39,7 +39,8 @@ def chat_aws_bedrock(
     Converse's own keys (`guardrailConfig` ...) as given, anything else into
     `additionalModelRequestFields`. `reasoning` sets Claude's `thinking`;
     `prompt_cache` puts cache points (Claude and Nova) as `chat_anthropic`'s does.
-    `stream=True` uses ConverseStream. `base_url` replaces the region's endpoint.
+    `stream=True` uses ConverseStream. `base_url` (or `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`)
+    replaces the region's endpoint.
 
     Example:
         >>> chat = chat_aws_bedrock("us.anthropic.claude-sonnet-4-5-20250929-v1:0",

@@ -2,7 +2,8 @@
 request signed with Signature Version 4.
 
 The base URL is the region's runtime endpoint, `https://bedrock-runtime.{region}.
-amazonaws.com`, so the region is part of the endpoint the rate limits key on. A model
+amazonaws.com` (or `base_url=`, or `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` as the AWS SDKs
+read it), so the region is part of the endpoint the rate limits key on. A model
 is named as Bedrock names it and passed as given (quoted into the path): a model id
 (`anthropic.claude-sonnet-4-5-20250929-v1:0`), a cross-region inference profile (`us.`,
 `eu.`, `apac.`, `global.` before it) or an ARN. The request and reply bodies are
@@ -23,6 +24,7 @@ an expired token drops the credentials, which the retry loads afresh.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, ClassVar
 from urllib.parse import quote
@@ -35,6 +37,7 @@ from .._errors import (
     MalformedResponse,
     ProviderError,
     ProviderUnavailable,
+    QuotaExhausted,
     RateLimitError,
 )
 from ..cloud.aws import AwsAuth, check_installed, find_region, region_error
@@ -203,6 +206,8 @@ class BedrockProvider(HttpProvider):
             )
         self.region = find_region(region, profile)
         where = self.region or "REGION"
+        # The AWS SDKs' own variables for another endpoint (a VPC endpoint, a proxy, a mock)
+        base_url = base_url or os.environ.get("AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
         super().__init__(
             model,
             base_url=base_url or f"https://bedrock-runtime.{where}.amazonaws.com",
@@ -381,11 +386,14 @@ class BedrockProvider(HttpProvider):
                 "AWS_PROFILE / profile=, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
                 **kw,
             )
-        if kind in (
-            "ThrottlingException",
-            "ModelNotReadyException",
-            "ServiceQuotaExceededException",
-        ):
+        if kind == "ServiceQuotaExceededException":
+            return QuotaExhausted(
+                f"{kind}: {said}. Not retried: the account's Bedrock quota for this model and "
+                "region is spent; raise it in the Service Quotas console (Amazon Bedrock), "
+                "then resume the run (resume=True), which keeps the finished samples",
+                **kw,
+            )
+        if kind in ("ThrottlingException", "ModelNotReadyException"):
             wait = error.retry_after
             return RateLimitError(f"{kind}: {said}", retry_after=wait, **kw)
         if "model identifier is invalid" in lowered or (
