@@ -49,7 +49,7 @@ COST = "vitals.cost_usd"
 ROLE = "vitals.role"
 
 #: Our providers' names as the conventions' well-known values (others: lower-cased).
-_WELL_KNOWN = {"Google": "gcp.gemini", "Mock": "vitals.mock"}
+_WELL_KNOWN = {"Google": "gcp.gemini", "Bedrock": "aws.bedrock", "Mock": "vitals.mock"}
 
 #: Our finish reasons as the conventions' (and OpenAI's) words.
 _FINISH = {"max_tokens": "length"}
