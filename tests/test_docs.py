@@ -137,6 +137,13 @@ def test_block_runs(
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url())
     monkeypatch.setenv("OPENAI_API_KEY", "sk-readme")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-readme")
+    # Bedrock's blocks: the mock's endpoint and test keys, as the AWS SDKs read them
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.base_url("bedrock"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDVITALSMOCK0000001")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "vitalsMockSecretKey/0000000000000000000000")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
     # pytest-examples runs a block as __main__; put the real one back afterwards
     monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])
     eval_example.set_config(line_length=100)  # as ruff's, for the `#>` lines

@@ -87,14 +87,14 @@ def test_price_file_parses_into_schema():
     assert "1,000" in table.unit
     assert datetime.date.fromisoformat(table.taken)
     assert LITELLM_COMMIT in table.source
-    assert {"Mock", "OpenAI", "Anthropic", "Google", "Azure OpenAI", "Vertex AI"} == set(
+    assert {"Mock", "OpenAI", "Anthropic", "Google", "Azure OpenAI", "Vertex AI", "Bedrock"} == set(
         table.providers
     )
     for name, section in table.providers.items():
         assert datetime.date.fromisoformat(section.taken), name
         assert section.source, name
         assert section.prices, name
-    for name in ("OpenAI", "Anthropic", "Google"):
+    for name in ("OpenAI", "Anthropic", "Google", "Bedrock"):
         assert LITELLM_COMMIT in table.providers[name].source, name
     assert datetime.date.fromisoformat(table.batch.taken)
     assert table.batch.source
@@ -145,9 +145,10 @@ def test_every_entry_is_sane():
 def test_every_cache_write_price_has_its_one_hour_price():
     """Every model with a 5-minute cache-write price has a 1-hour one too: Anthropic publishes
     both for every model (5-minute writes 1.25x input except Claude 3 Haiku's $0.30, 1-hour
-    writes 2x input), and OpenAI and Gemini publish neither."""
+    writes 2x input), and OpenAI and Gemini publish neither. (Bedrock keeps a prompt for an
+    hour only for Claude 4.5 and later: its older Claude models have 5-minute writes alone.)"""
     for provider, e in _entries():
-        if e.cache_write is not None:
+        if e.cache_write is not None and provider != "Bedrock":
             assert e.cache_write_1h is not None, (provider, e.model)
     anthropic = _entries("Anthropic")
     assert anthropic
@@ -169,6 +170,8 @@ def test_long_context_prices_are_the_published_ones():
     assert set(longs) == {
         ("Anthropic", "claude-sonnet-4-5"),
         ("Anthropic", "claude-sonnet-4"),
+        ("Bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ("Bedrock", "anthropic.claude-sonnet-4-20250514-v1:0"),
         ("Google", "gemini-2.5-pro"),
         ("Google", "gemini-3-pro-preview"),
         ("Google", "gemini-3.1-pro-preview"),

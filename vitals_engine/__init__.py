@@ -65,7 +65,7 @@ if _typing.TYPE_CHECKING:
     from .caching.options import Cache
     from .chats.by_name import chat
     from .chats.chat import Chat
-    from .chats.cloud import chat_azure_openai, chat_google_vertex
+    from .chats.cloud import chat_aws_bedrock, chat_azure_openai, chat_google_vertex
     from .chats.constructors import (
         chat_anthropic,
         chat_deepseek,
@@ -171,6 +171,7 @@ _LAZY: dict[str, str] = {
     "Chat": ".chats.chat",
     "chat": ".chats.by_name",
     "chat_anthropic": ".chats.constructors",
+    "chat_aws_bedrock": ".chats.cloud",
     "chat_azure_openai": ".chats.cloud",
     "chat_deepseek": ".chats.constructors",
     "chat_google_gemini": ".chats.constructors",
@@ -342,6 +343,7 @@ __all__ = [
     "bundle",
     "chat",
     "chat_anthropic",
+    "chat_aws_bedrock",
     "chat_azure_openai",
     "chat_deepseek",
     "chat_google_gemini",

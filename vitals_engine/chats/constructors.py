@@ -139,6 +139,9 @@ class AnyChatOptions(ChatOptions, total=False):
     project: str | None
     location: str | None
     credentials: Any
+    #: `chat_aws_bedrock`'s: the AWS region and the profile of the shared config files.
+    region: str | None
+    profile: str | None
 
 
 def chat_mock(
@@ -225,10 +228,15 @@ def _own_limits(provider: Any, options: Mapping[str, Any], who: str, depth: int 
 
 
 def _http_chat(
-    cls: type[HttpProvider], model: str, options: ChatOptions, own: tuple[str, ...] = ()
+    cls: type[HttpProvider],
+    model: str,
+    options: ChatOptions,
+    own: tuple[str, ...] = (),
+    **settings: Any,
 ) -> Chat:
     """A chat of `cls` with the common options; `own`: the constructor's own keywords,
-    named among the known ones when an option is unknown."""
+    named among the known ones when an option is unknown; `settings`: the provider's own
+    arguments (a platform's region ...)."""
     unknown = sorted(set(options) - {*ChatOptions.__annotations__, "limits"})
     if unknown:
         known = [*ChatOptions.__annotations__, *own]
@@ -246,6 +254,7 @@ def _http_chat(
         timeouts=options.get("timeouts"),
         headers=options.get("headers"),
         stream=options.get("stream"),
+        **settings,
     )
     limits = {key: value for key, value in options.items() if key in _OWN_LIMITS}
     _own_limits(provider, limits, "chat_*", depth=5)

@@ -47,9 +47,15 @@ from ..vocab.turns import (
 )
 from .http import HttpProvider, StreamErrorEvent, StreamReader
 from .prompt_cache import PromptCache, cache_plan, mark
-from .reasoning import EFFORT_BUDGETS
+from .reasoning import EFFORT_BUDGETS, Reasoning
 
-__all__ = ["MAX_PAUSED_LEGS", "NONSTREAMING_MAX_TOKENS", "AnthropicProvider"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "MAX_PAUSED_LEGS",
+    "NONSTREAMING_MAX_TOKENS",
+    "AnthropicProvider",
+    "thinking_fields",
+]
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
@@ -280,6 +286,36 @@ def _block_content(block: dict[str, Any]) -> Content | None:
     return None
 
 
+def thinking_fields(
+    model: str, setting: Reasoning, model_id: str
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The request's `thinking` and `output_config.effort` for a `reasoning` setting of the
+    Claude model `model` (its Anthropic name): adaptive thinking with an effort on the
+    models that take it, else a budget (an effort's from `EFFORT_BUDGETS`).
+
+    Example:
+        >>> thinking_fields("claude-sonnet-4-5", 8000, "anthropic/claude-sonnet-4-5")
+        ({'type': 'enabled', 'budget_tokens': 8000}, None)
+    """
+    if setting is None or setting == "none" or setting == 0:
+        return None, None
+    adaptive = _ADAPTIVE.match(model) is not None
+    if isinstance(setting, str) and adaptive:
+        return {"type": "adaptive"}, _ANTHROPIC_EFFORT[setting]
+    if _ADAPTIVE_ONLY.match(model):
+        raise ConfigError(
+            f"{model_id} thinks adaptively and takes an effort, not a budget of "
+            f"{setting} thinking tokens: pass reasoning='high' (or 'low', 'medium' ...)."
+        )
+    budget = setting if isinstance(setting, int) else EFFORT_BUDGETS[setting]
+    if budget < _LEAST_BUDGET:
+        raise ConfigError(
+            f"{model_id}: reasoning={setting} is below Anthropic's least thinking "
+            f"budget of {_LEAST_BUDGET} tokens."
+        )
+    return {"type": "enabled", "budget_tokens": budget}, None
+
+
 class _AnthropicStream(StreamReader):
     """Message stream events put together into the message they stand for."""
 
@@ -372,27 +408,9 @@ class AnthropicProvider(HttpProvider):
         return {"x-api-key": api_key, "anthropic-version": API_VERSION}
 
     def thinking_setting(self) -> tuple[dict[str, Any] | None, str | None]:
-        """The request's `thinking` and `output_config.effort` for the chat's `reasoning`:
-        adaptive thinking with an effort on the models that take it, else a budget (an
-        effort's from `EFFORT_BUDGETS`)."""
-        setting = self.reasoning
-        if setting is None or setting == "none" or setting == 0:
-            return None, None
-        adaptive = _ADAPTIVE.match(self.model) is not None
-        if isinstance(setting, str) and adaptive:
-            return {"type": "adaptive"}, _ANTHROPIC_EFFORT[setting]
-        if _ADAPTIVE_ONLY.match(self.model):
-            raise ConfigError(
-                f"{self.model_id} thinks adaptively and takes an effort, not a budget of "
-                f"{setting} thinking tokens: pass reasoning='high' (or 'low', 'medium' ...)."
-            )
-        budget = setting if isinstance(setting, int) else EFFORT_BUDGETS[setting]
-        if budget < _LEAST_BUDGET:
-            raise ConfigError(
-                f"{self.model_id}: reasoning={setting} is below Anthropic's least thinking "
-                f"budget of {_LEAST_BUDGET} tokens."
-            )
-        return {"type": "enabled", "budget_tokens": budget}, None
+        """The request's `thinking` and `output_config.effort` for the chat's `reasoning`
+        (`thinking_fields()`)."""
+        return thinking_fields(self.model, self.reasoning, self.model_id)
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": _messages(request)}

@@ -35,6 +35,7 @@ _FORMATS = (
     ("azure_openai", "AzureChatFormat"),
     ("azure_openai", "AzureResponsesFormat"),
     ("vertex", "VertexFormat"),
+    ("bedrock", "BedrockFormat"),
 )
 
 
@@ -173,9 +174,11 @@ class Answerer:
             body = msgspec.json.decode(raw)
             request = fmt.parse(body, http.match_info, http.query)
         except Refused as refused:
-            return web.json_response(fmt.refusal_body(refused), status=refused.status)
+            more = fmt.error_headers(refused.status, refused.kind)
+            return web.json_response(fmt.refusal_body(refused), status=refused.status, headers=more)
         except (msgspec.DecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            return web.json_response(fmt.error_body(400, f"invalid request: {exc}"), status=400)
+            body = fmt.error_body(400, f"invalid request: {exc}")
+            return web.json_response(body, status=400, headers=fmt.error_headers(400))
         record = self.traffic.accepted(fmt.name, request, dict(http.headers), body)
         delay = self._delay()
         if delay > 0:
@@ -306,5 +309,6 @@ class Answerer:
                 headers.update(fmt.rate_limit_headers(wait))
             else:
                 headers["retry-after"] = f"{wait:g}"
+        headers.update(fmt.error_headers(status))
         body = fmt.error_body(status, error_message(status))
         return web.json_response(body, status=status, headers=headers)

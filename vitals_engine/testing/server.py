@@ -38,6 +38,11 @@ shapes in its docstring):
   (`wire_format("vertex").advance(s)` moves that clock); the OAuth token endpoint
   `POST /google/token` (service-account and authorized-user grants) and the metadata
   server's token routes under `/computeMetadata/v1/`.
+- Amazon Bedrock's Converse and ConverseStream, `POST {base_url("bedrock")}/model/{id}/converse`
+  and `/converse-stream` (`formats/bedrock.py`): SigV4 checked for the test key pair
+  (`formats/aws.py`) or keys issued by `GET /aws/credentials` (a container credentials
+  endpoint; `wire_format("bedrock").keys` sets their lifetime and moves their clock),
+  event-stream frames, `x-amzn-ErrorType` errors.
 
 A request the real API refuses is answered with that API's status and error body
 (OpenAI's `{"error": {"message", "type", "param", "code"}}`), and is neither counted
@@ -413,7 +418,11 @@ class MockServer(BatchKnobs):
         loop.call_soon_threadsafe(old.set)
 
     def wire_format(self, name: str) -> WireFormat:
-        """The server's wire format `name` (to move the Vertex mock's clock, say)."""
+        """The server's wire format `name` ("bedrock" ...), whose own knobs a test sets.
+
+        Example:
+            >>> server.wire_format("bedrock").keys.advance(3600)
+        """
         return self._formats[name]
 
     def base_url(self, provider: str = "openai") -> str:

@@ -95,6 +95,11 @@ class WireFormat(ABC):
         sent, `headers` the request's (any case). Default: any credentials do."""
         return
 
+    def error_headers(self, status: int, kind: str | None = None) -> dict[str, str]:
+        """Headers of an error answer of `status` (`kind`: a refusal's `Refused.kind`):
+        Bedrock names its exception in `x-amzn-ErrorType`. Default: none."""
+        return {}
+
     def more_routes(self) -> list[tuple[str, str, Any]]:
         """Routes the format serves besides its endpoint, as (method, path, aiohttp
         handler): a platform's token endpoint, say. Default: none."""
