@@ -167,11 +167,24 @@ def test_long_context_prices_are_the_published_ones():
     """Sonnet 4 and 4.5 (1M context) and Gemini 2.5 / 3 Pro double input above 200k prompt
     tokens; GPT-5.4 and 5.5 above 272k; nothing else in the table has a long-context price."""
     longs = {(p, e.model): e.long_context for p, e in _entries() if e.long_context is not None}
-    assert set(longs) == {
+    # Bedrock: Sonnet 4 and 4.5 by their ids, and their cross-region profiles ("us." ...).
+    on_bedrock = {model for provider, model in longs if provider == "Bedrock"}
+    assert on_bedrock >= {
+        "anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "anthropic.claude-sonnet-4-20250514-v1:0",
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    }
+    assert all(
+        model.endswith(
+            ("anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-20250514-v1:0")
+        )
+        for model in on_bedrock
+    ), on_bedrock
+    geographic = longs[("Bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0")]
+    assert (geographic.above, geographic.input, geographic.output) == (200_000, 6.6, 24.75)
+    assert set(longs) - {("Bedrock", model) for model in on_bedrock} == {
         ("Anthropic", "claude-sonnet-4-5"),
         ("Anthropic", "claude-sonnet-4"),
-        ("Bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0"),
-        ("Bedrock", "anthropic.claude-sonnet-4-20250514-v1:0"),
         ("Google", "gemini-2.5-pro"),
         ("Google", "gemini-3-pro-preview"),
         ("Google", "gemini-3.1-pro-preview"),
@@ -208,3 +221,25 @@ def test_web_search_fees_are_per_provider_and_generation():
         else:
             assert e.web_search == 10.0, (provider, e.model)
     assert all(e.web_search is not None for _, e in _entries("Google"))
+
+
+@pytest.mark.parametrize(
+    ("model", "input", "output"),
+    [
+        ("anthropic.claude-sonnet-4-5-20250929-v1:0", 3.0, 15.0),
+        ("global.anthropic.claude-sonnet-4-5-20250929-v1:0", 3.0, 15.0),
+        # A geographic cross-region profile of Claude 4.5 and later costs 10% more.
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", 3.3, 16.5),
+        ("eu.anthropic.claude-haiku-4-5-20251001-v1:0", 1.1, 5.5),
+        ("meta.llama3-3-70b-instruct-v1:0", 0.72, 0.72),
+        ("us.meta.llama4-maverick-17b-instruct-v1:0", 0.24, 0.97),
+        ("mistral.mistral-large-2407-v1:0", 2.0, 6.0),
+        ("openai.gpt-oss-120b-1:0", 0.15, 0.6),
+    ],
+)
+def test_bedrock_prices_its_model_ids_and_cross_region_profiles(model, input, output):
+    from vitals_engine.pricing.table import find_price
+
+    price = find_price("Bedrock", model)
+    assert price is not None, model
+    assert (price.input, price.output) == (input, output)
