@@ -20,6 +20,16 @@ os.environ.setdefault(
 )
 
 
+@pytest.fixture(autouse=True)
+def _prices_stay_in_their_test(monkeypatch):
+    """A price a test sets (`ve.set_price`) is the table's for that test only: each test
+    starts from `data/prices.json` alone, whatever ran before it."""
+    from vitals_engine.pricing import table
+
+    monkeypatch.setattr(table, "_user_prices", {})
+    monkeypatch.setattr(table, "_found", {})
+
+
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request):
     return request.param

@@ -1,0 +1,148 @@
+"""What every provider gets, on each cloud platform too: the reply cache, the budget, the
+cost table and the log naming the platform, the endpoint as the rate limits' key. Each
+platform's chat runs against the mock server over HTTP, authenticated as on the platform
+(SigV4, an Entra ID token, a Vertex bearer)."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import vitals_engine as ve
+from tests.helpers import sums
+from vitals_engine.log.reader import read_log
+from vitals_engine.testing.formats.aws import TEST_ACCESS_KEY, TEST_SECRET_KEY
+from vitals_engine.testing.formats.azure_openai import AZURE
+
+pytestmark = pytest.mark.anyio
+
+
+class EntraCredential:
+    """An azure.core TokenCredential whose tokens the mock issues."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def get_token(self, *scopes: str, **kwargs: Any) -> Any:
+        self.asked += 1
+        token, expires = AZURE.issue()
+        return type("AccessToken", (), {"token": token, "expires_on": int(expires)})()
+
+
+class GoogleCredentials:
+    """google-auth credentials whose tokens the mock issues, as the metadata server does."""
+
+    def __init__(self, server: Any) -> None:
+        self._vertex = server.wire_format("vertex")
+        self.token: str | None = None
+        self.expiry: datetime.datetime | None = None
+        self.quota_project_id = None
+
+    def refresh(self, request: Any) -> None:
+        answer = self._vertex.issue("metadata")
+        self.token = answer["access_token"]
+        now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+        self.expiry = now + datetime.timedelta(seconds=answer["expires_in"])
+
+
+def bedrock(server: Any, **options: Any) -> ve.Chat:
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    url = server.base_url("bedrock")
+    return ve.chat_aws_bedrock(model, region="us-east-1", base_url=url, **options)
+
+
+def azure(server: Any, **options: Any) -> ve.Chat:
+    url = server.base_url("azure")
+    return ve.chat_azure_openai(
+        url, deployment="gpt-5-mini", credential=EntraCredential(), **options
+    )
+
+
+def vertex(server: Any, **options: Any) -> ve.Chat:
+    return ve.chat_google_vertex(
+        "gemini-2.5-flash",
+        project="test-project",
+        location="us-central1",
+        credentials=GoogleCredentials(server),
+        base_url=server.base_url("vertex"),
+        **options,
+    )
+
+
+PLATFORMS: dict[str, tuple[Callable[..., ve.Chat], str]] = {
+    "bedrock": (bedrock, "Bedrock"),
+    "azure": (azure, "Azure OpenAI"),
+    "vertex": (vertex, "Vertex AI"),
+}
+
+
+@pytest.fixture(params=sorted(PLATFORMS))
+def platform(request, server, monkeypatch, tmp_path) -> tuple[Callable[..., ve.Chat], str]:
+    """Each platform's chat maker and its name; the AWS environment holds the mock's test
+    keys and nothing of this machine's."""
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONTAINER_CREDENTIALS_FULL_URI"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", TEST_ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET_KEY)
+    AZURE.reset()
+    yield PLATFORMS[request.param]
+    AZURE.reset()
+
+
+def task(chat: ve.Chat, tmp_path: Any, n: int = 3) -> ve.Task:
+    return ve.Task(sums(n), ve.generate(chat), ve.detect_includes(), dir=tmp_path)
+
+
+async def test_the_cost_table_and_the_log_name_the_platform(platform, server, tmp_path):
+    make, name = platform
+    chat = make(server)
+    done = await task(chat, tmp_path).eval_async()
+    assert done.metrics == {"accuracy": 1.0}
+    cost = done.get_cost()
+    assert cost["provider"].to_list() == [name]
+    assert cost["cost"][0] is not None  # the platform's own price
+    assert cost["cost"][0] > 0
+    log = read_log(done.log_path)
+    assert log.header.eval.model == chat.provider.model_id
+    assert chat.provider.model_id.startswith(f"{chat.provider.id_prefix}/")
+
+
+async def test_a_second_run_is_answered_from_the_reply_cache(platform, server, tmp_path):
+    make, _ = platform
+    cache = ve.Cache(dir=tmp_path / "cache")
+    first = await task(make(server), tmp_path).eval_async(cache=cache)
+    sent = server.requests
+    assert sent == 3
+    second = await task(make(server), tmp_path).eval_async(cache=cache)
+    assert server.requests == sent  # nothing sent again
+    assert second.get_cost().select("cached", "requests", "cost").rows() == [(True, 3, 0.0)]
+    assert second.metrics == first.metrics
+
+
+async def test_a_budget_stops_the_run_on_the_platforms_prices(platform, server, tmp_path):
+    make, _ = platform
+    probe = task(make(server), tmp_path / "probe", n=2)
+    await probe.eval_async()
+    one = probe.get_cost()["cost"].sum() / 2
+    budget = task(make(server), tmp_path / "stopped", n=40)
+    with pytest.raises(ve.BudgetExceeded):
+        await budget.eval_async(cost_budget=one * 5)
+    assert budget.get_cost()["cost"].sum() <= one * 6
+
+
+def test_an_azure_deployment_is_its_own_endpoint_for_the_rate_limits():
+    def endpoint(resource: str, deployment: str) -> tuple[str, str, str]:
+        chat = ve.chat_azure_openai(resource, deployment=deployment, api_key="k")
+        return chat.provider.endpoint
+
+    here = endpoint("https://one.openai.azure.com", "gpt-5-mini")
+    assert here[0] == "Azure OpenAI"
+    assert here == endpoint("https://one.openai.azure.com", "gpt-5-mini")
+    assert here != endpoint("https://two.openai.azure.com", "gpt-5-mini")
+    assert here != endpoint("https://one.openai.azure.com", "prod-gpt-5-mini")
