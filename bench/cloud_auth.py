@@ -178,7 +178,7 @@ def main() -> None:
     print(f"requests per row: {n}, rounds: {rounds}, concurrency: {args.concurrency}")
     print(f"{'row':<38}{'CPU ms/request (median)':>26}{'rounds':>30}")
     worst = 0.0
-    with MockServer() as server:
+    with MockServer(keep_log=False) as server:
         for platform in args.platform or PLATFORMS:
             authed, plain = PLATFORMS[platform](server)
             results: list[list[float]] = [[], []]
