@@ -146,3 +146,29 @@ def test_an_azure_deployment_is_its_own_endpoint_for_the_rate_limits():
     assert here == endpoint("https://one.openai.azure.com", "gpt-5-mini")
     assert here != endpoint("https://two.openai.azure.com", "gpt-5-mini")
     assert here != endpoint("https://one.openai.azure.com", "prod-gpt-5-mini")
+
+
+async def test_a_deployment_of_the_users_name_is_budgeted_at_its_models_price(server, tmp_path):
+    """An Azure deployment named by the user ("prod-mini") with `model=` is priced as that
+    model before its first reply too: a budget in dollars holds its calls, and stops them."""
+    url = server.base_url("azure")
+    AZURE.reset()
+
+    def chat(**options: Any) -> ve.Chat:
+        return ve.chat_azure_openai(
+            url, deployment="prod-mini", api_key="azure-test-key", **options
+        )
+
+    assert chat(model="gpt-5-mini").provider.priced_model == "gpt-5-mini"
+    unnamed = task(chat(), tmp_path / "unnamed", n=2)
+    with pytest.raises(ve.ConfigError, match="no known price"):
+        await unnamed.eval_async(cost_budget=1.0)  # nothing says what "prod-mini" costs
+
+    probe = task(chat(model="gpt-5-mini"), tmp_path / "probe", n=2)
+    await probe.eval_async(cost_budget=1.0)
+    one = probe.get_cost()["cost"].sum() / 2
+    assert one > 0
+    stopped = task(chat(model="gpt-5-mini"), tmp_path / "stopped", n=40)
+    with pytest.raises(ve.BudgetExceeded):
+        await stopped.eval_async(cost_budget=one * 5)
+    assert stopped.get_cost()["cost"].sum() <= one * 6

@@ -201,10 +201,15 @@ class _Azure:
         return super()._find_key()  # type: ignore[misc]
 
     @property
+    def priced_model(self) -> str:
+        """The model behind the deployment (`model=`), else the deployment's name."""
+        return self.model_name or self.model
+
+    @property
     def is_reasoning(self) -> bool:
         if self.reasoning_model is not None:
             return self.reasoning_model
-        return is_reasoning_model(self.model_name or self.model)
+        return is_reasoning_model(self.priced_model)
 
     @property
     def key_variables(self) -> str:
@@ -296,7 +301,7 @@ class _Azure:
             [ContentText(str(message))],
             tokens=TokenUsage(),
             finish_reason="content_filter",
-            model=self.model_name or self.model,
+            model=self.priced_model,
             metadata={"content_filter": {"prompt": categories}},
         )
 

@@ -66,6 +66,13 @@ class Provider(ABC):
         return (self.name, self.base_url, self.model)
 
     @property
+    def priced_model(self) -> str:
+        """The model name prices are looked up by before a reply names its model (the
+        budget's holds, a timed-out attempt, a run's first guess): the model, unless a
+        platform serves it under a name of the user's (an Azure deployment)."""
+        return self.model
+
+    @property
     def model_id(self) -> str:
         """`provider/model` as Inspect's logs name models."""
         return f"{self.id_prefix or self.name.lower()}/{self.model}"
