@@ -174,9 +174,38 @@ def test_reasoning_comes_back_signed_and_goes_back(server, stream):
 
 
 def test_reasoning_on_a_model_bedrock_maps_no_setting_for_is_refused():
-    """reasoning= on a model that is not Claude is a ConfigError saying what to pass."""
+    """reasoning= on a model that takes no setting Bedrock maps is a ConfigError saying
+    what to pass; a budget of tokens on a model that takes an effort is one too."""
     with pytest.raises(ve.ConfigError, match="additionalModelRequestFields"):
         ve.chat_aws_bedrock("meta.llama3-70b-instruct-v1:0", region="us-east-1", reasoning=2000)
+    with pytest.raises(ve.ConfigError, match="takes a reasoning effort"):
+        ve.chat_aws_bedrock("us.amazon.nova-2-lite-v1:0", region="us-east-1", reasoning=2000)
+
+
+@pytest.mark.usefixtures("aws_env", "no_retries")
+@pytest.mark.parametrize(
+    ("model", "reasoning", "fields"),
+    [
+        (
+            "us.amazon.nova-2-lite-v1:0",
+            "medium",
+            {"reasoningConfig": {"type": "enabled", "maxReasoningEffort": "medium"}},
+        ),
+        (
+            "amazon.nova-2-lite-v1:0",
+            "xhigh",
+            {"reasoningConfig": {"type": "enabled", "maxReasoningEffort": "high"}},
+        ),
+        ("openai.gpt-oss-120b-1:0", "minimal", {"reasoning_effort": "low"}),
+        ("openai.gpt-oss-20b-1:0", "none", None),
+    ],
+)
+def test_an_effort_reaches_nova_2_and_gpt_oss_in_their_own_fields(server, model, reasoning, fields):
+    chat = ve.chat_aws_bedrock(
+        model, region="us-east-1", base_url=server.base_url("bedrock"), reasoning=reasoning
+    )
+    chat.chat("What's 2+2?")
+    assert sent(server).get("additionalModelRequestFields") == fields
 
 
 @pytest.mark.usefixtures("aws_env", "no_retries")

@@ -171,6 +171,45 @@ class _ConverseStream(StreamReader):
         return self._data
 
 
+#: The efforts of the models that take one (Nova 2, gpt-oss): low, medium or high.
+_THREE_EFFORTS = {
+    "minimal": "low",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "high",
+}
+
+
+def effort_fields(model: str, setting: str | int, model_id: str) -> dict[str, Any] | None:
+    """`additionalModelRequestFields` for `reasoning=` on a model that takes an effort:
+    Amazon Nova 2 (`reasoningConfig`) and OpenAI's gpt-oss (`reasoning_effort`). "none"
+    leaves reasoning off; another model is a ConfigError saying what to pass.
+
+    Example:
+        >>> effort_fields("amazon.nova-2-lite-v1:0", "high", "bedrock/amazon.nova-2-lite-v1:0")
+        {'reasoningConfig': {'type': 'enabled', 'maxReasoningEffort': 'high'}}
+    """
+    nova, oss = "amazon.nova-2" in model, "openai.gpt-oss" in model
+    if not (nova or oss):
+        raise ConfigError(
+            f"{model_id}: reasoning= is mapped on Bedrock for Claude, Amazon Nova 2 and "
+            "gpt-oss; for another model, pass its own fields in params="
+            "{'additionalModelRequestFields': {...}}."
+        )
+    if isinstance(setting, int):
+        raise ConfigError(
+            f"{model_id} takes a reasoning effort, not a budget of tokens: reasoning='low', "
+            "'medium' or 'high'."
+        )
+    if setting == "none":
+        return None
+    effort = _THREE_EFFORTS[setting]
+    if nova:
+        return {"reasoningConfig": {"type": "enabled", "maxReasoningEffort": effort}}
+    return {"reasoning_effort": effort}
+
+
 class BedrockProvider(HttpProvider):
     """Amazon Bedrock's Converse and ConverseStream APIs, signed with SigV4."""
 
@@ -244,16 +283,13 @@ class BedrockProvider(HttpProvider):
 
     def reasoning_fields(self) -> dict[str, Any] | None:
         """`additionalModelRequestFields` for the chat's `reasoning`: Claude's `thinking`
-        (and `output_config.effort` on the models that think adaptively)."""
+        (and `output_config.effort` on the models that think adaptively), Nova 2's
+        `reasoningConfig`, gpt-oss's `reasoning_effort`."""
         if self.reasoning is None:
             return None
         claude = claude_name(self.model)
         if claude is None:
-            raise ConfigError(
-                f"{self.model_id}: reasoning= is mapped for Claude models on Bedrock; for "
-                "another model, pass its own fields in params="
-                "{'additionalModelRequestFields': {...}}."
-            )
+            return effort_fields(self.model, self.reasoning, self.model_id)
         thinking, effort = thinking_fields(claude, self.reasoning, self.model_id)
         fields: dict[str, Any] = {}
         if thinking is not None:
