@@ -377,8 +377,9 @@ def _user_contents(content: Any, where: str) -> list[Content]:
             else:
                 contents.append(image_from_url(image, where=at))
         elif part["type"] == "file":
-            file = part.get("file") if isinstance(part.get("file"), dict) else {}
-            contents.append(document_from_data(file.get("file_data"), file.get("filename"), at))
+            file: dict[str, Any] = part["file"] if isinstance(part.get("file"), dict) else {}
+            data, name = file.get("file_data"), file.get("filename")
+            contents.append(document_from_data(data, name, where=at))
         else:
             raise WireError(f"{at}: the bridge cannot pass on a {part['type']!r} part.")
     return contents

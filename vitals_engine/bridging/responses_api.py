@@ -275,7 +275,8 @@ def _contents(content: Any, where: str, *, images: bool) -> list[Content]:
                 raise WireError(f"{at}: the bridge cannot fetch an uploaded file (file_id).")
             contents.append(image_from_url(part.get("image_url"), part.get("detail"), where=at))
         elif kind == "input_file" and images:
-            contents.append(document_from_data(part.get("file_data"), part.get("filename"), at))
+            data, name = part.get("file_data"), part.get("filename")
+            contents.append(document_from_data(data, name, where=at))
         else:
             raise WireError(f"{at}: the bridge cannot pass on a {kind!r} part here.")
     return contents
