@@ -22,6 +22,7 @@ from vitals_engine.vocab.model_calls import ChatRequest, ToolDef
 from vitals_engine.vocab.turns import (
     Content,
     ContentCompaction,
+    ContentDocument,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -446,7 +447,7 @@ def test_consecutive_messages_of_a_role_stay_separate_turns():
     ]
 
 
-def test_plain_text_documents_are_text_and_others_are_refused():
+def test_documents_are_text_or_inline_and_remote_ones_are_refused():
     text_doc = {
         "type": "document",
         "source": {"type": "text", "media_type": "text/plain", "data": "The notes."},
@@ -462,11 +463,17 @@ def test_plain_text_documents_are_text_and_others_are_refused():
     pdf = {
         "type": "document",
         "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="},
+        "title": "report.pdf",
     }
-    turn = API.read(body(messages=[{"role": "user", "content": [text_doc, content_doc]}]))
-    assert turn.request.turns[0].contents == [ContentText("The notes."), ContentText("a\n\nb")]
-    with pytest.raises(WireError, match="not supported by the bridge yet") as refused:
-        API.read(body(messages=[{"role": "user", "content": [pdf]}]))
+    remote = {"type": "document", "source": {"type": "url", "url": "https://x.test/a.pdf"}}
+    turn = API.read(body(messages=[{"role": "user", "content": [text_doc, content_doc, pdf]}]))
+    assert turn.request.turns[0].contents == [
+        ContentText("The notes."),
+        ContentText("a\n\nb"),
+        ContentDocument("JVBERi0=", "application/pdf", "report.pdf"),
+    ]
+    with pytest.raises(WireError, match="not supported by the bridge") as refused:
+        API.read(body(messages=[{"role": "user", "content": [remote]}]))
     assert refused.value.status == 400
     assert "messages.0.content.0" in refused.value.message
 

@@ -139,6 +139,7 @@ if _typing.TYPE_CHECKING:
     from .vocab.model_calls import RetryNote
     from .vocab.turns import (
         ContentCompaction,
+        ContentDocument,
         ContentImage,
         ContentText,
         ContentThinking,
@@ -243,6 +244,7 @@ _LAZY: dict[str, str] = {
     "BatchRecord": ".vocab.batch_records",
     "RetryNote": ".vocab.model_calls",
     "set_price": ".pricing.table",
+    "ContentDocument": ".vocab.turns",
     "ContentImage": ".vocab.turns",
     "ContentText": ".vocab.turns",
     "ContentCompaction": ".vocab.turns",
@@ -268,6 +270,7 @@ __all__ = [
     "ComparisonSet",
     "ConfigError",
     "ContentCompaction",
+    "ContentDocument",
     "ContentImage",
     "ContentText",
     "ContentThinking",

@@ -6,11 +6,12 @@ Reading a request (`AnthropicApi.read`):
 - `messages`: one `Turn` per user or assistant message, in order; consecutive messages of
   the same role stay separate turns (never merged). Content is a string or a list of
   blocks: `text`; `image` (a base64 or url source); `document` with a plain-text source
-  (`text`, or `content` of text blocks) read as text, any other document (a PDF) refused
-  for now; `tool_use`; `tool_result` (its content a string or a list of text and image
-  blocks: the text becomes the `ContentToolResult`, `is_error` makes it the result's
-  error, and its images follow it in the same turn as `ContentImage`s, since our tool
-  results hold no images); `thinking` (a signature the bridge sealed gives back the
+  (`text`, or `content` of text blocks) read as text, a base64 one (a PDF) as a
+  `ContentDocument` named by its `title`, a url or file one refused; `tool_use`;
+  `tool_result` (its content a string or a list of text and image blocks: the text
+  becomes the `ContentToolResult`, `is_error` makes it the result's error, and its
+  images follow it in the same turn as `ContentImage`s, since our tool results hold no
+  images); `thinking` (a signature the bridge sealed gives back the
   `ContentThinking` it sealed, any other is kept as the thinking's signature) and
   `redacted_thinking` (likewise by its `data`).
 - Messages of role "system" (Claude Code sends one after the first user message: its
@@ -59,6 +60,7 @@ from ..vocab.model_calls import ChatRequest, ToolDef
 from ..vocab.turns import (
     Content,
     ContentCompaction,
+    ContentDocument,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -259,7 +261,8 @@ def _image_block(block: Block, where: str, reading: _Reading) -> list[Content]:
 
 
 def _document_block(block: Block, where: str, reading: _Reading) -> list[Content]:
-    """A plain-text document as its text; other documents (PDFs) are refused for now."""
+    """A plain-text document as its text, a base64 one (a PDF) as itself; a url or file
+    source is refused (the bridge fetches nothing)."""
     source = _object(block.get("source"), f"{where}.source")
     kind = source.get("type")
     if kind == "text":
@@ -268,9 +271,14 @@ def _document_block(block: Block, where: str, reading: _Reading) -> list[Content
         inner = _blocks(source.get("content"), f"{where}.source.content")
         texts = [_string(b, "text", f"{where}.source.content") for b in inner if _is_text(b)]
         return [ContentText("\n\n".join(texts))]
+    if kind == "base64":
+        data = _string(source, "data", f"{where}.source")
+        media_type = _string(source, "media_type", f"{where}.source")
+        title = block.get("title")
+        return [ContentDocument(data, media_type, title if isinstance(title, str) else None)]
     raise WireError(
-        f"{where}: document blocks with a {kind!r} source (PDF and other files) are not "
-        "supported by the bridge yet; plain-text documents are"
+        f"{where}: document blocks with a {kind!r} source are not supported by the bridge; "
+        "base64 (a PDF) and plain-text documents are"
     )
 
 

@@ -2,7 +2,8 @@
 
 A request's `messages` become the conversation: `system` and `developer` messages the
 system prompt (their parts joined by blank lines, wherever they stand), `user` messages (a
-string, or `text` and `image_url` parts: a URL or a `data:` URI) user turns, `assistant`
+string, or `text` and `image_url` parts: a URL or a `data:` URI, and `file` parts: a
+document's `file_data` as a `data:` URI) user turns, `assistant`
 messages (their text, their `tool_calls`, arguments a JSON string, and the
 `reasoning_content` some servers send back) assistant turns, and `tool` messages
 (`tool_call_id`, the text it returned) tool results, named by the assistant's call they
@@ -42,6 +43,7 @@ import msgspec
 from ..vocab.model_calls import ChatRequest, ToolDef
 from ..vocab.turns import (
     Content,
+    ContentDocument,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -58,6 +60,7 @@ __all__ = [
     "Conversation",
     "bool_field",
     "decode_arguments",
+    "document_from_data",
     "encode_arguments",
     "fragments",
     "image_from_url",
@@ -147,6 +150,25 @@ def image_from_url(url: Any, detail: Any = None, *, where: str = "image_url") ->
     if match:
         return ContentImage(data=match["data"], media_type=match["type"], detail=level)
     return ContentImage(url=url, detail=level)
+
+
+def document_from_data(
+    file_data: Any, filename: Any = None, *, where: str = "file"
+) -> ContentDocument:
+    """The document a `file_data` holds (a base64 `data:` URI), with its file name.
+
+    Example:
+        >>> document_from_data("data:application/pdf;base64,JVBERi0=", "a.pdf").filename
+        'a.pdf'
+    """
+    match = _DATA_URI.match(file_data) if isinstance(file_data, str) else None
+    if match is None:
+        raise WireError(
+            f"{where}: the bridge takes a file as its file_data, a base64 data: URI "
+            "(it cannot fetch an uploaded file_id or a file_url)."
+        )
+    name = filename if isinstance(filename, str) and filename else None
+    return ContentDocument(match["data"], match["type"], name)
 
 
 def decode_arguments(raw: Any, where: str = "arguments") -> dict[str, Any]:
@@ -354,6 +376,10 @@ def _user_contents(content: Any, where: str) -> list[Content]:
                 contents.append(image_from_url(image.get("url"), image.get("detail"), where=at))
             else:
                 contents.append(image_from_url(image, where=at))
+        elif part["type"] == "file":
+            file: dict[str, Any] = part["file"] if isinstance(part.get("file"), dict) else {}
+            data, name = file.get("file_data"), file.get("filename")
+            contents.append(document_from_data(data, name, where=at))
         else:
             raise WireError(f"{at}: the bridge cannot pass on a {part['type']!r} part.")
     return contents

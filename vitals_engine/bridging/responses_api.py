@@ -13,7 +13,8 @@ System and developer messages join the system prompt, after `instructions`. Item
 same side in a row are one turn. Items that carry no conversation (`web_search_call`,
 `configuration_update`, `ghost_snapshot`, types this module does not know that hold no
 content) are skipped; an item whose content the bridge cannot pass on (an `item_reference`
-or OpenAI's encrypted `compaction`, an `input_file`) is refused.
+or OpenAI's encrypted `compaction`, an `input_file` by `file_id` or `file_url`) is refused;
+an `input_file`'s `file_data` is a `ContentDocument`.
 
 Tools: `function` tools as they are; `custom` (freeform) tools as a tool taking one string
 `input` (its grammar in that parameter's description); the function tools of a `namespace`
@@ -67,6 +68,7 @@ from .chat_completions_api import (
     Conversation,
     bool_field,
     decode_arguments,
+    document_from_data,
     encode_arguments,
     fragments,
     image_from_url,
@@ -272,6 +274,9 @@ def _contents(content: Any, where: str, *, images: bool) -> list[Content]:
             if not part.get("image_url") and part.get("file_id"):
                 raise WireError(f"{at}: the bridge cannot fetch an uploaded file (file_id).")
             contents.append(image_from_url(part.get("image_url"), part.get("detail"), where=at))
+        elif kind == "input_file" and images:
+            data, name = part.get("file_data"), part.get("filename")
+            contents.append(document_from_data(data, name, where=at))
         else:
             raise WireError(f"{at}: the bridge cannot pass on a {kind!r} part here.")
     return contents

@@ -55,9 +55,19 @@ def logged_input(value: Any) -> str | list[s.ChatMessage]:
         return value
     if isinstance(value, list) and value and all(isinstance(v, s.ChatMessage) for v in value):
         return list(value)  # messages read back from a log (re-scored): as they were
-    if isinstance(value, list) and all(hasattr(v, "__struct_fields__") for v in value):
+    if isinstance(value, list) and _is_prompt(value):
         return chat_messages(None, [Turn.user(*value)], "in")
     return s.encoder.encode(value).decode()
+
+
+def _is_prompt(value: list[Any]) -> bool:
+    """Whether a list input is a prompt of contents: content objects, with strings among
+    them (`["Summarise this.", ve.ContentDocument.from_file("a.pdf")]`)."""
+    if not value:
+        return True
+    if not any(hasattr(v, "__struct_fields__") for v in value):
+        return False
+    return all(isinstance(v, str) or hasattr(v, "__struct_fields__") for v in value)
 
 
 def _usage(ledger: UsageLedger) -> tuple[dict[str, s.ModelUsage], dict[str, s.ModelUsage]]:

@@ -2,7 +2,7 @@
 
 Consecutive tool messages make one user turn (with the user message that
 follows them when Inspect split one turn in two); content with no counterpart
-in a `Turn` (audio, video, documents, data) is left out.
+in a `Turn` (audio, video, data, a document given by path or URL) is left out.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from ..providers.replay import split_model_id
 from ..vocab.turns import (
     Content,
+    ContentDocument,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -46,8 +47,16 @@ def _image(block: s.ContentImage) -> ContentImage:
     return ContentImage(url=block.image, detail=detail)
 
 
+def _document(block: s.ContentDocument) -> ContentDocument | None:
+    """A document logged inline (a data URI); one Inspect gave by path or URL: None."""
+    match = _DATA_URI.match(block.document)
+    if not match:
+        return None
+    return ContentDocument(match[2], block.mime_type or match[1], block.filename or None)
+
+
 def message_contents(content: str | list[s.LogContent]) -> list[Content]:
-    """A message's content as a turn's: text, images and reasoning."""
+    """A message's content as a turn's: text, images, documents and reasoning."""
     if isinstance(content, str):
         return [ContentText(content)] if content else []
     out: list[Content] = []
@@ -56,9 +65,12 @@ def message_contents(content: str | list[s.LogContent]) -> list[Content]:
             out.append(ContentText(block.text))
         elif isinstance(block, s.ContentImage):
             out.append(_image(block))
+        elif isinstance(block, s.ContentDocument):
+            if (document := _document(block)) is not None:
+                out.append(document)
         elif isinstance(block, s.ContentReasoning):
             out.append(ContentThinking(block.reasoning, block.signature, block.redacted))
-        # audio, video, documents and data have no counterpart in a Turn: left out
+        # audio, video and data have no counterpart in a Turn: left out
     return out
 
 

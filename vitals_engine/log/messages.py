@@ -9,6 +9,7 @@ import msgspec
 
 from ..vocab.turns import (
     Content,
+    ContentDocument,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -35,6 +36,8 @@ def log_content(content: Content) -> s.LogContent | None:
         return s.ContentText(content.text)
     if isinstance(content, ContentImage):
         return s.ContentImage(content.data_uri, content.detail)
+    if isinstance(content, ContentDocument):
+        return s.ContentDocument(content.data_uri, content.name, content.media_type)
     if isinstance(content, ContentThinking):
         return s.ContentReasoning(content.thinking, content.signature, content.redacted)
     return None

@@ -37,6 +37,7 @@ from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import (
     Content,
     ContentCompaction,
+    ContentDocument,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -115,6 +116,18 @@ def _image(content: ContentImage) -> dict[str, Any]:
     return {"type": "image", "source": source}
 
 
+def _document(content: ContentDocument) -> dict[str, Any]:
+    """A PDF as base64, a text document (any `text/...`) as its plain text."""
+    if content.media_type == "application/pdf":
+        source = {"type": "base64", "media_type": content.media_type, "data": content.data}
+    elif content.is_text:
+        text = content.decoded().decode("utf-8", errors="replace")
+        source = {"type": "text", "media_type": "text/plain", "data": text}
+    else:
+        raise content.refused("Anthropic's Messages API", "PDF (application/pdf) and text/...")
+    return {"type": "document", "source": source, "title": content.name}
+
+
 def _assistant_blocks(turn: Turn) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for c in turn.contents:
@@ -164,6 +177,8 @@ def _user_blocks(turn: Turn) -> list[dict[str, Any]]:
                 rest.append({"type": "text", "text": c.text})
         elif isinstance(c, ContentImage):
             rest.append(_image(c))
+        elif isinstance(c, ContentDocument):
+            rest.append(_document(c))
     # Tool results must open the user message that answers the tool calls.
     return results + rest
 

@@ -1,7 +1,7 @@
 """Amazon Bedrock's Converse format: turns to a Converse request body and a Converse
 response body back to a turn (the round trip itself is `bedrock.py`'s).
 
-A request: `system` blocks, `messages` of content blocks (`text`, `image` with base64
+A request: `system` blocks, `messages` of content blocks (`text`, `image` and `document` with base64
 `bytes`, `toolUse`, `toolResult`, `reasoningContent`, `cachePoint`), `toolConfig`
 (`toolSpec` with `inputSchema.json`, `toolChoice`), `inferenceConfig` (`maxTokens`,
 `temperature`, `topP`, `stopSequences`) and `additionalModelRequestFields` (what one
@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import msgspec
@@ -25,6 +26,7 @@ from .._errors import ConfigError
 from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import (
     Content,
+    ContentDocument,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -40,6 +42,7 @@ __all__ = [
     "STRUCTURED_TOOL",
     "converse_body",
     "converse_turn",
+    "document_name",
     "inference_config",
     "mark_cache",
 ]
@@ -100,6 +103,44 @@ def _image(content: ContentImage) -> dict[str, Any]:
     return {"image": {"format": kind, "source": {"bytes": content.data}}}
 
 
+#: The media types of the documents Converse takes, as its `format`s.
+_DOCUMENT_FORMATS = {
+    "application/pdf": "pdf",
+    "text/csv": "csv",
+    "application/msword": "doc",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.ms-excel": "xls",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "text/html": "html",
+    "text/plain": "txt",
+    "text/markdown": "md",
+}
+_NAME_REFUSED = re.compile(r"[^A-Za-z0-9\s\-()\[\]]+")
+
+
+def document_name(filename: str) -> str:
+    """A file name as Converse takes a document's: letters, digits, single spaces,
+    hyphens, parentheses and square brackets (anything else a space).
+
+    Example:
+        >>> document_name("Q3 report_final.v2.pdf")
+        'Q3 report final v2'
+    """
+    stem = filename.rpartition(".")[0] or filename
+    name = " ".join(_NAME_REFUSED.sub(" ", stem).split())
+    return name or "document"
+
+
+def _document(content: ContentDocument) -> dict[str, Any]:
+    kind = _DOCUMENT_FORMATS.get(content.media_type)
+    if kind is None:
+        raise content.refused(
+            "Bedrock's Converse API", "pdf, csv, doc, docx, xls, xlsx, html, txt and md"
+        )
+    source = {"bytes": content.data}
+    return {"document": {"format": kind, "name": document_name(content.name), "source": source}}
+
+
 def _tool_result(content: ContentToolResult) -> dict[str, Any]:
     result: dict[str, Any] = {"toolUseId": content.id}
     if content.error is not None:
@@ -128,6 +169,8 @@ def _block(content: Content, role: str) -> dict[str, Any] | None:
         return {"text": content.text} if content.text else None  # empty text is refused
     if isinstance(content, ContentImage):
         return _image(content)
+    if isinstance(content, ContentDocument):
+        return _document(content)
     if isinstance(content, ContentToolRequest):
         return {
             "toolUse": {"toolUseId": content.id, "name": content.name, "input": content.arguments}

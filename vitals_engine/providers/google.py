@@ -3,7 +3,7 @@
 Gemini's shapes differ from OpenAI's in a few ways this module absorbs:
 
 - Turns are `contents` with roles "user" and "model"; each holds `parts`
-  (text, `inlineData` / `fileData` images, `functionCall`,
+  (text, `inlineData` / `fileData` images, `inlineData` documents, `functionCall`,
   `functionResponse`, thought summaries flagged `thought: true`).
 - Tool results go back as `functionResponse` parts of a user turn, matched
   to their call by name (and by `id` when the API gave one).
@@ -38,6 +38,7 @@ from ..transport.sse import ServerSentEvent
 from ..vocab.model_calls import ChatRequest, ToolDef
 from ..vocab.turns import (
     Content,
+    ContentDocument,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -284,6 +285,26 @@ def _image_part(image: ContentImage) -> dict[str, Any]:
     return {"fileData": {"mimeType": image.media_type, "fileUri": url}}
 
 
+#: The document types Gemini reads (PDFs with their pages seen; the rest as text), by ours.
+_DOCUMENT_TYPES = {
+    "application/pdf": "application/pdf",
+    "text/plain": "text/plain",
+    "text/csv": "text/csv",
+    "text/html": "text/html",
+    "text/markdown": "text/md",
+    "text/md": "text/md",
+    "text/xml": "text/xml",
+    "text/rtf": "text/rtf",
+}
+
+
+def _document_part(document: ContentDocument) -> dict[str, Any]:
+    mime = _DOCUMENT_TYPES.get(document.media_type)
+    if mime is None:
+        raise document.refused("Gemini", "PDF and text (plain, csv, html, markdown, xml, rtf)")
+    return {"inlineData": {"mimeType": mime, "data": document.data}}
+
+
 def _response_part(result: ContentToolResult) -> dict[str, Any]:
     response = {"error": result.error} if result.error is not None else {"result": result.value}
     part: dict[str, Any] = {"name": result.name, "response": response}
@@ -299,6 +320,8 @@ def _user_parts(contents: list[Content]) -> list[dict[str, Any]]:
             parts.append({"text": c.text})
         elif isinstance(c, ContentImage):
             parts.append(_image_part(c))
+        elif isinstance(c, ContentDocument):
+            parts.append(_document_part(c))
     return parts
 
 

@@ -23,6 +23,7 @@ from ..transport.sse import ServerSentEvent
 from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import (
     Content,
+    ContentDocument,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -61,6 +62,13 @@ def _part(content: Content) -> dict[str, Any] | None:
             "type": "image_url",
             "image_url": {"url": content.data_uri, "detail": content.detail},
         }
+    if isinstance(content, ContentDocument):
+        if content.media_type != "application/pdf":  # the API takes no other file here
+            raise content.refused(
+                "Chat Completions", "PDF only (OpenAI's Responses API takes text files too)"
+            )
+        file = {"filename": content.name, "file_data": content.data_uri}
+        return {"type": "file", "file": file}
     return None
 
 

@@ -39,6 +39,7 @@ from ..transport.sse import ServerSentEvent
 from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import (
     Content,
+    ContentDocument,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -66,6 +67,8 @@ def _user_items(turn: Turn) -> list[dict[str, Any]]:
             parts.append({"type": "input_text", "text": c.text})
         elif isinstance(c, ContentImage):
             parts.append({"type": "input_image", "image_url": c.data_uri, "detail": c.detail})
+        elif isinstance(c, ContentDocument):
+            parts.append({"type": "input_file", "filename": c.name, "file_data": c.data_uri})
     if parts:
         items.append({"role": "user", "content": parts})
     return items

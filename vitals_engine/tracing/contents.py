@@ -23,6 +23,7 @@ from ..vocab.model_calls import ChatRequest
 from ..vocab.turns import (
     Content,
     ContentCompaction,
+    ContentDocument,
     ContentImage,
     ContentText,
     ContentThinking,
@@ -80,6 +81,8 @@ def _part(content: Content) -> dict[str, Any]:
         return {"type": "reasoning", "content": content.thinking}
     if isinstance(content, ContentCompaction):  # a generic part: the conventions name none
         return {"type": "compaction", "content": content.content or ""}
+    if isinstance(content, ContentDocument):
+        return {"type": "blob", "modality": "document", "mime_type": content.media_type}
     assert isinstance(content, ContentImage)
     return {"type": "blob", "modality": "image", "mime_type": content.media_type}
 

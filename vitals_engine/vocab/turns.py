@@ -7,13 +7,18 @@ Treat them as values: `Chat` never mutates a turn it has handed out.
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
+from .._errors import ConfigError
+
 __all__ = [
+    "DOCUMENT_TYPES",
     "Content",
     "ContentCompaction",
+    "ContentDocument",
     "ContentImage",
     "ContentText",
     "ContentThinking",
@@ -58,6 +63,118 @@ class ContentImage(msgspec.Struct, tag="image", tag_field="type", frozen=True, o
         if self.data is not None:
             return f"data:{self.media_type};base64,{self.data}"
         return self.url or ""
+
+
+#: The media type of each document extension the providers take (`ContentDocument.from_file`).
+DOCUMENT_TYPES: dict[str, str] = {
+    ".pdf": "application/pdf",
+    ".txt": "text/plain",
+    ".csv": "text/csv",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".doc": "application/msword",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".xls": "application/vnd.ms-excel",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+
+
+class ContentDocument(
+    msgspec.Struct, tag="document", tag_field="type", frozen=True, omit_defaults=True
+):
+    """A document sent inline: its bytes (base64 in `data`), media type and file name.
+
+    PDFs go to every provider; text documents (`text/plain`, `text/csv`, `text/html`,
+    `text/markdown`) and office files to those whose API takes them, and a provider that
+    does not is a `ConfigError` naming the types it takes, before anything is sent.
+
+    Example:
+        >>> doc = ve.ContentDocument.from_bytes(b"%PDF-1.4 ...", filename="report.pdf")
+        >>> doc.media_type, doc.name
+        ('application/pdf', 'report.pdf')
+        >>> chat = ve.chat_mock()
+        >>> chat.chat("Summarise this report.", doc)  # the mock echoes the prompt's text
+        'Summarise this report.'
+    """
+
+    data: str  # base64
+    media_type: str = "application/pdf"
+    filename: str | None = None
+
+    @classmethod
+    def from_bytes(
+        cls, data: bytes, media_type: str = "application/pdf", filename: str | None = None
+    ) -> ContentDocument:
+        """A document from its raw bytes.
+
+        Example:
+            >>> ContentDocument.from_bytes(b"a,b\\n1,2\\n", "text/csv", "table.csv").data
+            'YSxiCjEsMgo='
+        """
+        return cls(base64.b64encode(data).decode("ascii"), media_type, filename)
+
+    @classmethod
+    def from_file(cls, path: str | Path, media_type: str | None = None) -> ContentDocument:
+        """A document read from a file, its media type from its extension (`DOCUMENT_TYPES`)
+        unless `media_type` says it, its file name the file's.
+
+        Example:
+            >>> doc = ve.ContentDocument.from_file("report.pdf")
+            >>> doc.media_type, doc.filename
+            ('application/pdf', 'report.pdf')
+        """
+        path = Path(path)
+        kind = media_type or DOCUMENT_TYPES.get(path.suffix.lower())
+        if kind is None:
+            known = ", ".join(sorted(DOCUMENT_TYPES))
+            raise ConfigError(
+                f"Cannot tell the media type of the document {path.name!r} from its "
+                f"extension (known: {known}): pass media_type=, e.g. "
+                f'ContentDocument.from_file({str(path)!r}, media_type="application/pdf").'
+            )
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise ConfigError(f"Cannot read the document {str(path)!r}: {error}.") from error
+        return cls.from_bytes(data, kind, path.name)
+
+    @property
+    def name(self) -> str:
+        """Its file name, or `document.<subtype>` when it has none."""
+        if self.filename:
+            return self.filename
+        subtype = self.media_type.rpartition("/")[2]
+        return f"document.{subtype}" if subtype.isalnum() else "document"
+
+    @property
+    def data_uri(self) -> str:
+        """The document as a `data:` URI."""
+        return f"data:{self.media_type};base64,{self.data}"
+
+    @property
+    def is_text(self) -> bool:
+        """Whether it is a text document (`text/...`)."""
+        return self.media_type.startswith("text/")
+
+    def decoded(self) -> bytes:
+        """Its raw bytes."""
+        return base64.b64decode(self.data)
+
+    def refused(self, api: str, takes: str) -> ConfigError:
+        """The error of an API that cannot take this document's type (`takes`: what it
+        takes), for a provider to raise before sending.
+
+        Example:
+            >>> ContentDocument.from_bytes(b"x", "text/csv").refused("Chat Completions", "PDF")
+            ConfigError('Chat Completions takes no text/csv document (document.csv): ...')
+        """
+        return ConfigError(
+            f"{api} takes no {self.media_type} document ({self.name}): it takes {takes}. "
+            "Send the document as one of those (a PDF goes to every provider), or its "
+            "text as a prompt."
+        )
 
 
 class ContentToolRequest(msgspec.Struct, tag="tool_request", tag_field="type", frozen=True):
@@ -154,6 +271,7 @@ class ContentCompaction(
 Content = (
     ContentText
     | ContentImage
+    | ContentDocument
     | ContentToolRequest
     | ContentToolResult
     | ContentThinking

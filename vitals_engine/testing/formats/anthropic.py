@@ -4,7 +4,7 @@ It checks requests the way the API does where a provider bug would show:
 `model`, `max_tokens` and `messages` are required, roles are user or
 assistant (or system: a system message among them, as Claude Code 2.1 sends with its
 environment, is read as more of the system prompt; `tests/recordings/agent_clis/`),
-images carry a source, every `tool_result` answers a `tool_use`
+images and documents carry a source, every `tool_result` answers a `tool_use`
 of the assistant message before it, and a thinking block sent back must
 keep the signature the server gave it.
 
@@ -117,6 +117,23 @@ def _check_image(block: Mapping[str, Any]) -> None:
         raise ValueError(f"unknown image source type {kind!r}")
 
 
+#: A document's source types, and the media type each must have (None: any, or none).
+_DOCUMENT_SOURCES = {"base64": "application/pdf", "text": "text/plain", "url": None}
+
+
+def _check_document(block: Mapping[str, Any]) -> None:
+    """Refuse a document the API would: a PDF's base64, a plain text's text, or a URL."""
+    source = block.get("source") or {}
+    kind = source.get("type")
+    if kind not in _DOCUMENT_SOURCES:
+        raise ValueError(f"unknown document source type {kind!r}")
+    wanted = _DOCUMENT_SOURCES[kind]
+    if wanted is not None and source.get("media_type") != wanted:
+        raise ValueError(f"a {kind} document source needs media_type {wanted!r}")
+    if not source.get("url" if kind == "url" else "data"):
+        raise ValueError(f"a {kind} document source needs {'url' if kind == 'url' else 'data'}")
+
+
 def _blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
@@ -135,6 +152,9 @@ def _user(message: Mapping[str, Any], pending: set[str]) -> list[MockMessage]:
             texts.append(block["text"])
         elif kind == "image":
             _check_image(block)
+            images += 1
+        elif kind == "document":  # counted with the images: what a message attaches
+            _check_document(block)
             images += 1
         elif kind == "tool_result":
             call_id = block["tool_use_id"]

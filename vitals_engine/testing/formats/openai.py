@@ -48,6 +48,11 @@ def _text_and_images(content: Any) -> tuple[str, int]:
             if not part.get("image_url", {}).get("url"):
                 raise ValueError("image_url part without a url")
             images += 1
+        elif part.get("type") == "file":  # counted with the images: what a message attaches
+            file = part.get("file") or {}
+            if not (file.get("file_data") or file.get("file_id")):
+                raise ValueError("file part without file_data or file_id")
+            images += 1
     return "\n".join(texts), images
 
 
