@@ -172,3 +172,28 @@ async def test_a_deployment_of_the_users_name_is_budgeted_at_its_models_price(se
     with pytest.raises(ve.BudgetExceeded):
         await stopped.eval_async(cost_budget=one * 5)
     assert stopped.get_cost()["cost"].sum() <= one * 6
+
+
+@pytest.mark.parametrize(
+    ("model", "premium"), [("claude-sonnet-4-5@20250929", 1.1), ("claude-3-5-haiku@20241022", 1.0)]
+)
+async def test_claude_on_vertex_costs_more_in_a_region_from_4_5_on(server, model, premium):
+    """The same reply costs 10% more at a regional location than at "global" for Claude
+    4.5 and later, and the same for older Claude."""
+
+    def claude(location: str) -> ve.Chat:
+        return ve.chat_google_vertex(
+            model,
+            project="test-project",
+            location=location,
+            credentials=GoogleCredentials(server),
+            base_url=server.base_url("vertex"),
+        )
+
+    costs = {}
+    for location in ("global", "us-east5"):
+        chat = claude(location)
+        await chat.chat_async("What's 2+2?")
+        costs[location] = chat.get_cost()
+    assert costs["global"] > 0
+    assert costs["us-east5"] == pytest.approx(costs["global"] * premium)

@@ -189,6 +189,7 @@ def test_long_context_prices_are_the_published_ones():
         ("Google", "gemini-3-pro-preview"),
         ("Google", "gemini-3.1-pro-preview"),
         ("Vertex AI", "claude-sonnet-4-5"),
+        ("Vertex AI", "regional/claude-sonnet-4-5"),
         ("Vertex AI", "gemini-2.5-pro"),
         ("Vertex AI", "gemini-3-pro-preview"),
         ("Vertex AI", "gemini-3.1-pro-preview"),
@@ -207,6 +208,8 @@ def test_long_context_prices_are_the_published_ones():
     )  # fmt: skip
     assert longs[("OpenAI", "gpt-5.4")].above == 272_000
     assert longs[("Vertex AI", "claude-sonnet-4-5")] == sonnet
+    regional = longs[("Vertex AI", "regional/claude-sonnet-4-5")]  # 10% above global
+    assert (regional.above, regional.input, regional.output) == (200_000, 6.6, 24.75)
     assert longs[("Vertex AI", "gemini-2.5-pro")] == gemini
 
 

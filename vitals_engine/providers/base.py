@@ -72,6 +72,12 @@ class Provider(ABC):
         platform serves it under a name of the user's (an Azure deployment)."""
         return self.model
 
+    def price_model(self, replied: str | None = None) -> str:
+        """The name a call's price is looked up by in the price table: the model the reply
+        names (`replied`), else `priced_model`. A platform whose prices differ by where the
+        model runs says so here (Vertex AI's regional Claude: `regional/<model>`)."""
+        return replied or self.priced_model
+
     @property
     def model_id(self) -> str:
         """`provider/model` as Inspect's logs name models."""

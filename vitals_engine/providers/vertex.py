@@ -47,6 +47,7 @@ __all__ = [
     "ANTHROPIC_VERSION",
     "BASE_URL_VARIABLE",
     "DEFAULT_LOCATION",
+    "REGIONAL",
     "VertexClaude",
     "VertexGemini",
     "vertex_root",
@@ -67,6 +68,10 @@ _ROLE = (
     "User role (roles/aiplatform.user) in the project, and enable the Vertex AI API "
     "(`gcloud services enable aiplatform.googleapis.com`)"
 )
+
+
+#: The prefix of the price table's entries for Claude at a location other than "global".
+REGIONAL = "regional/"
 
 
 def vertex_root(location: str) -> str:
@@ -305,6 +310,18 @@ class VertexClaude(_Vertex, AnthropicProvider):
         self._given_base_url = base_url
         super().__init__(model, base_url=base_url or vertex_root(DEFAULT_LOCATION), **options)
         self.place(project=project, location=location, credentials=credentials)
+
+    def price_model(self, replied: str | None = None) -> str:
+        """Claude costs more at a regional or multi-region location than at "global" (10%
+        from Claude Sonnet 4.5 on): the table's `regional/<model>` entries hold those.
+
+        Example:
+            >>> claude = VertexClaude("claude-sonnet-4-5", project="p", location="us-east5")
+            >>> claude.price_model()
+            'regional/claude-sonnet-4-5'
+        """
+        name = super().price_model(replied)
+        return name if self.location == "global" else f"{REGIONAL}{name}"
 
     def url(self) -> str:
         return f"{self.model_url()}:rawPredict"

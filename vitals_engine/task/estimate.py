@@ -445,7 +445,7 @@ def _count_locally(setup: TaskSetup, epochs: int, kwargs: dict[str, Any]) -> Est
     provider = chat.provider
     counts = [input_tokens(chat, row.input) for row in setup.rows]
     tokens = sum(counts) * epochs
-    costs = [cost_of(provider.name, provider.model, TokenUsage(input=n)) for n in counts]
+    costs = [cost_of(provider.name, provider.price_model(), TokenUsage(input=n)) for n in counts]
     # each call priced on its own: a long-context tier is a call's, not the run's
     cost = None if None in costs else sum(c for c in costs if c is not None) * epochs
     notes = [

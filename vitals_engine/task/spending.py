@@ -52,7 +52,7 @@ def make_budget(options: RunOptions, rows: Sequence[Sample], chats: Iterable[Cha
     )
     for chat in chats:
         provider = chat.provider
-        budget.on_call(provider.name, provider.priced_model, provider.cost_budget)
+        budget.on_call(provider.name, provider.price_model(), provider.cost_budget)
     return budget
 
 
@@ -65,7 +65,7 @@ def _first_guess(rows: Sequence[Sample], chats: Sequence[Chat]) -> tuple[float, 
     tokens = sum(len(str(row.input)) for row in head) / len(head) / 4
     dollars = 0.0
     for chat in chats:
-        price = find_price(chat.provider.name, chat.provider.priced_model)
+        price = find_price(chat.provider.name, chat.provider.price_model())
         if price is not None:
             dollars += tokens * price.input / 1e6
     return dollars, tokens * len(chats)

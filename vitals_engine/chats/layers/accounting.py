@@ -47,7 +47,7 @@ class Accounting:
         batch_id = call.batch_id
         cost = cost_of(
             provider.name,
-            turn.model or provider.priced_model,
+            provider.price_model(turn.model),
             tokens,
             batch=batch_id is not None,
             tier=turn.service_tier,
@@ -85,7 +85,7 @@ class Accounting:
             return
         provider = call.provider
         tokens = TokenUsage(input=call.guess.prompt)
-        cost = cost_of(provider.name, provider.priced_model, tokens)
+        cost = cost_of(provider.name, provider.price_model(), tokens)
         for ledger in scope.ledgers:
             ledger.record(scope.role, provider.name, provider.model, tokens, cost, timed_out=True)
 

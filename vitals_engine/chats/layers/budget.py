@@ -45,7 +45,7 @@ class BudgetCheck:
 
     async def __call__(self, call: Call, send: Send) -> Turn:
         provider, budget = call.provider, self.budget
-        name, model = provider.name, provider.priced_model
+        name, model = provider.name, provider.price_model()
         budget.on_call(name, model, provider.cost_budget)
         guess = call.guess
         hold = await budget.hold(name, model, guess.prompt, guess.output_cap, batch=self.batched)
