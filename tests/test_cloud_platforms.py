@@ -197,3 +197,25 @@ async def test_claude_on_vertex_costs_more_in_a_region_from_4_5_on(server, model
         costs[location] = chat.get_cost()
     assert costs["global"] > 0
     assert costs["us-east5"] == pytest.approx(costs["global"] * premium)
+
+
+@pytest.mark.usefixtures("platform")
+@pytest.mark.parametrize("platform", ["bedrock"], indirect=True)
+async def test_a_bedrock_region_that_costs_more_prices_its_calls_so(server):
+    """Llama 3 70B costs $3.18 / $4.20 in ap-south-1 against $2.65 / $3.50 in us-east-1:
+    each region's chat is priced at its own."""
+    model = "meta.llama3-70b-instruct-v1:0"
+    costs = {}
+    for region in ("us-east-1", "ap-south-1"):
+        chat = ve.chat_aws_bedrock(model, region=region, base_url=server.base_url("bedrock"))
+        await chat.chat_async("What's 2+2?")
+        tokens = chat.last_turn().tokens
+        costs[region] = (chat.get_cost(), tokens.input, tokens.output)
+    for region, (input_price, output_price) in {
+        "us-east-1": (2.65, 3.5),
+        "ap-south-1": (3.18, 4.2),
+    }.items():
+        cost, input_tokens, output_tokens = costs[region]
+        assert cost == pytest.approx(
+            (input_tokens * input_price + output_tokens * output_price) / 1e6
+        )

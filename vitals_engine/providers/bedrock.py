@@ -41,6 +41,7 @@ from .._errors import (
     RateLimitError,
 )
 from ..cloud.aws import AwsAuth, check_installed, find_region, region_error
+from ..pricing.table import find_price
 from ..transport.base import HttpResponse, StreamedResponse, Timeouts
 from ..transport.sse import ServerSentEvent
 from ..vocab.model_calls import ChatRequest
@@ -280,6 +281,18 @@ class BedrockProvider(HttpProvider):
 
     def headers(self, api_key: str) -> dict[str, str]:
         return {"accept": "application/json"}
+
+    def price_model(self, replied: str | None = None) -> str:
+        """`<region>/<model id>` where the price table has that region's own price for the
+        model (some regions cost more than us-east-1), else the model id.
+
+        Example:
+            >>> BedrockProvider("meta.llama3-70b-instruct-v1:0", region="ap-south-1").price_model()
+            'ap-south-1/meta.llama3-70b-instruct-v1:0'
+        """
+        name = super().price_model(replied)
+        here = f"{self.region}/{name}"
+        return here if self.region and find_price(self.name, here) is not None else name
 
     def reasoning_fields(self) -> dict[str, Any] | None:
         """`additionalModelRequestFields` for the chat's `reasoning`: Claude's `thinking`
