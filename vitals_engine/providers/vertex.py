@@ -109,7 +109,7 @@ class _Vertex:
     #: The publisher of the models in Vertex's paths ("google", "anthropic").
     publisher: ClassVar[str]
 
-    # set by place() (the provider's __init__ calls it)
+    # set by place() (__init__ calls it)
     location: str
     auth: GoogleAuth
     _given_base_url: str | None
@@ -117,6 +117,23 @@ class _Vertex:
     base_url: str
     model: str
     _origin: str
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        project: str | None = None,
+        location: str | None = None,
+        credentials: Any = None,
+        base_url: str | None = None,
+        **options: Any,
+    ) -> None:
+        base_url = base_url or os.environ.get(BASE_URL_VARIABLE) or None
+        self._given_base_url = base_url
+        root = base_url or vertex_root(DEFAULT_LOCATION)
+        # the vendor's provider, next in the method order, takes the rest
+        super().__init__(model, base_url=root, **options)  # pyright: ignore[reportCallIssue]
+        self.place(project=project, location=location, credentials=credentials)
 
     def place(
         self,
@@ -260,21 +277,6 @@ class VertexGemini(_Vertex, GeminiProvider):
 
     publisher = "google"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        project: str | None = None,
-        location: str | None = None,
-        credentials: Any = None,
-        base_url: str | None = None,
-        **options: Any,
-    ) -> None:
-        base_url = base_url or os.environ.get(BASE_URL_VARIABLE) or None
-        self._given_base_url = base_url
-        super().__init__(model, base_url=base_url or vertex_root(DEFAULT_LOCATION), **options)
-        self.place(project=project, location=location, credentials=credentials)
-
     def url(self) -> str:
         return f"{self.model_url()}:generateContent"
 
@@ -295,21 +297,6 @@ class VertexClaude(_Vertex, AnthropicProvider):
     """
 
     publisher = "anthropic"
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        project: str | None = None,
-        location: str | None = None,
-        credentials: Any = None,
-        base_url: str | None = None,
-        **options: Any,
-    ) -> None:
-        base_url = base_url or os.environ.get(BASE_URL_VARIABLE) or None
-        self._given_base_url = base_url
-        super().__init__(model, base_url=base_url or vertex_root(DEFAULT_LOCATION), **options)
-        self.place(project=project, location=location, credentials=credentials)
 
     def price_model(self, replied: str | None = None) -> str:
         """Claude costs more at a regional or multi-region location than at "global" (10%
