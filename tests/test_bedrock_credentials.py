@@ -10,6 +10,7 @@ import time
 import pytest
 
 import vitals_engine as ve
+from tests.cloud import no_aws_of_this_machine
 from vitals_engine.cloud.aws import find_region
 from vitals_engine.testing.formats.bedrock import BedrockFormat
 
@@ -20,11 +21,7 @@ MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 def container(server, monkeypatch, tmp_path):
     """The environment of a container whose credentials come from the mock's endpoint; the
     server's Bedrock format, its clock put back after the test."""
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    no_aws_of_this_machine(monkeypatch, tmp_path)
     monkeypatch.setenv(
         "AWS_CONTAINER_CREDENTIALS_FULL_URI", server.base_url("bedrock") + "/aws/credentials"
     )

@@ -5,47 +5,18 @@ platform's chat runs against the mock server over HTTP, authenticated as on the 
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import vitals_engine as ve
+from tests.cloud import EntraCredential, GoogleCredentials, use_aws_test_keys
 from tests.helpers import sums
 from vitals_engine.log.reader import read_log
-from vitals_engine.testing.formats.aws import TEST_ACCESS_KEY, TEST_SECRET_KEY
 from vitals_engine.testing.formats.azure_openai import AZURE
 
 pytestmark = pytest.mark.anyio
-
-
-class EntraCredential:
-    """An azure.core TokenCredential whose tokens the mock issues."""
-
-    def __init__(self) -> None:
-        self.asked = 0
-
-    def get_token(self, *scopes: str, **kwargs: Any) -> Any:
-        self.asked += 1
-        token, expires = AZURE.issue()
-        return type("AccessToken", (), {"token": token, "expires_on": int(expires)})()
-
-
-class GoogleCredentials:
-    """google-auth credentials whose tokens the mock issues, as the metadata server does."""
-
-    def __init__(self, server: Any) -> None:
-        self._vertex = server.wire_format("vertex")
-        self.token: str | None = None
-        self.expiry: datetime.datetime | None = None
-        self.quota_project_id = None
-
-    def refresh(self, request: Any) -> None:
-        answer = self._vertex.issue("metadata")
-        self.token = answer["access_token"]
-        now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
-        self.expiry = now + datetime.timedelta(seconds=answer["expires_in"])
 
 
 def bedrock(server: Any, **options: Any) -> ve.Chat:
@@ -83,13 +54,7 @@ PLATFORMS: dict[str, tuple[Callable[..., ve.Chat], str]] = {
 def platform(request, server, monkeypatch, tmp_path) -> tuple[Callable[..., ve.Chat], str]:
     """Each platform's chat maker and its name; the AWS environment holds the mock's test
     keys and nothing of this machine's."""
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONTAINER_CREDENTIALS_FULL_URI"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", TEST_ACCESS_KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET_KEY)
+    use_aws_test_keys(monkeypatch, tmp_path)
     AZURE.reset()
     yield PLATFORMS[request.param]
     AZURE.reset()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import vitals_engine as ve
-from tests.test_cloud_platforms import GoogleCredentials
+from tests.cloud import GoogleCredentials, use_aws_test_keys
 from vitals_engine.bridging.anthropic_api import AnthropicApi
 from vitals_engine.bridging.chat_completions_api import ChatCompletionsApi
 from vitals_engine.bridging.responses_api import ResponsesApi
@@ -19,7 +19,6 @@ from vitals_engine.log.logged_turns import message_contents
 from vitals_engine.log.reader import read_log
 from vitals_engine.providers.converse import document_name
 from vitals_engine.providers.http import HttpProvider
-from vitals_engine.testing.formats.aws import TEST_ACCESS_KEY, TEST_SECRET_KEY
 from vitals_engine.vocab.model_calls import ChatRequest
 
 KEY = "sk-test"
@@ -60,14 +59,7 @@ DOCX = ve.ContentDocument.from_bytes(
 
 @pytest.fixture
 def aws_env(monkeypatch, tmp_path):
-    """The mock's test AWS keys and nothing of this machine's AWS files."""
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONTAINER_CREDENTIALS_FULL_URI"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", TEST_ACCESS_KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET_KEY)
+    use_aws_test_keys(monkeypatch, tmp_path)
 
 
 def anthropic(server: Any) -> ve.Chat:

@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 import vitals_engine as ve
+from tests.cloud import use_aws_test_keys
 from tests.helpers import sums
 from vitals_engine.providers.bedrock import BedrockProvider
 from vitals_engine.testing import MockReply, MockToolCall
@@ -33,13 +34,7 @@ def bedrock(server):
 @pytest.fixture
 def aws_env(monkeypatch, tmp_path):
     """An environment with the mock's test key pair and no AWS files of the machine."""
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONTAINER_CREDENTIALS_FULL_URI"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", TEST_ACCESS_KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET_KEY)
+    use_aws_test_keys(monkeypatch, tmp_path)
 
 
 @pytest.fixture(autouse=True)
