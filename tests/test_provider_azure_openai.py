@@ -414,3 +414,36 @@ def test_traces_name_the_platform_as_the_genai_conventions_do():
     from vitals_engine.tracing.genai import provider_name
 
     assert provider_name("Azure OpenAI") == "azure.ai.openai"
+
+
+def test_a_credential_that_gives_no_token_is_an_authentication_error_naming_the_ways(server):
+    """A credential refusing (DefaultAzureCredential finding nothing, say) is our
+    AuthenticationError saying how to authenticate, before any request; a network failure
+    on the way to the identity endpoint is retryable."""
+    from azure.core.exceptions import ClientAuthenticationError, ServiceRequestError
+
+    class Refusing:
+        def __init__(self, error: Exception) -> None:
+            self.error = error
+
+        def get_token(self, *scopes, **kwargs):
+            raise self.error
+
+    refused = ClientAuthenticationError("DefaultAzureCredential failed to retrieve a token")
+    with pytest.raises(ve.AuthenticationError) as caught:
+        azure(server, credential=Refusing(refused)).chat("Hi")
+    message = str(caught.value)
+    assert "AZURE_OPENAI_API_KEY" in message
+    assert "az login" in message
+    assert "failed to retrieve a token" in message
+    assert not caught.value.retryable
+    with pytest.raises(ve.ProviderUnavailable) as unreachable:
+        azure(server, credential=Refusing(ServiceRequestError("connection reset"))).chat("Hi")
+    assert unreachable.value.retryable
+    assert server.requests == 0
+
+
+def test_a_token_provider_that_returns_no_string_is_a_config_error(server):
+    with pytest.raises(ve.ConfigError, match="token_provider must return the token"):
+        azure(server, token_provider=lambda: None).chat("Hi")
+    assert server.requests == 0

@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from .._errors import AuthenticationError, ConfigError, ProviderUnavailable
 from .extras import require
 from .refresh import DEFAULT_MARGIN, RefreshingCredential
 
@@ -85,7 +86,10 @@ class EntraToken:
     def _load(self) -> tuple[str, float | None]:
         if self._credential is None:
             self._credential = _default_credential()
-        token = self._credential.get_token(SCOPE)
+        try:
+            token = self._credential.get_token(SCOPE)
+        except Exception as exc:
+            raise _token_error(exc) from None
         expires = getattr(token, "expires_on", None)
         return token.token, float(expires) if expires is not None else None
 
@@ -97,7 +101,7 @@ class EntraToken:
             assert self._provider is not None
             value = await anyio.to_thread.run_sync(self._provider)
             if not isinstance(value, str) or not value:
-                raise TypeError(
+                raise ConfigError(
                     "token_provider must return the token as a non-empty string, "
                     f"not {type(value).__name__}"
                 )
@@ -122,3 +126,27 @@ class EntraToken:
             else type(self._credential).__name__
         )
         return f"<EntraToken from {source}>"
+
+
+_SIGN_IN = (
+    "pass api_key= or set AZURE_OPENAI_API_KEY; or sign in for Microsoft Entra ID: `az login` "
+    "on your machine, AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET for a service "
+    "principal, or a managed identity on Azure (its role on the resource: Cognitive Services "
+    "OpenAI User)"
+)
+
+
+def _token_error(exc: Exception) -> Exception:
+    """Our error for a credential that gave no token: a network failure on the way to the
+    identity endpoint may pass (retried); anything else is the credential's refusal."""
+    errors = require("azure.core.exceptions", extra="azure", platform=_PLATFORM)
+    said = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+    if isinstance(exc, errors.ServiceRequestError | errors.ServiceResponseError):
+        return ProviderUnavailable(
+            f"the Microsoft Entra ID token endpoint could not be reached: {said}",
+            provider=_PLATFORM,
+        )
+    return AuthenticationError(
+        f"no Microsoft Entra ID token for {_PLATFORM} ({said}): {_SIGN_IN}.",
+        provider=_PLATFORM,
+    )
