@@ -40,7 +40,8 @@ def chat_aws_bedrock(
     instance metadata), loaded again before temporary ones expire; no `api_key`.
     `params`: `max_tokens`, `temperature`, `top_p`, `stop` go into `inferenceConfig`,
     Converse's own keys (`guardrailConfig` ...) as given, anything else into
-    `additionalModelRequestFields`. `reasoning` sets Claude's `thinking`;
+    `additionalModelRequestFields`. `reasoning` sets Claude's `thinking`, Nova 2's
+    `reasoningConfig` and gpt-oss's `reasoning_effort`;
     `prompt_cache` puts cache points (Claude and Nova) as `chat_anthropic`'s does.
     `stream=True` uses ConverseStream. `base_url` (or `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`)
     replaces the region's endpoint.
